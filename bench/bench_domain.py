@@ -1,0 +1,99 @@
+"""Rules-core speed: five-card evaluations per second and the time to price a 7-seat round.
+
+Run: `make bench-domain` (or `python bench/bench_domain.py`). Each figure is the best of several
+repeats on one core. The baseline in the same run is a plain Python loop that touches the same
+cards without classifying them, so the numbers can be compared across machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from collections.abc import Callable
+
+from jackpotd.domain import evaluate_hand
+from jackpotd.domain import hands as h
+from jackpotd.domain.cards import card_name
+from jackpotd.domain.money import UC_PER_CENT
+from jackpotd.domain.paytable import default_paytable
+from jackpotd.domain.pools import MAJOR, MINOR, RESERVE, SPLIT, PoolSpec
+from jackpotd.domain.pricing import Hit, price_round
+from jackpotd.domain.rounds import SeatHand, evaluate_round
+
+
+def best_of(repeats: int, fn: Callable[[], int]) -> tuple[float, int]:
+    """Best wall time of `repeats` calls, and the count of operations one call performs."""
+    best = float("inf")
+    n = 0
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        n = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hands", type=int, default=200_000, help="random five-card hands per repeat")
+    parser.add_argument("--rounds", type=int, default=20_000, help="7-seat rounds priced per repeat")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    rng = random.Random(42)
+    hands = [tuple(rng.sample(range(52), 5)) for _ in range(args.hands)]
+    texts = [[card_name(c) for c in hand] for hand in hands]
+    cat5 = h.category5
+
+    def baseline() -> int:
+        total = 0
+        for a, b, c, d, e in hands:
+            total += a + b + c + d + e
+        return len(hands)
+
+    def parsed() -> int:
+        for hand in hands:
+            cat5(*hand)
+        return len(hands)
+
+    def from_text() -> int:
+        for t in texts:
+            evaluate_hand("caribbean-stud", t)
+        return len(texts)
+
+    # A busy 7-seat round: two straight flushes, a royal, a flush and three losing hands.
+    pools = (PoolSpec(MAJOR, 1_000_000), PoolSpec(MINOR, 100_000), PoolSpec(RESERVE))
+    balances = {MAJOR: 5_000_000 * UC_PER_CENT, MINOR: 12_000 * UC_PER_CENT, RESERVE: 300_000 * UC_PER_CENT}
+    paytable = default_paytable(h.CARIBBEAN_STUD, SPLIT)
+    round_hits = [Hit(7, h.FLUSH), Hit(6, h.STRAIGHT_FLUSH), Hit(5, h.PAIR), Hit(4, h.ROYAL_FLUSH),
+                  Hit(3, h.HIGH_CARD), Hit(2, h.STRAIGHT_FLUSH), Hit(1, h.TWO_PAIR)]
+    seat_hands = [SeatHand(s + 1, tuple(card_name(c) for c in range(s * 5, s * 5 + 5))) for s in range(7)]
+
+    def price() -> int:
+        for _ in range(args.rounds):
+            price_round(paytable, pools, balances, round_hits, 7)
+        return args.rounds
+
+    def evaluate_and_price() -> int:
+        for _ in range(args.rounds):
+            hits = evaluate_round(h.CARIBBEAN_STUD, 7, range(1, 8), seat_hands)
+            price_round(paytable, pools, balances, hits, 7)
+        return args.rounds
+
+    rows = [
+        ("baseline: loop over the same hands", baseline, "hands/s"),
+        ("five-card evaluation, parsed cards", parsed, "hands/s"),
+        ("evaluate_hand from card strings", from_text, "hands/s"),
+        ("price a 7-seat round (4 hits)", price, "us/round"),
+        ("parse+evaluate+price a 7-seat round", evaluate_and_price, "us/round"),
+    ]
+    print(f"{'benchmark':42} {'result':>14}")
+    for name, fn, unit in rows:
+        seconds, n = best_of(args.repeats, fn)
+        value = n / seconds if unit == "hands/s" else seconds / n * 1e6
+        print(f"{name:42} {value:>14,.1f} {unit}")
+    ten_k = 10_000 / (args.hands / best_of(args.repeats, parsed)[0]) * 1e3
+    print(f"{'=> a 10,000-seat round evaluates in':42} {ten_k:>14,.2f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""The pure rules of the jackpot network (DOMAIN.md): no I/O, no gRPC, no Redis, no SQL."""
+
+from .hands import evaluate_hand
+
+__all__ = ["evaluate_hand"]

@@ -1,0 +1,83 @@
+"""Contributions and their exact reversal (DOMAIN.md §3, §6)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .errors import FailedPrecondition
+from .money import MAX_SAFE_UC, cents_to_uc
+from .pools import PoolSpec
+from .postings import REFUNDS, RETAINED, WAGERS, Posting, pool_account
+from .rates import RateSet
+
+
+@dataclass(frozen=True, slots=True)
+class SeatContribution:
+    """What one accepted wager put where, kept so a void can reverse exactly that (§6)."""
+
+    seat: int
+    wager_cents: int
+    postings: tuple[Posting, ...]
+    overflow_uc: int  # µ¢ that a capped pool passed to its overflow target (§3)
+
+
+@dataclass(frozen=True, slots=True)
+class Contribution:
+    """All wagers of one commit, applied seat by seat; `balances_after` are the pool balances in µ¢."""
+
+    seats: tuple[SeatContribution, ...]
+    balances_after: Mapping[str, int]
+
+    @property
+    def postings(self) -> tuple[Posting, ...]:
+        """Every leg of every seat, in order."""
+        return tuple(p for s in self.seats for p in s.postings)
+
+
+def contribute(rates: RateSet, pools: Sequence[PoolSpec], balances: Mapping[str, int],
+               wagers: Sequence[tuple[int, int]]) -> Contribution:
+    """§3: each wager of w¢ adds w × rate µ¢ to each pool and to retained; a cap passes its excess on.
+
+    `wagers` are (seat, cents) pairs, applied in the order given against running balances.
+    """
+    specs = {p.name: p for p in pools}
+    running = dict(balances)
+    seats: list[SeatContribution] = []
+    for seat, cents in wagers:
+        legs: dict[str, int] = {}
+        overflow = 0
+        for name in rates.pool_order:
+            amount = cents * rates.pools_ppm[name]  # §2: w¢ × ppm is exactly the µ¢ contributed
+            spec = specs[name]
+            if spec.cap_cents is not None:
+                room = max(0, cents_to_uc(spec.cap_cents) - running.get(name, 0))
+                if amount > room:  # §3: a capped pool never passes its cap; nothing is lost
+                    excess = amount - room
+                    overflow += excess
+                    amount = room
+                    legs[spec.overflow_to] = legs.get(spec.overflow_to, 0) + excess
+                    running[spec.overflow_to] = running.get(spec.overflow_to, 0) + excess
+            legs[name] = legs.get(name, 0) + amount
+            running[name] = running.get(name, 0) + amount
+        for name in legs:
+            if running[name] > MAX_SAFE_UC:
+                raise FailedPrecondition(f"pool:{name}", running[name], "balance would pass the exact range of 2^53 µ¢")
+        postings = [Posting(WAGERS, -cents_to_uc(cents))]
+        postings += [Posting(pool_account(n), v) for n, v in sorted(legs.items()) if v]
+        if rates.retained_ppm:
+            postings.append(Posting(RETAINED, cents * rates.retained_ppm))
+        seats.append(SeatContribution(seat, cents, tuple(postings), overflow))
+    return Contribution(tuple(seats), running)
+
+
+def reversal(seats: Sequence[SeatContribution]) -> tuple[Posting, ...]:
+    """§6: the same µ¢ out of the same pools and the retained account; the wager goes back as a refund."""
+    legs: list[Posting] = []
+    for s in seats:
+        for p in s.postings:
+            if p.account == WAGERS:
+                legs.append(Posting(REFUNDS, -p.amount_uc))
+            else:
+                legs.append(Posting(p.account, -p.amount_uc))
+    return tuple(legs)

@@ -1,0 +1,53 @@
+"""Double-entry postings (ARCHITECTURE.md, the ledger): every money movement sums to zero over accounts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from .errors import FailedPrecondition
+
+# Counter-accounts outside the pools. Pools are named "pool:<NAME>".
+WAGERS = "wagers"  # players' jackpot wagers flow out of here (goes negative)
+REFUNDS = "refunds"  # voided wagers returned to players (§6)
+RETAINED = "retained"  # the operator's retained portion (NSW 11.6; NZ 11.6(a))
+PAYOUTS = "payouts"  # jackpot prizes paid to players
+OPERATOR_FUNDING = "operator_funding"  # seed, top-ups and shortfalls (NZ 11.6(b)); goes negative
+
+
+def pool_account(pool: str) -> str:
+    """Ledger account of a pool."""
+    return f"pool:{pool}"
+
+
+@dataclass(frozen=True, slots=True)
+class Posting:
+    """One leg of an entry: `amount_uc` is added to `account`'s balance (µ¢)."""
+
+    account: str
+    amount_uc: int
+
+
+def require_balanced(postings: Iterable[Posting]) -> None:
+    """Double entry: the legs of one movement sum to zero, or it is a bug that must not reach the ledger."""
+    total = sum(p.amount_uc for p in postings)
+    if total != 0:
+        raise AssertionError(f"postings do not balance: they sum to {total} µ¢")
+
+
+def apply_postings(balances: Mapping[str, int], postings: Iterable[Posting]) -> dict[str, int]:
+    """Balances after the postings; a pool may never go below zero (§5.7: a pool pays what it holds)."""
+    after = dict(balances)
+    for p in postings:
+        after[p.account] = after.get(p.account, 0) + p.amount_uc
+        if p.account.startswith("pool:") and after[p.account] < 0:
+            raise FailedPrecondition(p.account, after[p.account], "a pool cannot go below zero")
+    return after
+
+
+def merge(postings: Iterable[Posting]) -> tuple[Posting, ...]:
+    """Sum legs per account, keeping first-seen order; zero legs are dropped."""
+    totals: dict[str, int] = {}
+    for p in postings:
+        totals[p.account] = totals.get(p.account, 0) + p.amount_uc
+    return tuple(Posting(a, v) for a, v in totals.items() if v != 0)
