@@ -1,0 +1,1 @@
+"""jackpotd: the linked progressive jackpot service."""

@@ -1,0 +1,85 @@
+"""One interceptor maps every error to its gRPC status (API.md, Errors), and counts calls for metrics."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import asyncpg
+import grpc
+import redis.exceptions
+
+from ..domain.errors import Conflict, DomainError, FailedPrecondition, InvalidInput, NotFound
+from ..metrics import LATENCY, REQUESTS
+from ..service.operations import Unavailable
+
+log = logging.getLogger("jackpotd.api")
+
+_STATUS: list[tuple[type[BaseException], grpc.StatusCode]] = [
+    (InvalidInput, grpc.StatusCode.INVALID_ARGUMENT),
+    (NotFound, grpc.StatusCode.NOT_FOUND),
+    (FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
+    (Conflict, grpc.StatusCode.ALREADY_EXISTS),
+    (Unavailable, grpc.StatusCode.UNAVAILABLE),
+    (redis.exceptions.ConnectionError, grpc.StatusCode.UNAVAILABLE),
+    (redis.exceptions.TimeoutError, grpc.StatusCode.UNAVAILABLE),
+    (asyncpg.InterfaceError, grpc.StatusCode.UNAVAILABLE),
+    (asyncpg.exceptions.ConnectionDoesNotExistError, grpc.StatusCode.UNAVAILABLE),
+    (asyncpg.exceptions.CannotConnectNowError, grpc.StatusCode.UNAVAILABLE),
+    (OSError, grpc.StatusCode.UNAVAILABLE),
+]
+
+
+def status_of(error: BaseException) -> tuple[grpc.StatusCode, str]:
+    """The status and message for an error; unknown errors are INTERNAL and logged."""
+    for kind, code in _STATUS:
+        if isinstance(error, kind):
+            if isinstance(error, DomainError):
+                return code, str(error)
+            return code, f"store unavailable, safe to retry with the same request_id: {error}"
+    log.exception("internal error", exc_info=error)
+    return grpc.StatusCode.INTERNAL, f"internal error: {type(error).__name__}"
+
+
+class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+    """Wraps every unary and server-streaming handler."""
+
+    async def intercept_service(self, continuation: Callable[[Any], Awaitable[Any]], details: Any) -> Any:
+        handler = await continuation(details)
+        if handler is None:
+            return None
+        method = details.method.rsplit("/", 1)[-1]
+        if handler.unary_unary is not None:
+            inner = handler.unary_unary
+
+            async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+                started = time.perf_counter()
+                code = grpc.StatusCode.OK
+                try:
+                    return await inner(request, context)
+                except Exception as e:
+                    code, message = status_of(e)
+                    await context.abort(code, message)
+                finally:
+                    REQUESTS.labels(method, code.name).inc()
+                    LATENCY.labels(method).observe(time.perf_counter() - started)
+
+            return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer,
+                                                       handler.response_serializer)
+        if handler.unary_stream is not None:
+            inner_stream = handler.unary_stream
+
+            async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
+                try:
+                    async for item in inner_stream(request, context):
+                        yield item
+                except Exception as e:
+                    code, message = status_of(e)
+                    REQUESTS.labels(method, code.name).inc()
+                    await context.abort(code, message)
+
+            return grpc.unary_stream_rpc_method_handler(stream, handler.request_deserializer,
+                                                        handler.response_serializer)
+        return handler

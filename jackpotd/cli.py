@@ -1,0 +1,121 @@
+"""`jackpotd`: serve the jackpot network, migrate the ledger, recover, audit, and look at pools."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from typing import Any
+
+from .settings import Settings, load
+
+EPILOG = """With neither --redis-url nor --postgres-dsn, jackpotd starts embedded PostgreSQL and Valkey
+servers under --state-dir and stops them when it exits. Settings may also come from JACKPOTD_* variables
+(JACKPOTD_REDIS_URL, JACKPOTD_POSTGRES_DSN, JACKPOTD_LISTEN, JACKPOTD_STATE_DIR) or a TOML file (--config)."""
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="TOML file with redis_url, postgres_dsn, listen, state_dir, metrics_port")
+    p.add_argument("--redis-url", help="Redis or Valkey URL, e.g. redis://10.0.0.5:6379/0")
+    p.add_argument("--postgres-dsn", help="PostgreSQL DSN, e.g. postgresql://jackpot@db/jackpot")
+    p.add_argument("--state-dir", help="where embedded servers keep their data (default ./state)")
+    p.add_argument("--log-level", help="DEBUG, INFO, WARNING (default INFO)")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="jackpotd", description=__doc__, epilog=EPILOG,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    s = sub.add_parser("serve", help="run the gRPC service (recovers first)", epilog=EPILOG,
+                       description="Migrate, recover every link, then serve TableService, DisplayService, "
+                                   "AdminService, health and reflection until Ctrl-C.")
+    _common(s)
+    s.add_argument("--listen", help="host:port to listen on (default 127.0.0.1:50051)")
+    s.add_argument("--metrics-port", type=int, help="Prometheus metrics port on loopback (default 9464; 0: off)")
+    s.add_argument("--demo", action="store_true", help="load the demo link: one split link, six tables")
+    m = sub.add_parser("migrate", help="apply pending ledger schema migrations", description="Apply pending "
+                       "PostgreSQL migrations (also done on every start).")
+    _common(m)
+    r = sub.add_parser("recover", help="make Redis and the ledger agree for every link",
+                       description="Redis ahead: drain its journal into PostgreSQL. Redis behind or empty: "
+                                   "rebuild it from PostgreSQL.")
+    _common(r)
+    a = sub.add_parser("audit", help="recompute every balance from the ledger and check Redis and the chain",
+                       description="Exit status 0 when every link's ledger sums, chains and matches Redis.")
+    _common(a)
+    p = sub.add_parser("pools", help="show a link's pools through the gRPC API",
+                       description="Ask a running jackpotd for a link's pools (DisplayService.GetPools).")
+    p.add_argument("--link", default="demo", help="link id (default demo)")
+    p.add_argument("--target", default="127.0.0.1:50051", help="jackpotd address (default 127.0.0.1:50051)")
+    return top
+
+
+def settings_of(args: argparse.Namespace) -> Settings:
+    keys = ("redis_url", "postgres_dsn", "state_dir", "log_level", "listen", "metrics_port")
+    return load(getattr(args, "config", None), **{k: getattr(args, k, None) for k in keys})
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.command == "pools":
+        return _pools(args.link, args.target)
+    settings = settings_of(args)
+    logging.basicConfig(level=settings.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+    return asyncio.run(_run(args, settings))
+
+
+async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from . import app
+    from .store import ledger, recovery
+
+    if args.command == "serve":
+        await app.serve(settings, demo=args.demo)
+        return 0
+    async with app.open_stores(settings) as stores:
+        if args.command == "migrate":
+            print("schema is up to date")  # open_stores migrated
+            return 0
+        if args.command == "recover":
+            for a in await recovery.recover(stores.redis, stores.pg):
+                print(f"{a.link_id}: {a.action} (Redis seq {a.redis_seq}, ledger seq {a.ledger_seq})")
+            return 0
+        failed = 0
+        heads = await ledger.heads(stores.pg)
+        for link in sorted(heads):
+            report = await ledger.audit_link(stores.pg, link, await stores.redis.balances(link),
+                                             await stores.redis.seq(link))
+            verdict = "OK" if report.ok else "FAILED"
+            print(f"{link}: {verdict} - {report.entries} entries, chain {'intact' if report.chain_ok else 'BROKEN'}, "
+                  f"pools {', '.join(f'{k} {v // 1_000_000}¢' for k, v in sorted(report.ledger_pools.items()))}")
+            for problem in report.problems:
+                print(f"  - {problem}")
+            failed += not report.ok
+        return 1 if failed else 0
+
+
+def _pools(link: str, target: str) -> int:
+    import grpc
+
+    from .api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
+    from .domain.money import format_cents
+
+    with grpc.insecure_channel(target) as channel:
+        stub = display_pb2_grpc.DisplayServiceStub(channel)
+        try:
+            resp: Any = stub.GetPools(display_pb2.GetPoolsRequest(link_id=link), timeout=5)
+        except grpc.RpcError as e:
+            print(f"{e.code().name}: {e.details()}", file=sys.stderr)
+            return 1
+    print(f"link {resp.link_id} (sequence {resp.sequence})")
+    for p in resp.pools:
+        print(f"  {p.pool:8} {format_cents(p.amount_cents):>16}   (resets to {format_cents(p.reset_cents)})")
+    if resp.HasField("last_hit"):
+        h = resp.last_hit
+        print(f"  last hit: {h.hand} at {h.table_id} seat {h.seat}, {format_cents(h.amount_cents)} from {h.pool}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""A link's whole configuration as data (DOMAIN.md §1, §3, §9), with its plain-dict form for storage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from . import hands as h
+from .errors import InvalidInput, NotFound
+from .money import require_non_negative_cents, require_positive_cents
+from .paytable import Paytable, PaytableEntry, default_paytable
+from .pools import PoolSpec, require_pool_set
+from .profiles import LinkRules
+from .rates import RateSet, rates_in_force
+
+MAX_SEATS = 10_000  # online "tables" may be large (issue: a 10,000-seat round)
+
+
+@dataclass(frozen=True, slots=True)
+class TableConfig:
+    """A table on the link: its game, seats 1..N, and whether jackpot wagers are suspended (NSW 14.13)."""
+
+    table_id: str
+    game: str
+    seats: int
+    suspended: bool = False
+
+    def __post_init__(self) -> None:
+        require_id("table_id", self.table_id)
+        if self.game not in h.GAMES:
+            raise InvalidInput("game", self.game, f"unknown game; known games: {', '.join(h.GAMES)}")
+        if isinstance(self.seats, bool) or not 1 <= self.seats <= MAX_SEATS:
+            raise InvalidInput("seats", self.seats, f"must be from 1 to {MAX_SEATS}")
+
+
+def require_id(field_name: str, value: str) -> str:
+    """Ids are 1-128 printable characters without spaces or braces (they become Redis keys)."""
+    if not isinstance(value, str) or not 1 <= len(value) <= 128 or any(c in value for c in " {}\t\n\r"):
+        raise InvalidInput(field_name, value, "must be 1-128 characters with no spaces or braces")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class LinkConfig:
+    """Everything about a link except its balances."""
+
+    link_id: str
+    mode: str
+    wager_cents: int
+    pools: tuple[PoolSpec, ...]
+    rate_sets: tuple[RateSet, ...]
+    paytables: Mapping[str, Paytable]
+    tables: Mapping[str, TableConfig] = field(default_factory=dict)
+    verification_threshold_cents: int = 0
+    gaming_day_start: str = "06:00"
+    time_zone: str = "UTC"
+
+    def __post_init__(self) -> None:
+        require_id("link_id", self.link_id)
+        require_pool_set(self.mode, self.pools)
+        require_positive_cents("wager_amount_cents", self.wager_cents)
+        require_non_negative_cents("verification_threshold_cents", self.verification_threshold_cents)
+        names = tuple(p.name for p in self.pools)
+        for rs in self.rate_sets:
+            rs.require_pools(names)
+        for table in self.paytables.values():
+            table.require_pools(names)
+        if not self.rate_sets:
+            raise InvalidInput("rates", None, "a link needs a rate set")
+
+    def rules(self, game: str, at_ms: int) -> LinkRules:
+        """The rules that price a wager or a round of `game` at time `at_ms`."""
+        return LinkRules(self.mode, self.pools, rates_in_force(self.rate_sets, at_ms),
+                         {game: self.paytable(game)}, self.wager_cents, self.verification_threshold_cents)
+
+    def paytable(self, game: str) -> Paytable:
+        table = self.paytables.get(game)
+        if table is None:
+            raise InvalidInput("game", game, f"link {self.link_id} has no paytable for this game")
+        return table
+
+    def table(self, table_id: str) -> TableConfig:
+        t = self.tables.get(table_id)
+        if t is None:
+            raise NotFound("table_id", table_id, "no such table")
+        return t
+
+    def with_table(self, table: TableConfig) -> LinkConfig:
+        """The config with a table added or changed; a new game gets its default paytable (§4)."""
+        paytables = dict(self.paytables)
+        if table.game not in paytables:
+            paytables[table.game] = default_paytable(table.game, self.mode)
+        return replace(self, tables={**self.tables, table.table_id: table}, paytables=paytables)
+
+    def pool_spec(self, name: str) -> PoolSpec:
+        for p in self.pools:
+            if p.name == name:
+                return p
+        raise InvalidInput("pool", name, f"not a pool of link {self.link_id}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form, stable across versions, for Redis and the ledger."""
+        return {
+            "link_id": self.link_id, "mode": self.mode, "wager_cents": self.wager_cents,
+            "verification_threshold_cents": self.verification_threshold_cents,
+            "gaming_day_start": self.gaming_day_start, "time_zone": self.time_zone,
+            "pools": [{"name": p.name, "reset_cents": p.reset_cents, "cap_cents": p.cap_cents,
+                       "overflow_to": p.overflow_to} for p in self.pools],
+            "rate_sets": [{"version": r.version, "pools_ppm": dict(r.pools_ppm), "retained_ppm": r.retained_ppm,
+                           "effective_at_ms": r.effective_at_ms, "approval_ref": r.approval_ref}
+                          for r in self.rate_sets],
+            "paytables": {g: [{"category": e.category, "pool": e.pool, "min_cents": e.min_cents,
+                               "percent_ppm": e.percent_ppm, "resets_pool": e.resets_pool}
+                              for e in t.entries.values()] for g, t in self.paytables.items()},
+            "tables": {t.table_id: {"game": t.game, "seats": t.seats, "suspended": t.suspended}
+                       for t in self.tables.values()},
+        }
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> LinkConfig:
+        return LinkConfig(
+            link_id=d["link_id"], mode=d["mode"], wager_cents=d["wager_cents"],
+            verification_threshold_cents=d["verification_threshold_cents"],
+            gaming_day_start=d["gaming_day_start"], time_zone=d["time_zone"],
+            pools=tuple(PoolSpec(p["name"], p["reset_cents"], p["cap_cents"], p["overflow_to"]) for p in d["pools"]),
+            rate_sets=tuple(RateSet(r["pools_ppm"], r["retained_ppm"], r["version"], r["effective_at_ms"],
+                                    r["approval_ref"]) for r in d["rate_sets"]),
+            paytables={g: Paytable(g, {e["category"]: PaytableEntry(e["category"], e["pool"], e["min_cents"],
+                                                                   e["percent_ppm"], e["resets_pool"])
+                                       for e in entries}) for g, entries in d["paytables"].items()},
+            tables={tid: TableConfig(tid, t["game"], t["seats"], t["suspended"]) for tid, t in d["tables"].items()},
+        )

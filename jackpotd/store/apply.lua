@@ -1,0 +1,66 @@
+-- The one atomic step of every mutating operation on a link (ARCHITECTURE.md, write path 2).
+-- Money arrives as decimal strings and moves with HINCRBY, so no value ever passes through a double
+-- except for the sign check below, where balances are below 2^53 µ¢ by rule (DOMAIN.md §2).
+--
+-- KEYS: 1 config  2 balances  3 seq  4 journal  5 request record  6 round (or an unused key)
+-- ARGV: 1 request hash  2 expected config version ("new" to create the link)  3 expected round state
+--       ("" none, "absent", or a state)  4 expected round revision  5 new round state  6 round data
+--       7 new config ("" unchanged)  8 entry JSON  9 result JSON  10 record TTL seconds  11 channel
+--       12 request content JSON  13 n guards, then n (pool, balance) pairs, then n deltas and (pool, delta) pairs
+local record = redis.call('GET', KEYS[5])
+if record then
+  local stored = cjson.decode(record)
+  if stored['hash'] == ARGV[1] then return {'dup', record} end
+  return {'conflict', record}
+end
+
+local version = redis.call('HGET', KEYS[1], 'version')
+if ARGV[2] == 'new' then
+  if version then return {'exists', version} end
+elseif version ~= ARGV[2] then
+  return {'stale_config', version or ''}
+end
+
+if ARGV[3] ~= '' then
+  local state = redis.call('HGET', KEYS[6], 'state')
+  if ARGV[3] == 'absent' then
+    if state then return {'round_state', state} end
+  else
+    if state ~= ARGV[3] then return {'round_state', state or 'absent'} end
+    if redis.call('HGET', KEYS[6], 'rev') ~= ARGV[4] then return {'round_moved', ''} end
+  end
+end
+
+local i = 13
+local n = tonumber(ARGV[i])
+for k = 1, n do
+  local pool, expected = ARGV[i + 2 * k - 1], ARGV[i + 2 * k]
+  if (redis.call('HGET', KEYS[2], pool) or '0') ~= expected then
+    return {'moved', cjson.encode(redis.call('HGETALL', KEYS[2]))}
+  end
+end
+i = i + 2 * n + 1
+local m = tonumber(ARGV[i])
+for k = 1, m do
+  local pool, delta = ARGV[i + 2 * k - 1], ARGV[i + 2 * k]
+  local after = tonumber(redis.call('HGET', KEYS[2], pool) or '0') + tonumber(delta)
+  if after < 0 then return {'negative', pool} end
+end
+for k = 1, m do
+  redis.call('HINCRBY', KEYS[2], ARGV[i + 2 * k - 1], ARGV[i + 2 * k])
+end
+
+local seq = redis.call('INCR', KEYS[3])
+if ARGV[7] ~= '' then
+  redis.call('HSET', KEYS[1], 'version', tostring(seq), 'config', ARGV[7])
+end
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[6], 'state', ARGV[5], 'data', ARGV[6], 'rev', tostring(seq))
+end
+local balances = cjson.encode(redis.call('HGETALL', KEYS[2]))
+local reply = cjson.encode({hash = ARGV[1], seq = tostring(seq), result = ARGV[9], balances = balances,
+  content = ARGV[12]})
+redis.call('XADD', KEYS[4], '0-' .. seq, 'entry', ARGV[8], 'balances', balances, 'reply', reply)
+redis.call('SET', KEYS[5], reply, 'EX', tonumber(ARGV[10]))
+redis.call('PUBLISH', ARGV[11], reply)
+return {'ok', reply}

@@ -1,0 +1,292 @@
+"""PostgreSQL adapter: migrations, the group-committing ledger writer, and reads for recovery and audit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from ..domain.postings import PAYOUTS, pool_account
+from .redis_pools import pairs
+
+log = logging.getLogger("jackpotd.ledger")
+MIGRATIONS = Path(__file__).parent / "migrations"
+APP_ROLE = "jackpotd_app"
+
+
+async def migrate(dsn: str) -> list[str]:
+    """Apply pending migrations in order, each in its own transaction; returns those applied."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations "
+                           "(name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
+        await conn.execute("SELECT pg_advisory_lock(4242)")  # replicas starting together migrate once
+        done = {r["name"] for r in await conn.fetch("SELECT name FROM schema_migrations")}
+        applied = []
+        for path in sorted(MIGRATIONS.glob("*.sql")):
+            if path.name in done:
+                continue
+            async with conn.transaction():
+                await conn.execute(path.read_text())
+                await conn.execute("INSERT INTO schema_migrations (name) VALUES ($1)", path.name)
+            applied.append(path.name)
+            log.info("applied migration %s", path.name)
+        await conn.execute("SELECT pg_advisory_unlock(4242)")
+        return applied
+    finally:
+        await conn.close()
+
+
+async def _as_app_role(conn: asyncpg.Connection) -> None:
+    # Append-only by grants too: the service's sessions act as a role that cannot UPDATE or DELETE entries.
+    try:
+        await conn.execute(f"SET ROLE {APP_ROLE}")
+    except asyncpg.PostgresError:
+        log.warning("cannot SET ROLE %s; relying on the append-only triggers alone", APP_ROLE)
+
+
+async def connect_pool(dsn: str, size: int = 10) -> asyncpg.Pool:
+    """A connection pool whose sessions act as the application role."""
+    pool = await asyncpg.create_pool(dsn, min_size=1, max_size=size, init=_as_app_role)
+    assert pool is not None
+    return pool
+
+
+def chain_hash(prev: bytes, link_id: str, seq: int, entry: str, postings: Sequence[tuple[str, int, int]]) -> bytes:
+    """sha256 over the previous hash and the canonical content of an entry: any edit breaks the chain."""
+    h = hashlib.sha256(prev)
+    h.update(json.dumps([link_id, seq, entry, [list(p) for p in postings]], separators=(",", ":")).encode())
+    return h.digest()
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """One journal stream entry as the atomic step wrote it."""
+
+    link_id: str
+    seq: int
+    entry: str  # canonical JSON written by the service
+    balances: dict[str, int]  # pool balances after, from Redis
+    reply: str
+
+    @property
+    def body(self) -> dict[str, Any]:
+        d: dict[str, Any] = json.loads(self.entry)
+        return d
+
+
+class LedgerMismatch(RuntimeError):
+    """Redis and the ledger disagree about a balance: the writer stops rather than record it."""
+
+
+async def write_batch(conn: Any, batch: Sequence[JournalEntry]) -> dict[str, int]:
+    """Write journal entries into the ledger in one transaction; idempotent on (link, seq).
+
+    Returns the new head sequence per link. Entries at or below a link's head are skipped.
+    """
+    heads: dict[str, int] = {}
+    by_link: dict[str, list[JournalEntry]] = {}
+    for e in batch:
+        by_link.setdefault(e.link_id, []).append(e)
+    async with conn.transaction():
+        for link_id, items in sorted(by_link.items()):
+            items.sort(key=lambda e: e.seq)
+            await conn.execute("INSERT INTO links (link_id) VALUES ($1) ON CONFLICT DO NOTHING", link_id)
+            head = await conn.fetchrow("SELECT last_seq, last_hash FROM links WHERE link_id = $1 FOR UPDATE", link_id)
+            assert head is not None
+            last_seq, last_hash = int(head["last_seq"]), bytes(head["last_hash"])
+            balances = {r["account"]: int(r["balance_uc"]) for r in await conn.fetch(
+                "SELECT account, balance_uc FROM account_balances WHERE link_id = $1", link_id)}
+            entry_rows, posting_rows, hit_rows, config_rows, round_rows, table_rows = [], [], [], [], [], []
+            for e in items:
+                if e.seq <= last_seq:
+                    continue
+                if e.seq != last_seq + 1:
+                    break  # a gap: wait for the missing entry rather than record out of order
+                body = e.body
+                legs = []
+                for idx, (account, amount) in enumerate(body["postings"]):
+                    balances[account] = balances.get(account, 0) + int(amount)
+                    legs.append((account, int(amount), balances[account]))
+                    posting_rows.append((link_id, e.seq, idx, account, int(amount), balances[account]))
+                for pool, bal in e.balances.items():
+                    if balances.get(pool_account(pool), 0) != bal:
+                        raise LedgerMismatch(f"link {link_id} seq {e.seq}: Redis has {pool}={bal} µ¢, "
+                                             f"the ledger {balances.get(pool_account(pool), 0)} µ¢")
+                digest = chain_hash(last_hash, link_id, e.seq, e.entry, legs)
+                created = datetime.fromtimestamp(body["ts_ms"] / 1000, UTC)
+                entry_rows.append((link_id, e.seq, body["kind"], body["request_id"], body["request_hash"], created,
+                                   e.entry, e.reply, last_hash, digest))
+                if body.get("config") is not None:
+                    config_rows.append((link_id, e.seq, json.dumps(body["config"])))
+                rnd = body.get("round")
+                if rnd is not None:
+                    round_rows.append((link_id, rnd["table_id"], rnd["round_id"], rnd["state"], e.seq, rnd["data"]))
+                if body.get("table") is not None:
+                    table_rows.append((body["table"], link_id))
+                for hit in body.get("hits", ()):
+                    hit_rows.append((hit["hit_id"], link_id, e.seq, hit["table_id"], hit["round_id"], hit["seat"],
+                                     hit["hand"], hit["cards"], hit["pool"], hit["amount_cents"],
+                                     hit["funded_by_operator_cents"], hit["pool_before_uc"], hit["rule"],
+                                     hit["status"]))
+                last_seq, last_hash = e.seq, digest
+            if entry_rows:
+                await conn.executemany(
+                    "INSERT INTO entries (link_id, seq, kind, request_id, request_hash, created_at, entry, reply, "
+                    "prev_hash, hash) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10)", entry_rows)
+                await conn.executemany(
+                    "INSERT INTO postings (link_id, seq, idx, account, amount_uc, balance_after_uc) "
+                    "VALUES ($1, $2, $3, $4, $5, $6)", posting_rows)
+                if config_rows:
+                    await conn.executemany("INSERT INTO link_configs (link_id, version, config) "
+                                           "VALUES ($1, $2, $3::jsonb)", config_rows)
+                if round_rows:
+                    await conn.executemany(
+                        "INSERT INTO rounds (link_id, table_id, round_id, state, rev, data) VALUES "
+                        "($1, $2, $3, $4, $5, $6) ON CONFLICT (link_id, table_id, round_id) DO UPDATE SET "
+                        "state = EXCLUDED.state, rev = EXCLUDED.rev, data = EXCLUDED.data", round_rows)
+                if table_rows:
+                    await conn.executemany("INSERT INTO tables (table_id, link_id) VALUES ($1, $2) "
+                                           "ON CONFLICT (table_id) DO NOTHING", table_rows)
+                if hit_rows:
+                    await conn.executemany(
+                        "INSERT INTO hits (hit_id, link_id, seq, table_id, round_id, seat, hand, cards, pool, "
+                        "amount_cents, funded_by_operator_cents, pool_before_uc, rule, status) VALUES "
+                        "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)", hit_rows)
+                await conn.executemany(
+                    "INSERT INTO account_balances (link_id, account, balance_uc) VALUES ($1, $2, $3) "
+                    "ON CONFLICT (link_id, account) DO UPDATE SET balance_uc = EXCLUDED.balance_uc",
+                    [(link_id, a, b) for a, b in balances.items()])
+                await conn.execute("UPDATE links SET last_seq = $2, last_hash = $3 WHERE link_id = $1",
+                                   link_id, last_seq, last_hash)
+            heads[link_id] = last_seq
+    return heads
+
+
+async def heads(conn: asyncpg.Connection | asyncpg.Pool) -> dict[str, int]:
+    """Last committed sequence per link."""
+    return {r["link_id"]: int(r["last_seq"]) for r in await conn.fetch("SELECT link_id, last_seq FROM links")}
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSnapshot:
+    """Everything needed to rebuild a link's Redis keys from the ledger."""
+
+    link_id: str
+    last_seq: int
+    config_version: int
+    config: str
+    pool_balances: dict[str, int]
+    rounds: list[tuple[str, str, str, int, str]]
+    tables: list[str]
+    replies: list[tuple[str, str]]  # (request_id, reply) of recent requests
+
+
+async def snapshot(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, reply_days: int = 7) -> LinkSnapshot:
+    """Read a link's state from PostgreSQL (recovery: Redis behind or empty)."""
+    head = await conn.fetchrow("SELECT last_seq FROM links WHERE link_id = $1", link_id)
+    cfg = await conn.fetchrow("SELECT version, config::text AS config FROM link_configs WHERE link_id = $1 "
+                              "ORDER BY version DESC LIMIT 1", link_id)
+    assert head is not None and cfg is not None
+    balances = {r["account"][5:]: int(r["balance_uc"]) for r in await conn.fetch(
+        "SELECT account, balance_uc FROM account_balances WHERE link_id = $1 AND account LIKE 'pool:%'", link_id)}
+    rounds = [(r["table_id"], r["round_id"], r["state"], int(r["rev"]), r["data"]) for r in await conn.fetch(
+        "SELECT table_id, round_id, state, rev, data FROM rounds WHERE link_id = $1", link_id)]
+    tables = [r["table_id"] for r in await conn.fetch("SELECT table_id FROM tables WHERE link_id = $1", link_id)]
+    replies = [(r["request_id"], r["reply"]) for r in await conn.fetch(
+        "SELECT request_id, reply FROM entries WHERE link_id = $1 AND created_at > now() - make_interval(days => $2)",
+        link_id, reply_days)]
+    return LinkSnapshot(link_id, int(head["last_seq"]), int(cfg["version"]), cfg["config"], balances, rounds, tables,
+                        replies)
+
+
+async def stored_reply(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, request_id: str) -> str | None:
+    """The reply recorded forever for a request id (Redis keeps it only for days)."""
+    v: str | None = await conn.fetchval("SELECT reply FROM entries WHERE link_id = $1 AND request_id = $2",
+                                        link_id, request_id)
+    return v
+
+
+@dataclass(frozen=True, slots=True)
+class AuditReport:
+    """What `jackpotd audit` found for one link."""
+
+    link_id: str
+    entries: int
+    chain_ok: bool
+    balanced: bool
+    ledger_pools: dict[str, int]
+    redis_pools: dict[str, int]
+    problems: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redis_pools: dict[str, int],
+                     redis_seq: int) -> AuditReport:
+    """Recompute every balance from the postings, verify the hash chain and each entry sums to zero."""
+    problems: list[str] = []
+    prev = b""
+    balances: dict[str, int] = {}
+    count = 0
+    balanced = True
+    chain_ok = True
+    expected_seq = 1
+    rows = await conn.fetch("SELECT seq, entry::text AS entry, prev_hash, hash FROM entries WHERE link_id = $1 "
+                            "ORDER BY seq", link_id)
+    legs_by_seq: dict[int, list[tuple[str, int, int]]] = {}
+    for r in await conn.fetch("SELECT seq, account, amount_uc, balance_after_uc FROM postings WHERE link_id = $1 "
+                              "ORDER BY seq, idx", link_id):
+        legs_by_seq.setdefault(int(r["seq"]), []).append((r["account"], int(r["amount_uc"]), int(r["balance_after_uc"])))
+    for r in rows:
+        seq = int(r["seq"])
+        count += 1
+        if seq != expected_seq:
+            problems.append(f"sequence gap: expected {expected_seq}, found {seq}")
+        expected_seq = seq + 1
+        legs = legs_by_seq.get(seq, [])
+        if sum(a for _, a, _ in legs) != 0:
+            balanced = False
+            problems.append(f"entry {seq} does not sum to zero")
+        for account, amount, after in legs:
+            balances[account] = balances.get(account, 0) + amount
+            if balances[account] != after:
+                problems.append(f"entry {seq}: {account} balance_after {after} but recomputed {balances[account]}")
+        # the entry text is stored as jsonb; re-hash with the canonical text written by the service
+        canonical = json.dumps(json.loads(r["entry"]), separators=(",", ":"), sort_keys=True)
+        if bytes(r["prev_hash"]) != prev or chain_hash(prev, link_id, seq, canonical, legs) != bytes(r["hash"]):
+            chain_ok = False
+            problems.append(f"hash chain broken at entry {seq}")
+        prev = bytes(r["hash"])
+    stored = {r["account"]: int(r["balance_uc"]) for r in await conn.fetch(
+        "SELECT account, balance_uc FROM account_balances WHERE link_id = $1", link_id)}
+    for account in set(stored) | set(balances):
+        if stored.get(account, 0) != balances.get(account, 0):
+            problems.append(f"{account}: balance table {stored.get(account, 0)} but postings sum to "
+                            f"{balances.get(account, 0)}")
+    ledger_pools = {a[5:]: v for a, v in balances.items() if a.startswith("pool:")}
+    for pool in set(ledger_pools) | set(redis_pools):
+        if ledger_pools.get(pool, 0) != redis_pools.get(pool, 0):
+            problems.append(f"pool {pool}: ledger {ledger_pools.get(pool, 0)} µ¢, Redis {redis_pools.get(pool, 0)} µ¢")
+    if redis_seq != count:
+        problems.append(f"sequence: Redis at {redis_seq}, ledger at {count}")
+    if balances.get(PAYOUTS, 0) < 0:
+        problems.append("payouts account is negative")
+    return AuditReport(link_id, count, chain_ok, balanced, ledger_pools, redis_pools, problems)
+
+
+def journal_entries(link_id: str, rows: Iterable[tuple[int, dict[str, str]]]) -> list[JournalEntry]:
+    """Journal stream rows as entries."""
+    out = []
+    for seq, fields in rows:
+        out.append(JournalEntry(link_id, seq, fields["entry"], pairs(json.loads(fields["balances"])), fields["reply"]))
+    return out
