@@ -90,7 +90,8 @@ def _alive(pid: int) -> bool:
     return pid != os.getpid()
 
 
-async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event | None = None) -> None:
+async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event | None = None,
+                stop: asyncio.Event | None = None) -> None:
     """Run until SIGINT or SIGTERM: recover, then serve; on exit stop in order and stop embedded servers."""
     async with open_stores(settings) as stores:
         actions = await recovery.recover(stores.redis, stores.pg)
@@ -122,10 +123,11 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
             from .demo import load_demo
 
             await load_demo(service)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+        if stop is None:
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
         if ready is not None:
             ready.set()
         await stop.wait()

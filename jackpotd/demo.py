@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from .domain.errors import FailedPrecondition
@@ -23,10 +24,8 @@ async def load_demo(service: JackpotService) -> None:
         pools=(PoolSpec(MAJOR, 1_000_000), PoolSpec(MINOR, 100_000), PoolSpec(RESERVE)),
         rate_sets=(RateSet({MAJOR: 200_000, MINOR: 75_000, RESERVE: 25_000}, 700_000, 1, 0, "DEMO-APPROVAL-1"),),
         paytables={"caribbean-stud": default_paytable("caribbean-stud", SPLIT)})
-    try:
+    with contextlib.suppress(FailedPrecondition):  # created on an earlier run
         await service.create_link(Request("demo-create-link", {"demo": "link"}), config, AUDIT)
-    except FailedPrecondition:
-        pass  # created on an earlier run
     for n in range(1, 7):
         table = TableConfig(f"demo-table-{n}", "caribbean-stud", 7)
         await service.register_table(Request(f"demo-register-{n}", {"demo": table.table_id}), table, DEMO_LINK, AUDIT)

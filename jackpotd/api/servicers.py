@@ -62,7 +62,8 @@ class Base:
 class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
     """Table controllers (API.md TableService)."""
 
-    async def CommitWagers(self, request: table_pb2.CommitWagersRequest, context: Ctx) -> table_pb2.CommitWagersResponse:
+    async def CommitWagers(self, request: table_pb2.CommitWagersRequest,
+                           context: Ctx) -> table_pb2.CommitWagersResponse:
         wagers = [Wager(w.seat, w.amount_cents, w.ante_placed) for w in request.wagers]
         done = await self.service.commit_wagers(request_of(request), request.table_id, request.round_id, wagers)
         accepted = [table_pb2.AcceptedWager(seat=a["seat"], amount_cents=a["amount_cents"],
@@ -100,8 +101,10 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
             yield table_pb2.MeterUpdate(link_id=link_id, pools=pools, jackpot_enabled=enabled, sequence=seq, hit=hit)
 
 
-async def watch(service: JackpotService,
-                link_id: str) -> AsyncIterator[tuple[int, list[common_pb2.PoolAmount], common_pb2.HitAnnouncement | None]]:
+Update = tuple[int, list[common_pb2.PoolAmount], common_pb2.HitAnnouncement | None]
+
+
+async def watch(service: JackpotService, link_id: str) -> AsyncIterator[Update]:
     """A snapshot, then pool updates coalesced to ten a second, with every hit announced."""
     await service.config(link_id)
     pubsub = service.redis.client.pubsub()

@@ -238,7 +238,8 @@ class JackpotService:
             data = {"game": table.game, "rates_version": rules.rates.version,
                     "seats": {str(s.seat): _seat_json(s) for s in c.seats}, "voided": []}
             result = {"accepted": [{"seat": s.seat, "amount_cents": s.wager_cents,
-                                    "contributed_uc": sum(p.amount_uc for p in s.postings if p.account.startswith("pool:")),
+                                    "contributed_uc": sum(p.amount_uc for p in s.postings
+                                                          if p.account.startswith("pool:")),
                                     "overflow_uc": s.overflow_uc} for s in c.seats]}
             round_data = json.dumps(data, sort_keys=True)
             return self._step(link_id, req, "commit", version, postings=c.postings, result=result,
@@ -319,7 +320,8 @@ class JackpotService:
                 await self._replay_or(link_id, req, NotFound("round_id", round_id, "no wagers were committed"))
             if rnd.get("state") != COMMITTED:
                 await self._replay_or(link_id, req, FailedPrecondition(
-                    "round_id", round_id, f"the round is {rnd.get('state')}; only a supervisor adjustment can change it"))
+                    "round_id", round_id,
+                    f"the round is {rnd.get('state')}; only a supervisor adjustment can change it"))
             data = json.loads(rnd["data"])
             active = sorted({int(s) for s in data["seats"]} - set(data["voided"]))
             chosen = sorted(set(seats)) if seats else active

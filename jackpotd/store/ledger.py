@@ -246,7 +246,8 @@ async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redi
     legs_by_seq: dict[int, list[tuple[str, int, int]]] = {}
     for r in await conn.fetch("SELECT seq, account, amount_uc, balance_after_uc FROM postings WHERE link_id = $1 "
                               "ORDER BY seq, idx", link_id):
-        legs_by_seq.setdefault(int(r["seq"]), []).append((r["account"], int(r["amount_uc"]), int(r["balance_after_uc"])))
+        legs_by_seq.setdefault(int(r["seq"]), []).append(
+            (r["account"], int(r["amount_uc"]), int(r["balance_after_uc"])))
     for r in rows:
         seq = int(r["seq"])
         count += 1

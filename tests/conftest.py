@@ -1,0 +1,94 @@
+"""Real embedded PostgreSQL and Valkey for every test that touches storage; never fakes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import tempfile
+import uuid
+import warnings
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+import pytest
+import pytest_asyncio
+
+from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey, free_port
+
+
+@dataclass(frozen=True)
+class Servers:
+    """The embedded servers of this test session."""
+
+    pg: EmbeddedPostgres
+    valkey: EmbeddedValkey
+    root: Path
+
+    def dsn(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.pg.port}/{database}"
+
+    def redis_url(self, db: int = 0) -> str:
+        return f"redis://127.0.0.1:{self.valkey.port}/{db}"
+
+
+@pytest.fixture(scope="session")
+def servers() -> Iterator[Servers]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        root = Path(tempfile.mkdtemp(prefix="jackpotd-test-"))
+        os.chmod(root, 0o755)
+        pg = EmbeddedPostgres(root / "postgres" / "data").start()
+        valkey = EmbeddedValkey(root / "valkey").start()
+    try:
+        yield Servers(pg, valkey, root)
+    finally:
+        valkey.stop()
+        pg.stop()
+
+
+@dataclass(frozen=True)
+class Isolated:
+    """A database and a Redis db number of their own, for tests that flush, kill or rebuild."""
+
+    dsn: str
+    redis_url: str
+
+
+_next_db = iter(range(1, 16))
+
+
+@pytest_asyncio.fixture
+async def isolated(servers: Servers) -> AsyncIterator[Isolated]:
+    name = "t_" + uuid.uuid4().hex[:12]
+    conn = await asyncpg.connect(servers.dsn())
+    await conn.execute(f"CREATE DATABASE {name}")
+    await conn.close()
+    db = next(_next_db)
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(servers.redis_url(db))
+    await client.flushdb()
+    await client.aclose()
+    yield Isolated(servers.dsn(name), servers.redis_url(db))
+
+
+@pytest.fixture
+def port() -> int:
+    return free_port()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+async def wait_until(predicate: object, timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        with contextlib.suppress(Exception):
+            if await predicate():  # type: ignore[operator]
+                return
+        await asyncio.sleep(0.05)
+    raise TimeoutError("condition not met in time")

@@ -1,0 +1,104 @@
+"""An in-process jackpotd on the test session's servers, with stubs and helpers to drive it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import grpc
+
+from jackpotd.api.gen.jackpot.v1 import (
+    admin_pb2,
+    admin_pb2_grpc,
+    display_pb2,
+    display_pb2_grpc,
+    table_pb2,
+    table_pb2_grpc,
+)
+
+
+def rid() -> str:
+    return str(uuid.uuid4())
+
+
+AUDIT = admin_pb2.Audit(actor="test", reason="test", approval_ref="TEST-1")
+
+
+@dataclass
+class Client:
+    """Stubs of the three services plus the ledger connection for checks."""
+
+    channel: grpc.aio.Channel
+    table: table_pb2_grpc.TableServiceStub
+    display: display_pb2_grpc.DisplayServiceStub
+    admin: admin_pb2_grpc.AdminServiceStub
+    pg: asyncpg.Pool
+
+    @staticmethod
+    async def connect(target: str, dsn: str) -> Client:
+        channel = grpc.aio.insecure_channel(target)
+        pg = await asyncpg.create_pool(dsn, min_size=1, max_size=4)
+        assert pg is not None
+        return Client(channel, table_pb2_grpc.TableServiceStub(channel), display_pb2_grpc.DisplayServiceStub(channel),
+                      admin_pb2_grpc.AdminServiceStub(channel), pg)
+
+    async def close(self) -> None:
+        await self.channel.close()
+        await self.pg.close()
+
+    async def create_link(self, link_id: str, mode: str = "SPLIT", *, rates: dict[str, int] | None = None,
+                          retained: int = 700_000, resets: dict[str, int] | None = None,
+                          caps: dict[str, int] | None = None, wager: int = 100, games: Sequence[str] = (),
+                          threshold: int = 0) -> None:
+        if rates is None:
+            rates = ({"MAJOR": 200_000, "MINOR": 75_000, "RESERVE": 25_000} if mode == "SPLIT"
+                     else {"JACKPOT": 275_000, "RESERVE": 25_000})
+        pools = ["MAJOR", "MINOR", "RESERVE"] if mode == "SPLIT" else ["JACKPOT", "RESERVE"]
+        resets = resets or {}
+        caps = caps or {}
+        await self.admin.CreateLink(admin_pb2.CreateLinkRequest(
+            request_id=rid(), link_id=link_id, mode=mode, wager_amount_cents=wager,
+            pools=[admin_pb2.PoolConfig(pool=p, reset_cents=resets.get(p, 0), cap_cents=caps.get(p))
+                   if p in caps else admin_pb2.PoolConfig(pool=p, reset_cents=resets.get(p, 0)) for p in pools],
+            rates=admin_pb2.Rates(pools=[admin_pb2.PoolRate(pool=k, ppm=v) for k, v in rates.items()],
+                                  retained_ppm=retained),
+            games=list(games), verification_threshold_cents=threshold, audit=AUDIT))
+
+    async def register(self, table_id: str, link_id: str, seats: int = 7, game: str = "caribbean-stud") -> None:
+        await self.admin.RegisterTable(admin_pb2.RegisterTableRequest(
+            request_id=rid(), table_id=table_id, link_id=link_id, game=game, seats=seats, audit=AUDIT))
+
+    async def fund(self, link_id: str, pool: str, cents: int) -> admin_pb2.FundPoolResponse:
+        resp: admin_pb2.FundPoolResponse = await self.admin.FundPool(admin_pb2.FundPoolRequest(
+            request_id=rid(), link_id=link_id, pool=pool, amount_cents=cents, audit=AUDIT))
+        return resp
+
+    async def commit(self, table_id: str, round_id: str, seats: Sequence[int], amount: int = 100,
+                     request_id: str | None = None) -> table_pb2.CommitWagersResponse:
+        resp: table_pb2.CommitWagersResponse = await self.table.CommitWagers(table_pb2.CommitWagersRequest(
+            request_id=request_id or rid(), table_id=table_id, round_id=round_id,
+            wagers=[table_pb2.Wager(seat=s, amount_cents=amount, ante_placed=True) for s in seats]))
+        return resp
+
+    async def settle(self, table_id: str, round_id: str, hands: dict[int, Sequence[str]],
+                     request_id: str | None = None, board: Sequence[str] = ()) -> table_pb2.SettleRoundResponse:
+        resp: table_pb2.SettleRoundResponse = await self.table.SettleRound(table_pb2.SettleRoundRequest(
+            request_id=request_id or rid(), table_id=table_id, round_id=round_id,
+            hands=[table_pb2.SeatHand(seat=s, cards=list(c)) for s, c in hands.items()], board_cards=list(board)))
+        return resp
+
+    async def pools(self, link_id: str) -> dict[str, Any]:
+        resp = await self.display.GetPools(display_pb2.GetPoolsRequest(link_id=link_id))
+        return {p.pool: p for p in resp.pools} | {"_seq": resp.sequence}
+
+    async def ledger_pools(self, link_id: str) -> dict[str, int]:
+        rows = await self.pg.fetch("SELECT account, balance_uc FROM account_balances WHERE link_id = $1", link_id)
+        return {r["account"]: int(r["balance_uc"]) for r in rows}
+
+
+async def settle_all(tasks: Sequence[asyncio.Task[Any]]) -> list[Any]:
+    return list(await asyncio.gather(*tasks))
