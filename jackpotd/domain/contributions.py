@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .errors import FailedPrecondition
-from .money import MAX_SAFE_UC, cents_to_uc
+from .money import MAX_SAFE_UC, ceil_cents, cents_to_uc
 from .pools import PoolSpec
-from .postings import REFUNDS, RETAINED, WAGERS, Posting, pool_account
+from .postings import OPERATOR_FUNDING, REFUNDS, RETAINED, WAGERS, Posting, pool_account
 from .rates import RateSet
 
 
@@ -71,13 +71,26 @@ def contribute(rates: RateSet, pools: Sequence[PoolSpec], balances: Mapping[str,
     return Contribution(tuple(seats), running)
 
 
-def reversal(seats: Sequence[SeatContribution]) -> tuple[Posting, ...]:
-    """§6: the same µ¢ out of the same pools and the retained account; the wager goes back as a refund."""
+def reversal(seats: Sequence[SeatContribution], balances: Mapping[str, int]) -> tuple[Posting, ...]:
+    """§6: the same µ¢ out of the same pools and the retained account; the wager goes back as a refund.
+
+    Our reading of §5.7 for voids: a pool that has paid out since the commit may hold less than it must
+    give back; operator funding makes up the difference first (whole cents), then the pool gives back.
+    """
     legs: list[Posting] = []
+    owed: dict[str, int] = {}
     for s in seats:
         for p in s.postings:
             if p.account == WAGERS:
                 legs.append(Posting(REFUNDS, -p.amount_uc))
             else:
                 legs.append(Posting(p.account, -p.amount_uc))
-    return tuple(legs)
+                if p.account.startswith("pool:"):
+                    owed[p.account] = owed.get(p.account, 0) + p.amount_uc
+    funding: list[Posting] = []
+    for account, amount in owed.items():
+        held = balances.get(account.removeprefix("pool:"), 0)
+        if amount > held:
+            cents = ceil_cents(amount - held)
+            funding += [Posting(OPERATOR_FUNDING, -cents_to_uc(cents)), Posting(account, cents_to_uc(cents))]
+    return (*funding, *legs)

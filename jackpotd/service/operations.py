@@ -174,12 +174,10 @@ class JackpotService:
             if outcome.status == "round_state":
                 await self._replay_or(link_id, req, FailedPrecondition(
                     "round_id", step.round[1] if step.round else "", f"the round is {outcome.detail}"))
-            if outcome.status == "negative":
-                raise FailedPrecondition(f"pool:{outcome.detail}", outcome.detail,
-                                         "the movement would take the pool below zero")
-            if outcome.status == "moved":
+            if outcome.status in ("moved", "negative"):
                 CAS_RETRIES.labels(link_id).inc()
-            # stale_config, moved, round_moved: read again and re-price against the pools as they now stand
+            # stale_config, moved, round_moved, negative (a pool paid out since we read it):
+            # read again and re-price against the pools as they now stand
         raise Unavailable(f"link {link_id} is too busy to apply request {req.request_id}; retry with the same id")
 
     async def _durable(self, link_id: str, seq: int) -> None:
@@ -328,7 +326,8 @@ class JackpotService:
             for i, s in enumerate(seats):
                 if s not in active:
                     raise InvalidInput(f"seats[{i}]", s, "holds no open jackpot wager in this round")
-            undo = reversal([_seat_from_json(s, data["seats"][str(s)]) for s in chosen])
+            undo = reversal([_seat_from_json(s, data["seats"][str(s)]) for s in chosen],
+                            await self.redis.balances(link_id))
             data["voided"] = sorted(set(data["voided"]) | set(chosen))
             data.setdefault("void_reasons", []).append({"seats": chosen, "reason": reason})
             state = VOIDED if set(data["voided"]) >= {int(s) for s in data["seats"]} else COMMITTED

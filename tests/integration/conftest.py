@@ -31,6 +31,6 @@ async def target(servers: Servers) -> AsyncIterator[str]:
 
 @pytest_asyncio.fixture(scope="session")
 async def client(target: str, servers: Servers) -> AsyncIterator[Client]:
-    c = await Client.connect(target, servers.dsn())
+    c = await Client.connect(target, servers.dsn(), servers.redis_url(0))
     yield c
     await c.close()

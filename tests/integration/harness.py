@@ -10,6 +10,7 @@ from typing import Any
 
 import asyncpg
 import grpc
+import redis.asyncio as aioredis
 
 from jackpotd.api.gen.jackpot.v1 import (
     admin_pb2,
@@ -37,18 +38,21 @@ class Client:
     display: display_pb2_grpc.DisplayServiceStub
     admin: admin_pb2_grpc.AdminServiceStub
     pg: asyncpg.Pool
+    redis: Any  # redis.asyncio.Redis with decoded replies
 
     @staticmethod
-    async def connect(target: str, dsn: str) -> Client:
+    async def connect(target: str, dsn: str, redis_url: str) -> Client:
         channel = grpc.aio.insecure_channel(target)
         pg = await asyncpg.create_pool(dsn, min_size=1, max_size=4)
         assert pg is not None
         return Client(channel, table_pb2_grpc.TableServiceStub(channel), display_pb2_grpc.DisplayServiceStub(channel),
-                      admin_pb2_grpc.AdminServiceStub(channel), pg)
+                      admin_pb2_grpc.AdminServiceStub(channel), pg,
+                      aioredis.Redis.from_url(redis_url, decode_responses=True))
 
     async def close(self) -> None:
         await self.channel.close()
         await self.pg.close()
+        await self.redis.aclose()
 
     async def create_link(self, link_id: str, mode: str = "SPLIT", *, rates: dict[str, int] | None = None,
                           retained: int = 700_000, resets: dict[str, int] | None = None,

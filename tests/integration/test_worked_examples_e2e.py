@@ -121,6 +121,7 @@ async def test_example_6_mixed_round_one_pool(client: Client) -> None:
     assert [p.pool_before_ucents // UC for p in resp.payouts] == [
         6_000_000, 5_990_000, 5_391_000, 5_376_000]
     assert [(r.from_reserve_cents, r.from_operator_cents) for r in resp.resets] == [(0, 1_000_000)]
+    assert (await client.pools(link))["JACKPOT"].amount_cents == 1_000_000
 
 
 async def test_example_7_two_straight_flushes_on_a_small_pool(client: Client) -> None:

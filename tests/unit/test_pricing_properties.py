@@ -112,9 +112,33 @@ def test_a_void_reverses_a_commit_exactly(link, seats, wager) -> None:  # type: 
     _, specs, rates, balances = link
     ledger = {pool_account(k): v for k, v in balances.items()}
     contribution = contribute(rates, specs, balances, [(s, wager) for s in sorted(seats)])
-    undo = reversal(contribution.seats)
+    undo = reversal(contribution.seats, contribution.balances_after)
     require_balanced(undo)
+    assert not any(p.account == OPERATOR_FUNDING for p in undo)  # nothing paid out in between
     after = apply_postings(apply_postings(ledger, contribution.postings), undo)
     assert {k: v for k, v in after.items() if k.startswith("pool:")} == ledger
     assert after.get(RETAINED, 0) == 0
     assert after[REFUNDS] == -after[WAGERS] == len(seats) * wager * UC_PER_CENT
+
+
+@settings(max_examples=200)
+@given(links(), st.lists(st.integers(1, 7), min_size=1, max_size=7, unique=True), st.integers(1, 10_000),
+       st.data())
+def test_a_void_after_pools_paid_out_is_made_whole_by_the_operator(link, seats, wager, data) -> None:  # type: ignore[no-untyped-def]
+    _, specs, rates, balances = link
+    contribution = contribute(rates, specs, balances, [(s, wager) for s in sorted(seats)])
+    # between the commit and the void, other tables' hits drained the pools to anything at all
+    drained = {k: data.draw(st.integers(0, v)) for k, v in contribution.balances_after.items()}
+    undo = reversal(contribution.seats, drained)
+    require_balanced(undo)
+    after = apply_postings({pool_account(k): v for k, v in drained.items()}, undo)  # raises if a pool goes negative
+    funded = -after.get(OPERATOR_FUNDING, 0)
+    assert funded % UC_PER_CENT == 0
+    owed: dict[str, int] = {}
+    for p in undo:
+        if p.account.startswith("pool:") and p.amount_uc < 0:
+            owed[p.account] = owed.get(p.account, 0) - p.amount_uc
+    for account, amount in owed.items():
+        topped_up = sum(p.amount_uc for p in undo if p.account == account and p.amount_uc > 0)
+        short = max(0, amount - drained.get(account[5:], 0))
+        assert topped_up - short in range(UC_PER_CENT)  # exactly the shortfall, rounded up to a whole cent

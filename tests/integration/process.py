@@ -1,0 +1,63 @@
+"""jackpotd as a separate process, to kill -9 it or stop it like an operator would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+
+class ServerProcess:
+    """`jackpotd serve` on given stores (or embedded ones under a state dir)."""
+
+    def __init__(self, port: int, log: Path, *, redis_url: str = "", dsn: str = "", state_dir: str = "",
+                 demo: bool = False) -> None:
+        self.port = port
+        self.log = log
+        self.args = [sys.executable, "-m", "jackpotd.cli", "serve", "--listen", f"127.0.0.1:{port}",
+                     "--metrics-port", "0"]
+        if redis_url:
+            self.args += ["--redis-url", redis_url, "--postgres-dsn", dsn]
+        if state_dir:
+            self.args += ["--state-dir", state_dir]
+        if demo:
+            self.args.append("--demo")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 90) -> ServerProcess:
+        out = open(self.log, "ab")  # noqa: SIM115 - the child writes to it
+        self.proc = subprocess.Popen(self.args, stdout=out, stderr=out, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        deadline = time.monotonic() + timeout
+        with grpc.insecure_channel(self.target) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"jackpotd exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
+                try:
+                    if stub.Check(health_pb2.HealthCheckRequest(), timeout=1).status == 1:
+                        return self
+                except grpc.RpcError:
+                    pass
+                time.sleep(0.1)
+        raise RuntimeError(f"jackpotd not serving after {timeout}s:\n{self.log.read_text()[-3000:]}")
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def interrupt(self, timeout: float = 60) -> int:
+        """Ctrl-C, as a person would; returns the exit status."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGINT)
+        return self.proc.wait(timeout)

@@ -1,0 +1,148 @@
+"""Crash and loss: kill -9 mid-load, FLUSHALL, and Redis ahead of the ledger. Nothing is lost or doubled."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+import pytest_asyncio
+
+from jackpotd.embedded import free_port
+from jackpotd.store import ledger, recovery
+from jackpotd.store.redis_pools import RedisPools
+
+from ..conftest import Isolated, unique
+from .checks import assert_consistent
+from .harness import Client
+from .load import Tally, run_table
+from .process import ServerProcess
+
+
+@pytest_asyncio.fixture
+async def proc_client(isolated: Isolated, tmp_path: Path) -> AsyncIterator[tuple[ServerProcess, Client]]:
+    server = ServerProcess(free_port(), tmp_path / "jackpotd.log", redis_url=isolated.redis_url, dsn=isolated.dsn)
+    await asyncio.to_thread(server.start)
+    client = await Client.connect(server.target, isolated.dsn, isolated.redis_url)
+    yield server, client
+    await client.close()
+    if server.proc and server.proc.poll() is None:
+        server.interrupt()
+
+
+async def new_link(client: Client, tables: int) -> tuple[str, list[str]]:
+    link = unique("crash")
+    await client.create_link(link, resets={"MAJOR": 1_000_000, "MINOR": 100_000})
+    await client.fund(link, "MAJOR", 2_000_000)
+    await client.fund(link, "MINOR", 200_000)
+    names = [unique(f"t{i}") for i in range(tables)]
+    for t in names:
+        await client.register(t, link)
+    return link, names
+
+
+async def test_kill_9_mid_load_loses_and_doubles_nothing(proc_client: tuple[ServerProcess, Client]) -> None:
+    server, client = proc_client
+    link, tables = await new_link(client, 6)
+    tally = Tally()
+    rounds = 120
+    load = asyncio.gather(*(run_table(server.target, t, rounds, tally, seed=i, hit_every=4)
+                            for i, t in enumerate(tables)))
+    while len(tally.acked) < 200:  # in the middle of the load
+        await asyncio.sleep(0.01)
+    acked_before_kill = len(tally.acked)
+    server.kill9()
+    await asyncio.sleep(0.5)
+    await asyncio.to_thread(server.start)
+    await load  # the clients' retries succeed after the restart
+    assert acked_before_kill > 0
+    assert tally.retries > 0
+    assert len(tally.acked) == 6 * rounds * 2  # every round: a commit, then a settle or a void
+    await assert_consistent(client.pg, client.redis, link, tally)
+
+
+async def test_flushall_then_restart_rebuilds_the_pools_to_the_cent(proc_client: tuple[ServerProcess, Client]) -> None:
+    server, client = proc_client
+    link, tables = await new_link(client, 2)
+    tally = Tally()
+    await asyncio.gather(*(run_table(server.target, t, 12, tally, seed=i) for i, t in enumerate(tables)))
+    before = await client.pools(link)
+    await client.redis.flushdb()
+    server.interrupt()
+    await asyncio.to_thread(server.start)
+    after = await client.pools(link)
+    assert {k: str(v) for k, v in after.items()} == {k: str(v) for k, v in before.items()}
+    await assert_consistent(client.pg, client.redis, link, tally)
+    # the rebuilt link keeps working, and old request ids still answer identically
+    more = Tally()
+    await run_table(server.target, tables[0], 3, more, seed=99, prefix="after-")
+    assert len(more.acked) > 0
+
+
+async def test_redis_ahead_of_the_ledger_is_drained(isolated: Isolated, tmp_path: Path) -> None:
+    """A crash between the atomic step and the ledger commit: recovery writes the journal to PostgreSQL first."""
+    server = ServerProcess(free_port(), tmp_path / "a.log", redis_url=isolated.redis_url, dsn=isolated.dsn)
+    await asyncio.to_thread(server.start)
+    client = await Client.connect(server.target, isolated.dsn, isolated.redis_url)
+    try:
+        link, tables = await new_link(client, 1)
+        tally = Tally()
+        await run_table(server.target, tables[0], 5, tally, seed=1)
+        server.interrupt()
+        # Lose the ledger's last entries, as if PostgreSQL had not committed them before a crash.
+        head = await client.pg.fetchval("SELECT last_seq FROM links WHERE link_id = $1", link)
+        redis_seq = int(await client.redis.get("{link:" + link + "}:seq"))
+        assert head == redis_seq
+        conn = await asyncpg.connect(isolated.dsn)
+        await conn.execute("SET session_replication_role = replica")  # bypass triggers: simulating lost commits
+        await conn.execute("DELETE FROM hits WHERE link_id = $1 AND seq > $2", link, head - 3)
+        await conn.execute("DELETE FROM postings WHERE link_id = $1 AND seq > $2", link, head - 3)
+        await conn.execute("DELETE FROM entries WHERE link_id = $1 AND seq > $2", link, head - 3)
+        await conn.close()
+        # restore the projections the lost entries had moved, from the remaining postings
+        await _rewind_projections(isolated.dsn, link, head - 3)
+        redis = RedisPools(isolated.redis_url)
+        pool = await ledger.connect_pool(isolated.dsn)
+        # the journal still holds the entries (trimmed only far below the head)
+        actions = await recovery.recover(redis, pool)
+        assert [(a.link_id, a.action) for a in actions if a.link_id == link] == [(link, "drained")]
+        await assert_consistent(pool, redis.client, link, tally)
+        await pool.close()
+        await redis.close()
+    finally:
+        await client.close()
+
+
+async def _rewind_projections(dsn: str, link: str, head: int) -> None:
+    conn = await asyncpg.connect(dsn)
+    await conn.execute("SET session_replication_role = replica")
+    await conn.execute("DELETE FROM account_balances WHERE link_id = $1", link)
+    await conn.execute("INSERT INTO account_balances SELECT link_id, account, sum(amount_uc) FROM postings "
+                       "WHERE link_id = $1 GROUP BY link_id, account", link)
+    h = await conn.fetchval("SELECT hash FROM entries WHERE link_id = $1 AND seq = $2", link, head)
+    await conn.execute("UPDATE links SET last_seq = $2, last_hash = $3 WHERE link_id = $1", link, head, h)
+    await conn.close()
+
+
+@pytest.mark.parametrize("n", [1])
+async def test_ledger_rows_cannot_be_changed(isolated: Isolated, tmp_path: Path, n: int) -> None:
+    server = ServerProcess(free_port(), tmp_path / "b.log", redis_url=isolated.redis_url, dsn=isolated.dsn)
+    await asyncio.to_thread(server.start)
+    client = await Client.connect(server.target, isolated.dsn, isolated.redis_url)
+    try:
+        link, _ = await new_link(client, n)
+        conn = await asyncpg.connect(isolated.dsn)
+        for sql in ("UPDATE entries SET kind = 'x' WHERE link_id = $1", "DELETE FROM postings WHERE link_id = $1",
+                    "UPDATE postings SET amount_uc = 0 WHERE link_id = $1"):
+            with pytest.raises(asyncpg.PostgresError, match="append-only"):
+                await conn.execute(sql, link)
+        await conn.execute("SET ROLE jackpotd_app")  # the service's own role is refused by grants as well
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await conn.execute("UPDATE entries SET kind = 'x' WHERE link_id = $1", link)
+        await conn.close()
+    finally:
+        await client.close()
+        server.interrupt()
+
