@@ -26,7 +26,7 @@ unit: install
 	$(BIN)/python -m pytest -q tests/unit
 
 lint: install
-	$(BIN)/ruff check jackpotd tests bench clients
+	$(BIN)/ruff check jackpotd tests bench scripts
 
 typecheck: install
 	$(BIN)/mypy jackpotd

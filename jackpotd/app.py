@@ -1,16 +1,25 @@
-"""Wiring: stores (embedded or configured), migrations, recovery, the ledger writer and the gRPC server."""
+"""Wiring: stores (embedded or configured), migrations, recovery, the ledger writer and the gRPC workers.
+
+`serve` runs as a supervisor: it migrates, recovers, runs the one ledger writer, and starts N gRPC
+worker processes sharing the listen port. With workers=0 the gRPC server runs in the same process
+(tests do this). Workers hold no state: they talk to Redis and PostgreSQL like any replica would.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import json
 import logging
+import multiprocessing
 import os
 import signal
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+import socket
+from collections.abc import AsyncIterator, Coroutine
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import grpc
@@ -21,12 +30,12 @@ from grpc_reflection.v1alpha import reflection
 from .api.errors import ErrorInterceptor
 from .api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, display_pb2, display_pb2_grpc, table_pb2, table_pb2_grpc
 from .api.servicers import AdminServicer, DisplayServicer, TableServicer
-from .embedded import EmbeddedPostgres, EmbeddedValkey
+from .embedded import EmbeddedPostgres, EmbeddedValkey, free_port
 from .service.operations import JackpotService
 from .settings import Settings
 from .store import ledger, recovery
 from .store.redis_pools import RedisPools
-from .store.writer import LedgerWriter
+from .store.writer import DurabilityWatcher, LedgerWriter
 
 log = logging.getLogger("jackpotd")
 SERVICES = ("jackpot.v1.TableService", "jackpot.v1.DisplayService", "jackpot.v1.AdminService")
@@ -38,6 +47,7 @@ class Stores:
 
     redis: RedisPools
     pg: asyncpg.Pool
+    redis_url: str
     dsn: str
     embedded: tuple[EmbeddedPostgres, EmbeddedValkey] | None = None
 
@@ -47,7 +57,7 @@ def _endpoints_file(settings: Settings) -> Path:
 
 
 @contextlib.asynccontextmanager
-async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
+async def open_stores(settings: Settings, *, migrate: bool = True) -> AsyncIterator[Stores]:
     """Connect to the configured stores, or reuse or start the embedded ones under the state directory."""
     embedded = None
     redis_url, dsn = settings.redis_url, settings.postgres_dsn
@@ -59,17 +69,19 @@ async def open_stores(settings: Settings) -> AsyncIterator[Stores]:
         else:
             state = Path(settings.state_dir).resolve()
             state.mkdir(parents=True, exist_ok=True)
-            pg = await asyncio.to_thread(EmbeddedPostgres(state / "postgres" / "data").start)
-            valkey = await asyncio.to_thread(EmbeddedValkey(state / "valkey").start)
+            # Started from this thread on purpose: they die with the thread that started them (PDEATHSIG).
+            pg = EmbeddedPostgres(state / "postgres" / "data").start()
+            valkey = EmbeddedValkey(state / "valkey").start()
             embedded = (pg, valkey)
             redis_url, dsn = valkey.url, pg.dsn
             endpoints.write_text(json.dumps({"pid": os.getpid(), "redis_url": redis_url, "postgres_dsn": dsn}))
     try:
-        await ledger.migrate(dsn)
+        if migrate:
+            await ledger.migrate(dsn)
         pool = await ledger.connect_pool(dsn, size=20)
         redis = RedisPools(redis_url)
         try:
-            yield Stores(redis, pool, dsn, embedded)
+            yield Stores(redis, pool, redis_url, dsn, embedded)
         finally:
             await redis.close()
             await pool.close()
@@ -90,52 +102,167 @@ def _alive(pid: int) -> bool:
     return pid != os.getpid()
 
 
+async def run_grpc(service: JackpotService, listen: str, stop: asyncio.Event, *, reuse_port: bool = False,
+                   ready: asyncio.Event | None = None) -> None:
+    """Serve the three services plus health and reflection until `stop` is set."""
+    server = grpc.aio.server(interceptors=[ErrorInterceptor()],
+                             options=[("grpc.so_reuseport", int(reuse_port)), ("grpc.max_concurrent_streams", 1000)])
+    table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(service), server)
+    display_pb2_grpc.add_DisplayServiceServicer_to_server(DisplayServicer(service), server)
+    admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(service), server)
+    health_servicer = health_aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    names = [table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name,
+             display_pb2.DESCRIPTOR.services_by_name["DisplayService"].full_name,
+             admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
+             health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME]
+    reflection.enable_server_reflection(names, server)
+    server.add_insecure_port(listen)  # plain text only on loopback (ARCHITECTURE, Security)
+    await server.start()
+    for name in ("", *SERVICES):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    if ready is not None:
+        ready.set()
+    await stop.wait()
+    for name in ("", *SERVICES):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    await server.stop(grace=5)
+
+
+@contextlib.asynccontextmanager
+async def jackpot_service(redis: RedisPools, pg: asyncpg.Pool) -> AsyncIterator[JackpotService]:
+    """The service layer with its durability watcher running."""
+    watcher = DurabilityWatcher(redis)
+    await watcher.start()
+    try:
+        yield JackpotService(redis, pg, watcher)
+    finally:
+        await watcher.stop()
+
+
+def _stop_on_signals(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+
 async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event | None = None,
                 stop: asyncio.Event | None = None) -> None:
     """Run until SIGINT or SIGTERM: recover, then serve; on exit stop in order and stop embedded servers."""
+    if stop is None:
+        stop = asyncio.Event()
+        _stop_on_signals(stop)
     async with open_stores(settings) as stores:
         actions = await recovery.recover(stores.redis, stores.pg)
         for a in actions:
             log.info("recovery: link %s %s", a.link_id, a.action)
         writer = LedgerWriter(stores.redis, stores.pg)
         await writer.start()
-        service = JackpotService(stores.redis, stores.pg, writer)
-        server = grpc.aio.server(interceptors=[ErrorInterceptor()],
-                                 options=[("grpc.so_reuseport", 0), ("grpc.max_concurrent_streams", 1000)])
-        table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(service), server)
-        display_pb2_grpc.add_DisplayServiceServicer_to_server(DisplayServicer(service), server)
-        admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(service), server)
-        health_servicer = health_aio.HealthServicer()
-        health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-        names = [table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name,
-                 display_pb2.DESCRIPTOR.services_by_name["DisplayService"].full_name,
-                 admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
-                 health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME]
-        reflection.enable_server_reflection(names, server)
-        port = server.add_insecure_port(settings.listen)  # plain text only on loopback (ARCHITECTURE, Security)
-        await server.start()
-        for name in ("", *SERVICES):
-            await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
         _start_metrics(settings.metrics_port)
-        log.info("jackpotd serving on %s (port %d)%s", settings.listen, port,
-                 " with embedded PostgreSQL and Valkey" if stores.embedded else "")
-        if demo:
-            from .demo import load_demo
+        try:
+            async with jackpot_service(stores.redis, stores.pg) as service:
+                if settings.workers == 0:
+                    serving = asyncio.Event()
+                    grpc_task = asyncio.create_task(run_grpc(service, settings.listen, stop, ready=serving))
+                    await _first(serving.wait(), grpc_task)
+                    workers: list[multiprocessing.process.BaseProcess] = []
+                else:
+                    listen = _fixed_port(settings.listen)
+                    workers = _start_workers(settings, stores, listen)
+                    await asyncio.to_thread(_wait_serving, listen, workers)
+                    grpc_task = None
+                log.info("jackpotd serving on %s (%s)%s", settings.listen,
+                         f"{settings.workers} worker processes" if settings.workers else "in-process",
+                         " with embedded PostgreSQL and Valkey" if stores.embedded else "")
+                if demo:
+                    from .demo import load_demo
 
-            await load_demo(service)
-        if stop is None:
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, stop.set)
-        if ready is not None:
-            ready.set()
-        await stop.wait()
-        log.info("stopping: draining calls, then the ledger writer, then the stores")
-        for name in ("", *SERVICES):
-            await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
-        await server.stop(grace=5)
-        await writer.stop()
+                    await load_demo(service)
+                if ready is not None:
+                    ready.set()
+                await stop.wait()
+                log.info("stopping: draining calls, then the ledger writer, then the stores")
+                for w in workers:
+                    if w.pid is not None and w.is_alive():
+                        os.kill(w.pid, signal.SIGTERM)
+                for w in workers:
+                    await asyncio.to_thread(w.join, 15)
+                if grpc_task is not None:
+                    await grpc_task
+        finally:
+            await writer.stop()
+
+
+async def _first(waiting: Coroutine[Any, Any, object], task: asyncio.Task[None]) -> None:
+    """Wait for `waiting` unless `task` fails first (a bad listen address, say)."""
+    waiter = asyncio.ensure_future(waiting)
+    done, _ = await asyncio.wait([waiter, task], return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        waiter.cancel()
+        task.result()
+
+
+def _fixed_port(listen: str) -> str:
+    host, _, port = listen.rpartition(":")
+    return f"{host}:{free_port()}" if port == "0" else listen
+
+
+def _start_workers(settings: Settings, stores: Stores, listen: str) -> list[multiprocessing.process.BaseProcess]:
+    worker_settings = replace(settings, redis_url=stores.redis_url, postgres_dsn=stores.dsn, listen=listen)
+    ctx = multiprocessing.get_context("spawn")
+    procs: list[multiprocessing.process.BaseProcess] = []
+    for n in range(settings.workers):
+        p = ctx.Process(target=worker_main, args=(asdict(worker_settings), n), name=f"jackpotd-worker-{n}",
+                        daemon=True)
+        p.start()
+        procs.append(p)
+    return procs
+
+
+def _wait_serving(listen: str, workers: list[multiprocessing.process.BaseProcess], timeout: float = 60) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(not w.is_alive() for w in workers):
+            raise RuntimeError("a gRPC worker exited during start-up; see the log above")
+        with contextlib.suppress(OSError), socket.create_connection(_host_port(listen), timeout=0.2):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"gRPC workers did not listen on {listen} in {timeout}s")
+
+
+def _host_port(listen: str) -> tuple[str, int]:
+    host, _, port = listen.rpartition(":")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def worker_main(settings_dict: dict[str, object], number: int) -> None:
+    """Entry point of a gRPC worker process: stateless, dies with its supervisor."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: a killed supervisor takes its workers along
+    settings = Settings(**settings_dict)  # type: ignore[arg-type]
+    logging.basicConfig(level=settings.log_level, format=f"%(asctime)s %(levelname)-7s worker-{number} "
+                                                         "%(name)s: %(message)s")
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        _stop_on_signals(stop)
+        redis = RedisPools(settings.redis_url)
+        pg = await ledger.connect_pool(settings.postgres_dsn, size=10)
+        try:
+            async with jackpot_service(redis, pg) as service:
+                await run_grpc(service, settings.listen, stop, reuse_port=True)
+        finally:
+            await redis.close()
+            await pg.close()
+
+    try:
+        import uvloop
+
+        uvloop.run(main())
+    except ImportError:
+        asyncio.run(main())
 
 
 def _start_metrics(port: int) -> None:

@@ -34,6 +34,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--listen", help="host:port to listen on (default 127.0.0.1:50051)")
     s.add_argument("--metrics-port", type=int, help="Prometheus metrics port on loopback (default 9464; 0: off)")
     s.add_argument("--demo", action="store_true", help="load the demo link: one split link, six tables")
+    s.add_argument("--workers", type=int, help="gRPC worker processes (default 1; 0 serves in the supervisor)")
     m = sub.add_parser("migrate", help="apply pending ledger schema migrations", description="Apply pending "
                        "PostgreSQL migrations (also done on every start).")
     _common(m)
@@ -52,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def settings_of(args: argparse.Namespace) -> Settings:
-    keys = ("redis_url", "postgres_dsn", "state_dir", "log_level", "listen", "metrics_port")
+    keys = ("redis_url", "postgres_dsn", "state_dir", "log_level", "listen", "metrics_port", "workers")
     return load(getattr(args, "config", None), **{k: getattr(args, k, None) for k in keys})
 
 
@@ -63,7 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     settings = settings_of(args)
     logging.basicConfig(level=settings.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
-    return asyncio.run(_run(args, settings))
+    try:
+        import uvloop  # a faster event loop when it is installed
+
+        return uvloop.run(_run(args, settings))
+    except ImportError:
+        return asyncio.run(_run(args, settings))
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:

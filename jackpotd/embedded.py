@@ -35,12 +35,13 @@ def free_port() -> int:
 def _child_setup(uid: int | None, gid: int | None) -> Callable[[], None]:
     def setup() -> None:
         os.setsid()  # Ctrl-C in a terminal reaches jackpotd, which stops the servers in order
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL if uid is None else signal.SIGQUIT)
         if gid is not None and uid is not None:
             os.setgroups([])
             os.setgid(gid)
             os.setuid(uid)
+        # After setuid, which clears it: the server dies with the jackpotd that started it.
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL if uid is None else signal.SIGQUIT)
     return setup
 
 

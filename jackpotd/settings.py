@@ -19,6 +19,7 @@ class Settings:
     metrics_port: int = 9464
     state_dir: str = "state"
     log_level: str = "INFO"
+    workers: int = 1  # gRPC worker processes beside the supervisor's ledger writer; 0: all in one process
 
     @property
     def embedded(self) -> bool:
@@ -35,8 +36,9 @@ def load(config_file: str | None = None, **flags: Any) -> Settings:
         s = replace(s, **{k.replace("-", "_"): v for k, v in data.items() if k.replace("-", "_") in names})
     env: dict[str, Any] = {n: os.environ[f"JACKPOTD_{n.upper()}"] for n in names
                            if f"JACKPOTD_{n.upper()}" in os.environ}
-    if "metrics_port" in env:
-        env["metrics_port"] = int(env["metrics_port"])
+    for name in ("metrics_port", "workers"):
+        if name in env:
+            env[name] = int(env[name])
     s = replace(s, **env)
     s = replace(s, **{k: v for k, v in flags.items() if v is not None and k in names})
     if bool(s.redis_url) != bool(s.postgres_dsn):

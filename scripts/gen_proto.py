@@ -24,7 +24,7 @@ def generate(into: Path) -> None:
                     f"--grpc_python_out={into}", f"--mypy_out={into}", f"--mypy_grpc_out={into}",
                     f"--plugin=protoc-gen-mypy={bindir / 'protoc-gen-mypy'}",
                     f"--plugin=protoc-gen-mypy_grpc={bindir / 'protoc-gen-mypy_grpc'}", *files],
-                   check=True)
+                   check=True, stderr=subprocess.DEVNULL)
     for path in into.rglob("*.py*"):
         text = path.read_text()
         text = text.replace("from jackpot.v1 import", "from jackpotd.api.gen.jackpot.v1 import")

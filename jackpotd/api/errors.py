@@ -44,42 +44,52 @@ def status_of(error: BaseException) -> tuple[grpc.StatusCode, str]:
 
 
 class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
-    """Wraps every unary and server-streaming handler."""
+    """Wraps every unary and server-streaming handler; each method is wrapped once and reused."""
+
+    def __init__(self) -> None:
+        self._wrapped: dict[str, Any] = {}
 
     async def intercept_service(self, continuation: Callable[[Any], Awaitable[Any]], details: Any) -> Any:
-        handler = await continuation(details)
-        if handler is None:
-            return None
-        method = details.method.rsplit("/", 1)[-1]
-        if handler.unary_unary is not None:
-            inner = handler.unary_unary
+        wrapped = self._wrapped.get(details.method)
+        if wrapped is None:
+            handler = await continuation(details)
+            if handler is None:
+                return None
+            wrapped = self._wrapped[details.method] = _wrap(details.method.rsplit("/", 1)[-1], handler)
+        return wrapped
 
-            async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-                started = time.perf_counter()
-                code = grpc.StatusCode.OK
-                try:
-                    return await inner(request, context)
-                except Exception as e:
-                    code, message = status_of(e)
-                    await context.abort(code, message)
-                finally:
-                    REQUESTS.labels(method, code.name).inc()
-                    LATENCY.labels(method).observe(time.perf_counter() - started)
 
-            return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer,
-                                                       handler.response_serializer)
-        if handler.unary_stream is not None:
-            inner_stream = handler.unary_stream
+def _wrap(method: str, handler: Any) -> Any:
+    ok = REQUESTS.labels(method, grpc.StatusCode.OK.name)
+    latency = LATENCY.labels(method)
+    if handler.unary_unary is not None:
+        inner = handler.unary_unary
 
-            async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
-                try:
-                    async for item in inner_stream(request, context):
-                        yield item
-                except Exception as e:
-                    code, message = status_of(e)
-                    REQUESTS.labels(method, code.name).inc()
-                    await context.abort(code, message)
+        async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            started = time.perf_counter()
+            try:
+                response = await inner(request, context)
+            except Exception as e:
+                code, message = status_of(e)
+                REQUESTS.labels(method, code.name).inc()
+                await context.abort(code, message)
+            ok.inc()
+            latency.observe(time.perf_counter() - started)
+            return response
 
-            return grpc.unary_stream_rpc_method_handler(stream, handler.request_deserializer,
-                                                        handler.response_serializer)
-        return handler
+        return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer, handler.response_serializer)
+    if handler.unary_stream is not None:
+        inner_stream = handler.unary_stream
+
+        async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
+            try:
+                async for item in inner_stream(request, context):
+                    yield item
+            except Exception as e:
+                code, message = status_of(e)
+                REQUESTS.labels(method, code.name).inc()
+                await context.abort(code, message)
+
+        return grpc.unary_stream_rpc_method_handler(stream, handler.request_deserializer,
+                                                    handler.response_serializer)
+    return handler

@@ -15,6 +15,7 @@ from typing import Any
 
 import asyncpg
 
+from ..canonical import canonical_json
 from ..domain.contributions import SeatContribution, contribute, reversal
 from ..domain.errors import Conflict, FailedPrecondition, InvalidInput, NotFound
 from ..domain.link import LinkConfig, TableConfig, require_id
@@ -23,12 +24,12 @@ from ..domain.paytable import Paytable, PaytableEntry
 from ..domain.pools import PoolSpec
 from ..domain.postings import OPERATOR_FUNDING, Posting, merge, pool_account
 from ..domain.pricing import price_round
-from ..domain.rates import RateSet
+from ..domain.rates import RateSet, rates_in_force
 from ..domain.rounds import COMMITTED, SETTLED, VOIDED, SeatHand, Wager, evaluate_round, validate_wagers
-from ..metrics import CAS_RETRIES, HITS, POOL_CENTS
+from ..metrics import CAS_RETRIES, HITS
 from ..store import ledger
 from ..store.redis_pools import RedisPools, Reply, Step
-from ..store.writer import LedgerWriter
+from ..store.writer import DurabilityWatcher
 
 log = logging.getLogger("jackpotd.service")
 MAX_ATTEMPTS = 200
@@ -47,7 +48,7 @@ class Request:
 
     @property
     def hash(self) -> str:
-        return hashlib.sha256(json.dumps(self.content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+        return hashlib.sha256(canonical_json(self.content).encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,13 +96,14 @@ def _pool_deltas(postings: Sequence[Posting]) -> list[tuple[str, int]]:
 class JackpotService:
     """Table, display and admin operations over the live pools and the ledger."""
 
-    def __init__(self, redis: RedisPools, pg: asyncpg.Pool, writer: LedgerWriter,
+    def __init__(self, redis: RedisPools, pg: asyncpg.Pool, durability: DurabilityWatcher,
                  clock: Callable[[], int] = now_ms) -> None:
         self.redis = redis
         self.pg = pg
-        self.writer = writer
+        self.durability = durability
         self.clock = clock
         self._configs: dict[str, tuple[str, LinkConfig]] = {}
+        self._table_links: dict[str, str] = {}  # a table never moves to another link (register_table refuses)
 
     # ---- reading -------------------------------------------------------------------------------
 
@@ -118,10 +120,15 @@ class JackpotService:
         return cached
 
     async def link_of_table(self, table_id: str) -> str:
+        """The link a table belongs to."""
+        link = self._table_links.get(table_id)
+        if link is not None:
+            return link
         require_id("table_id", table_id)
         link = await self.redis.link_of_table(table_id)
         if link is None:
             raise NotFound("table_id", table_id, "no such table")
+        self._table_links[table_id] = link
         return link
 
     async def pools(self, link_id: str, balances: Mapping[str, int] | None = None,
@@ -134,7 +141,6 @@ class JackpotService:
         for spec in config.pools:
             if spec.visible or include_hidden:
                 bal = balances.get(spec.name, 0)
-                POOL_CENTS.labels(link_id, spec.name).set(floor_cents(bal))
                 out.append({"pool": spec.name, "amount_cents": floor_cents(bal), "reset_cents": spec.reset_cents,
                             "balance_ucents": bal})
         return out
@@ -182,7 +188,7 @@ class JackpotService:
 
     async def _durable(self, link_id: str, seq: int) -> None:
         try:
-            await self.writer.wait_durable(link_id, seq)
+            await self.durability.wait_durable(link_id, seq)
         except (TimeoutError, ConnectionError) as e:
             raise Unavailable(f"the ledger has not committed entry {seq} of link {link_id} yet: {e}") from e
 
@@ -229,17 +235,17 @@ class JackpotService:
             if table.suspended:
                 raise FailedPrecondition("table_id", table_id, "jackpot wagers are suspended at this table")
             seats = validate_wagers(wagers, table.seats, config.wager_cents)
-            rules = config.rules(table.game, self.clock())
+            rates = rates_in_force(config.rate_sets, self.clock())  # §3: the rates in force now
             capped = {p.name for p in config.pools if p.cap_cents is not None}
             balances = await self.redis.balances(link_id) if capped else {}
-            c = contribute(rules.rates, config.pools, balances, seats)
-            data = {"game": table.game, "rates_version": rules.rates.version,
+            c = contribute(rates, config.pools, balances, seats)
+            data = {"game": table.game, "rates_version": rates.version,
                     "seats": {str(s.seat): _seat_json(s) for s in c.seats}, "voided": []}
             result = {"accepted": [{"seat": s.seat, "amount_cents": s.wager_cents,
                                     "contributed_uc": sum(p.amount_uc for p in s.postings
                                                           if p.account.startswith("pool:")),
                                     "overflow_uc": s.overflow_uc} for s in c.seats]}
-            round_data = json.dumps(data, sort_keys=True)
+            round_data = canonical_json(data)
             return self._step(link_id, req, "commit", version, postings=c.postings, result=result,
                               extra={"round": {"table_id": table_id, "round_id": round_id, "state": COMMITTED,
                                                "data": round_data}},
@@ -292,7 +298,7 @@ class JackpotService:
                       "seats": [{"seat": x.seat, "hand": x.category} for x in hits]
                       + [{"seat": s, "hand": ""} for s in sorted(wagered - {x.seat for x in hits})]}
             data["hands"] = {str(x.seat): x.category for x in hits}
-            round_data = json.dumps(data, sort_keys=True)
+            round_data = canonical_json(data)
             return self._step(link_id, req, "settle", version, postings=price.postings, result=result,
                               extra={"round": {"table_id": table_id, "round_id": round_id, "state": SETTLED,
                                                "data": round_data}, "hits": hit_rows},
@@ -331,7 +337,7 @@ class JackpotService:
             data["voided"] = sorted(set(data["voided"]) | set(chosen))
             data.setdefault("void_reasons", []).append({"seats": chosen, "reason": reason})
             state = VOIDED if set(data["voided"]) >= {int(s) for s in data["seats"]} else COMMITTED
-            round_data = json.dumps(data, sort_keys=True)
+            round_data = canonical_json(data)
             result = {"refunds": [{"seat": s, "amount_cents": data["seats"][str(s)]["wager_cents"]} for s in chosen]}
             return self._step(link_id, req, "void", version, postings=undo, result=result,
                               extra={"round": {"table_id": table_id, "round_id": round_id, "state": state,
@@ -369,7 +375,7 @@ class JackpotService:
 
         async def build(version: str, config: LinkConfig) -> Step:
             new = change(config)
-            raw = json.dumps(new.to_dict(), sort_keys=True)
+            raw = canonical_json(new.to_dict())
             return self._step(link_id, req, kind, version, new_config=raw,
                               extra={"config": new.to_dict(), "audit": audit.as_dict(), "table": table},
                               result={"link_id": link_id})

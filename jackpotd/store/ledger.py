@@ -13,6 +13,7 @@ from typing import Any
 
 import asyncpg
 
+from ..canonical import canonical_json
 from ..domain.postings import PAYOUTS, pool_account
 from .redis_pools import pairs
 
@@ -62,7 +63,7 @@ async def connect_pool(dsn: str, size: int = 10) -> asyncpg.Pool:
 def chain_hash(prev: bytes, link_id: str, seq: int, entry: str, postings: Sequence[tuple[str, int, int]]) -> bytes:
     """sha256 over the previous hash and the canonical content of an entry: any edit breaks the chain."""
     h = hashlib.sha256(prev)
-    h.update(json.dumps([link_id, seq, entry, [list(p) for p in postings]], separators=(",", ":")).encode())
+    h.update(canonical_json([link_id, seq, entry, [list(p) for p in postings]]).encode())
     return h.digest()
 
 
@@ -86,25 +87,44 @@ class LedgerMismatch(RuntimeError):
     """Redis and the ledger disagree about a balance: the writer stops rather than record it."""
 
 
-async def write_batch(conn: Any, batch: Sequence[JournalEntry]) -> dict[str, int]:
+BalanceCache = dict[str, tuple[int, dict[str, int]]]
+
+
+async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: BalanceCache | None = None) -> dict[str, int]:
     """Write journal entries into the ledger in one transaction; idempotent on (link, seq).
 
-    Returns the new head sequence per link. Entries at or below a link's head are skipped.
+    Returns the new head sequence per link. Entries at or below a link's head are skipped. `cache`
+    keeps each link's account balances between batches, checked against the head it was taken at.
     """
     heads: dict[str, int] = {}
+    fresh: BalanceCache = {}
     by_link: dict[str, list[JournalEntry]] = {}
     for e in batch:
         by_link.setdefault(e.link_id, []).append(e)
+    entry_rows: list[tuple[Any, ...]] = []
+    posting_rows: list[tuple[Any, ...]] = []
+    hit_rows: list[tuple[Any, ...]] = []
+    config_rows: list[tuple[Any, ...]] = []
+    round_rows: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+    table_rows: list[tuple[Any, ...]] = []
+    balance_rows: list[tuple[str, str, int]] = []
+    head_rows: list[tuple[str, int, bytes]] = []
     async with conn.transaction():
         for link_id, items in sorted(by_link.items()):
             items.sort(key=lambda e: e.seq)
-            await conn.execute("INSERT INTO links (link_id) VALUES ($1) ON CONFLICT DO NOTHING", link_id)
-            head = await conn.fetchrow("SELECT last_seq, last_hash FROM links WHERE link_id = $1 FOR UPDATE", link_id)
+            # One round trip that creates the head on first sight and locks it for this transaction.
+            head = await conn.fetchrow(
+                "INSERT INTO links (link_id) VALUES ($1) ON CONFLICT (link_id) "
+                "DO UPDATE SET link_id = EXCLUDED.link_id RETURNING last_seq, last_hash", link_id)
             assert head is not None
             last_seq, last_hash = int(head["last_seq"]), bytes(head["last_hash"])
-            balances = {r["account"]: int(r["balance_uc"]) for r in await conn.fetch(
-                "SELECT account, balance_uc FROM account_balances WHERE link_id = $1", link_id)}
-            entry_rows, posting_rows, hit_rows, config_rows, round_rows, table_rows = [], [], [], [], [], []
+            known = (cache or {}).get(link_id)
+            if known is not None and known[0] == last_seq:
+                balances = dict(known[1])
+            else:
+                balances = {r["account"]: int(r["balance_uc"]) for r in await conn.fetch(
+                    "SELECT account, balance_uc FROM account_balances WHERE link_id = $1", link_id)}
+            start_seq = last_seq
             for e in items:
                 if e.seq <= last_seq:
                     continue
@@ -125,10 +145,11 @@ async def write_batch(conn: Any, batch: Sequence[JournalEntry]) -> dict[str, int
                 entry_rows.append((link_id, e.seq, body["kind"], body["request_id"], body["request_hash"], created,
                                    e.entry, e.reply, last_hash, digest))
                 if body.get("config") is not None:
-                    config_rows.append((link_id, e.seq, json.dumps(body["config"])))
+                    config_rows.append((link_id, e.seq, canonical_json(body["config"])))
                 rnd = body.get("round")
                 if rnd is not None:
-                    round_rows.append((link_id, rnd["table_id"], rnd["round_id"], rnd["state"], e.seq, rnd["data"]))
+                    round_rows[(link_id, rnd["table_id"], rnd["round_id"])] = (
+                        link_id, rnd["table_id"], rnd["round_id"], rnd["state"], e.seq, rnd["data"])
                 if body.get("table") is not None:
                     table_rows.append((body["table"], link_id))
                 for hit in body.get("hits", ()):
@@ -137,36 +158,44 @@ async def write_batch(conn: Any, batch: Sequence[JournalEntry]) -> dict[str, int
                                      hit["funded_by_operator_cents"], hit["pool_before_uc"], hit["rule"],
                                      hit["status"]))
                 last_seq, last_hash = e.seq, digest
-            if entry_rows:
-                await conn.executemany(
-                    "INSERT INTO entries (link_id, seq, kind, request_id, request_hash, created_at, entry, reply, "
-                    "prev_hash, hash) VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10)", entry_rows)
-                await conn.executemany(
-                    "INSERT INTO postings (link_id, seq, idx, account, amount_uc, balance_after_uc) "
-                    "VALUES ($1, $2, $3, $4, $5, $6)", posting_rows)
-                if config_rows:
-                    await conn.executemany("INSERT INTO link_configs (link_id, version, config) "
-                                           "VALUES ($1, $2, $3::jsonb)", config_rows)
-                if round_rows:
-                    await conn.executemany(
-                        "INSERT INTO rounds (link_id, table_id, round_id, state, rev, data) VALUES "
-                        "($1, $2, $3, $4, $5, $6) ON CONFLICT (link_id, table_id, round_id) DO UPDATE SET "
-                        "state = EXCLUDED.state, rev = EXCLUDED.rev, data = EXCLUDED.data", round_rows)
-                if table_rows:
-                    await conn.executemany("INSERT INTO tables (table_id, link_id) VALUES ($1, $2) "
-                                           "ON CONFLICT (table_id) DO NOTHING", table_rows)
-                if hit_rows:
-                    await conn.executemany(
-                        "INSERT INTO hits (hit_id, link_id, seq, table_id, round_id, seat, hand, cards, pool, "
-                        "amount_cents, funded_by_operator_cents, pool_before_uc, rule, status) VALUES "
-                        "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)", hit_rows)
-                await conn.executemany(
-                    "INSERT INTO account_balances (link_id, account, balance_uc) VALUES ($1, $2, $3) "
-                    "ON CONFLICT (link_id, account) DO UPDATE SET balance_uc = EXCLUDED.balance_uc",
-                    [(link_id, a, b) for a, b in balances.items()])
-                await conn.execute("UPDATE links SET last_seq = $2, last_hash = $3 WHERE link_id = $1",
-                                   link_id, last_seq, last_hash)
             heads[link_id] = last_seq
+            fresh[link_id] = (last_seq, balances)
+            if last_seq > start_seq:
+                balance_rows += [(link_id, a, b) for a, b in balances.items()]
+                head_rows.append((link_id, last_seq, last_hash))
+        if entry_rows:
+            # COPY for the append-only rows: one round trip each, whatever the batch size.
+            await conn.copy_records_to_table("entries", records=entry_rows, columns=[
+                "link_id", "seq", "kind", "request_id", "request_hash", "created_at", "entry", "reply", "prev_hash",
+                "hash"])
+            await conn.copy_records_to_table("postings", records=posting_rows, columns=[
+                "link_id", "seq", "idx", "account", "amount_uc", "balance_after_uc"])
+            if hit_rows:
+                await conn.copy_records_to_table("hits", records=hit_rows, columns=[
+                    "hit_id", "link_id", "seq", "table_id", "round_id", "seat", "hand", "cards", "pool",
+                    "amount_cents", "funded_by_operator_cents", "pool_before_uc", "rule", "status"])
+            if config_rows:
+                await conn.executemany("INSERT INTO link_configs (link_id, version, config) "
+                                       "VALUES ($1, $2, $3::jsonb)", config_rows)
+            if table_rows:
+                await conn.executemany("INSERT INTO tables (table_id, link_id) VALUES ($1, $2) "
+                                       "ON CONFLICT (table_id) DO NOTHING", table_rows)
+            if round_rows:
+                cols = list(zip(*round_rows.values(), strict=True))
+                await conn.execute(
+                    "INSERT INTO rounds (link_id, table_id, round_id, state, rev, data) "
+                    "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[]) "
+                    "ON CONFLICT (link_id, table_id, round_id) DO UPDATE SET "
+                    "state = EXCLUDED.state, rev = EXCLUDED.rev, data = EXCLUDED.data", *cols)
+            if balance_rows:
+                cols = list(zip(*balance_rows, strict=True))
+                await conn.execute(
+                    "INSERT INTO account_balances (link_id, account, balance_uc) "
+                    "SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) "
+                    "ON CONFLICT (link_id, account) DO UPDATE SET balance_uc = EXCLUDED.balance_uc", *cols)
+            await conn.executemany("UPDATE links SET last_seq = $2, last_hash = $3 WHERE link_id = $1", head_rows)
+    if cache is not None:
+        cache.update(fresh)  # only once the transaction has committed
     return heads
 
 
@@ -263,7 +292,7 @@ async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redi
             if balances[account] != after:
                 problems.append(f"entry {seq}: {account} balance_after {after} but recomputed {balances[account]}")
         # the entry text is stored as jsonb; re-hash with the canonical text written by the service
-        canonical = json.dumps(json.loads(r["entry"]), separators=(",", ":"), sort_keys=True)
+        canonical = canonical_json(json.loads(r["entry"]))
         if bytes(r["prev_hash"]) != prev or chain_hash(prev, link_id, seq, canonical, legs) != bytes(r["hash"]):
             chain_ok = False
             problems.append(f"hash chain broken at entry {seq}")

@@ -13,6 +13,7 @@ from .redis_pools import (
     RedisPools,
     balances_key,
     config_key,
+    durable_key,
     journal_key,
     record_key,
     round_key,
@@ -88,6 +89,7 @@ async def rebuild(redis: RedisPools, pg: asyncpg.Pool, link: str) -> None:
     if snap.pool_balances:
         pipe.hset(balances_key(link), mapping={k: str(v) for k, v in snap.pool_balances.items()})
     pipe.set(seq_key(link), snap.last_seq)
+    pipe.set(durable_key(link), snap.last_seq)
     pipe.xadd(journal_key(link), {"entry": "{}", "balances": "[]", "reply": ""}, id=f"0-{snap.last_seq}")
     pipe.xtrim(journal_key(link), minid=f"0-{snap.last_seq + 1}")  # an empty stream whose last id is the head
     for table_id, round_id, state, rev, data in snap.rounds:

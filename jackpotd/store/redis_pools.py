@@ -5,13 +5,21 @@ Every key of a link carries the hash tag {link:<id>} so one script touches one R
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import hiredis
+import orjson
 import redis.asyncio as aioredis
+from redis.exceptions import ResponseError
+
+from ..canonical import canonical_json
+from .resp import RespPipeline
 
 RECORD_TTL_SECONDS = 7 * 24 * 3600  # idempotency records live days in Redis, forever in PostgreSQL
 _APPLY = (Path(__file__).parent / "apply.lua").read_text()
@@ -70,14 +78,20 @@ class Reply:
     seq: int
     result: dict[str, Any]
     balances: dict[str, int]
-    content: dict[str, Any]
+    raw_content: str
     hash: str
+
+    @property
+    def content(self) -> dict[str, Any]:
+        """The request content the id was first used for (parsed only to explain a conflict)."""
+        d: dict[str, Any] = orjson.loads(self.raw_content)
+        return d
 
     @staticmethod
     def parse(raw: str) -> Reply:
-        d = json.loads(raw)
-        return Reply(int(d["seq"]), json.loads(d["result"]), pairs(json.loads(d["balances"])),
-                     json.loads(d["content"]), d["hash"])
+        d = orjson.loads(raw)
+        return Reply(int(d["seq"]), orjson.loads(d["result"]), pairs(orjson.loads(d["balances"])),
+                     d["content"], d["hash"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,17 +124,27 @@ class Step:
     deltas: Sequence[tuple[str, int]] = ()
 
 
+def durable_key(link_id: str) -> str:
+    """The last sequence of the link committed in PostgreSQL, set by the ledger writer."""
+    return f"{tag(link_id)}:durable"
+
+
 class RedisPools:
     """Thin async wrapper around the Redis keys of every link."""
 
+    DURABLE_CHANNEL = "jackpot:durable"
+
     def __init__(self, url: str) -> None:
         self.url = url
+        self._queue: list[tuple[list[str], list[str | int], asyncio.Future[list[str]]]] = []
         # decode_responses=True: every reply is str; typed Any because the stubs cannot express that
         self.client: Any = aioredis.Redis.from_url(url, decode_responses=True,
                                                               max_connections=256)
-        self._apply = self.client.register_script(_APPLY)
+        self._apply_sha = hashlib.sha1(_APPLY.encode()).hexdigest()
+        self._resp = RespPipeline(url)
 
     async def close(self) -> None:
+        await self._resp.close()
         await self.client.aclose()
 
     async def apply(self, step: Step) -> Outcome:
@@ -129,9 +153,9 @@ class RedisPools:
         rkey = round_key(link, *step.round) if step.round else f"{tag(link)}:noround"
         args: list[str | int] = [
             step.request_hash, step.config_version, step.round_expect, step.round_rev, step.round_new_state,
-            step.round_data, step.new_config, json.dumps(step.entry, separators=(",", ":"), sort_keys=True),
-            json.dumps(step.result, separators=(",", ":"), sort_keys=True), RECORD_TTL_SECONDS, channel(link),
-            json.dumps(step.content, separators=(",", ":"), sort_keys=True), len(step.guards)]
+            step.round_data, step.new_config, canonical_json(step.entry),
+            canonical_json(step.result), RECORD_TTL_SECONDS, channel(link),
+            canonical_json(step.content), len(step.guards)]
         for pool, bal in sorted(step.guards.items()):
             args += [pool, str(bal)]
         args.append(len(step.deltas))
@@ -139,10 +163,48 @@ class RedisPools:
             args += [pool, str(delta)]
         keys = [config_key(link), balances_key(link), seq_key(link), journal_key(link),
                 record_key(link, step.request_id), rkey]
-        status, payload = await self._apply(keys=keys, args=args)
+        status, payload = await self._pipelined(keys, args)
         if status in ("ok", "dup", "conflict"):
             return Outcome(status, Reply.parse(payload))
         return Outcome(status, None, payload)
+
+    async def _pipelined(self, keys: list[str], args: list[str | int]) -> list[str]:
+        """Steps issued in the same event-loop turn travel in one pipeline: one write, one read.
+
+        Each script is still atomic on its own; pipelining only saves round trips and per-call overhead.
+        """
+        fut: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
+        self._queue.append((keys, args, fut))
+        if len(self._queue) == 1:
+            asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self._flush()))
+        return await fut
+
+    async def _flush(self) -> None:
+        batch, self._queue = self._queue, []
+        try:
+            results = await self._evalsha_all(batch)
+            if any(str(r).startswith("NOSCRIPT") for r in results if isinstance(r, Exception)):
+                # a restarted or flushed Redis has forgotten the script
+                await self.client.script_load(_APPLY)
+                results = await self._evalsha_all(batch)
+        except Exception as e:  # the whole pipeline failed: every caller sees it
+            for _, _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(e)
+            return
+        for (_, _, fut), result in zip(batch, results, strict=True):
+            if fut.done():
+                continue
+            if isinstance(result, Exception):
+                fut.set_exception(result)
+            else:
+                fut.set_result(result)
+
+    async def _evalsha_all(self, batch: list[tuple[list[str], list[str | int], asyncio.Future[list[str]]]]
+                           ) -> list[Any]:
+        results = await self._resp.execute(
+            [["EVALSHA", self._apply_sha, len(keys), *keys, *args] for keys, args, _ in batch])
+        return [ResponseError(str(r)) if isinstance(r, hiredis.ReplyError) else r for r in results]
 
     async def config(self, link_id: str) -> tuple[str, dict[str, Any]] | None:
         """(version, config) of a link, or None if unknown."""
@@ -183,6 +245,16 @@ class RedisPools:
         """Journal entries with a sequence above `seq`, oldest first."""
         rows = await self.client.xrange(journal_key(link_id), min=f"0-{seq + 1}", max="+", count=count)
         return [(int(i.split("-")[1]), f) for i, f in rows]
+
+    async def announce_durable(self, link_id: str, seq: int) -> None:
+        """Record and publish that the ledger holds the link's entries up to `seq`."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.set(durable_key(link_id), seq)
+        pipe.publish(self.DURABLE_CHANNEL, f"{link_id} {seq}")
+        await pipe.execute()
+
+    async def durable_mark(self, link_id: str) -> int:
+        return int(await self.client.get(durable_key(link_id)) or 0)
 
     async def trim_journal(self, link_id: str, upto_seq: int) -> None:
         """Drop journal entries that PostgreSQL holds (ids below 0-upto_seq+1)."""

@@ -1,7 +1,8 @@
-"""The ledger writer: group-commits each link's journal into PostgreSQL, then releases the waiting callers.
+"""The ledger writer: group-commits each link's journal into PostgreSQL and announces what is durable.
 
-Every replica reads every journal from its own committed watermark; an entry another replica already
-wrote is skipped by `write_batch`, so each replica learns of every commit and can answer its callers.
+One writer runs per deployment (the `jackpotd serve` supervisor). After each commit it sets
+`{link:<id>}:durable` and publishes the new mark, so every gRPC worker can answer its waiting callers.
+Writers are safe to run twice: `write_batch` skips entries already in the ledger.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 
 import asyncpg
 
-from ..metrics import LEDGER_BATCH, LEDGER_LAG
+from ..metrics import LEDGER_BATCH, LEDGER_LAG, POOL_CENTS
 from . import ledger
 from .redis_pools import RedisPools, journal_key
 
@@ -21,44 +22,33 @@ log = logging.getLogger("jackpotd.writer")
 
 
 class LedgerWriter:
-    """Background task that moves journal entries into the ledger and tracks the durable watermark."""
+    """Background task that moves journal entries into the ledger."""
 
-    def __init__(self, redis: RedisPools, pg: asyncpg.Pool, batch: int = 2000) -> None:
+    def __init__(self, redis: RedisPools, pg: asyncpg.Pool, batch: int = 2000, linger: float = 0.002) -> None:
         self.redis = redis
         self.pg = pg
         self.batch = batch
+        self.linger = linger  # group commit: a small batch waits this long for company
         self.durable: dict[str, int] = {}
-        self._waiters: dict[str, list[tuple[int, asyncio.Future[None]]]] = {}
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self.failed: BaseException | None = None
+        self._balances: ledger.BalanceCache = {}
 
     async def start(self) -> None:
-        """Load the watermarks from PostgreSQL and start the loop."""
+        """Load the heads from PostgreSQL, announce them, and start the loop."""
         self.durable = await ledger.heads(self.pg)
+        for link, head in self.durable.items():
+            await self.redis.announce_durable(link, head)
         self._task = asyncio.create_task(self._run(), name="ledger-writer")
 
     async def stop(self) -> None:
-        """Finish the current batch and stop."""
+        """Stop after the current batch."""
         self._stopping = True
         if self._task:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        for waiters in self._waiters.values():
-            for _, fut in waiters:
-                if not fut.done():
-                    fut.set_exception(ConnectionError("ledger writer stopped"))
-
-    async def wait_durable(self, link_id: str, seq: int, timeout: float = 10.0) -> None:
-        """Return once entry `seq` of the link is committed in PostgreSQL (ARCHITECTURE write path 4)."""
-        if self.durable.get(link_id, 0) >= seq:
-            return
-        if self.failed is not None:
-            raise ConnectionError(f"ledger writer failed: {self.failed}")
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(link_id, []).append((seq, fut))
-        await asyncio.wait_for(fut, timeout)
 
     async def _run(self) -> None:
         backoff = 0.05
@@ -86,32 +76,117 @@ class LedgerWriter:
         rows = await self.redis.client.xread(streams, count=self.batch, block=50)
         if not rows:
             return
+        batch = self._entries(rows, streams)
+        if len(batch) < self.batch // 16 and self.linger:
+            # One PostgreSQL commit per handful of entries costs more than the entries: wait for company.
+            await asyncio.sleep(self.linger)
+            more = await self.redis.client.xread(streams, count=self.batch)
+            if more:
+                batch += self._entries(more, streams)
+        started = time.perf_counter()
+        async with self.pg.acquire() as conn:
+            heads = await ledger.write_batch(conn, batch, self._balances)
+        LEDGER_BATCH.observe(len(batch))
+        LEDGER_LAG.observe(time.perf_counter() - started)
+        for entry in batch:  # the last entry of each link leaves the gauges at its balances
+            for pool, bal in entry.balances.items():
+                POOL_CENTS.labels(entry.link_id, pool).set(bal // 1_000_000)
+        for link, head in heads.items():
+            if head > self.durable.get(link, 0):
+                self.durable[link] = head
+                await self.redis.announce_durable(link, head)
+            if head % 1000 < len(batch):  # trim now and then; PostgreSQL holds everything up to head
+                await self.redis.trim_journal(link, head - 100)
+
+
+    @staticmethod
+    def _entries(rows: list[tuple[str, list[tuple[str, dict[str, str]]]]],
+                 streams: dict[str, str]) -> list[ledger.JournalEntry]:
+        """Parse XREAD rows and move each stream's read position past them."""
         batch: list[ledger.JournalEntry] = []
         for stream, entries in rows:
             link = stream[len("{link:"):stream.index("}")]
             batch += ledger.journal_entries(link, ((int(i.split("-")[1]), f) for i, f in entries))
-        started = time.perf_counter()
-        async with self.pg.acquire() as conn:
-            heads = await ledger.write_batch(conn, batch)
-        LEDGER_BATCH.observe(len(batch))
-        LEDGER_LAG.observe(time.perf_counter() - started)
-        for link, head in heads.items():
-            if head > self.durable.get(link, 0):
-                self.durable[link] = head
-            self._release(link)
-            if head % 1000 < len(batch):  # trim now and then; PostgreSQL holds everything up to head
-                await self.redis.trim_journal(link, head - 100)
+            if entries:
+                streams[stream] = entries[-1][0]
+        return batch
 
-    def _release(self, link: str) -> None:
-        mark = self.durable.get(link, 0)
+
+class DurabilityWatcher:
+    """Lets a gRPC worker wait until an entry is committed in PostgreSQL (ARCHITECTURE write path 4)."""
+
+    def __init__(self, redis: RedisPools) -> None:
+        self.redis = redis
+        self.marks: dict[str, int] = {}
+        self._waiters: dict[str, list[tuple[int, asyncio.Future[None]]]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        pubsub = self.redis.client.pubsub()
+        await pubsub.subscribe(self.redis.DURABLE_CHANNEL)
+        self._task = asyncio.create_task(self._listen(pubsub), name="durability-watcher")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for waiters in self._waiters.values():
+            for _, fut in waiters:
+                if not fut.done():
+                    fut.set_exception(ConnectionError("shutting down"))
+
+    async def _listen(self, pubsub: object) -> None:
+        try:
+            while True:
+                try:
+                    async for msg in pubsub.listen():  # type: ignore[attr-defined]
+                        if msg["type"] == "message":
+                            link, _, seq = msg["data"].rpartition(" ")
+                            self._advance(link, int(seq))
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:  # a dropped connection: resubscribe; waiters also poll the marks
+                    log.warning("durability watcher resubscribing after error: %s", e)
+                    await asyncio.sleep(0.1)
+                    await pubsub.subscribe(self.redis.DURABLE_CHANNEL)  # type: ignore[attr-defined]
+        finally:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()  # type: ignore[attr-defined]
+
+    def _advance(self, link: str, seq: int) -> None:
+        if seq <= self.marks.get(link, 0):
+            return
+        self.marks[link] = seq
         waiters = self._waiters.get(link)
         if not waiters:
             return
         keep = []
-        for seq, fut in waiters:
-            if seq <= mark:
+        for want, fut in waiters:
+            if want <= seq:
                 if not fut.done():
                     fut.set_result(None)
             elif not fut.done():
-                keep.append((seq, fut))
+                keep.append((want, fut))
         self._waiters[link] = keep
+
+    async def wait_durable(self, link_id: str, seq: int, timeout: float = 10.0) -> None:
+        """Return once entry `seq` of the link is in the ledger; TimeoutError if it is not in time."""
+        if self.marks.get(link_id, 0) >= seq:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(link_id, []).append((seq, fut))
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            with contextlib.suppress(TimeoutError):
+                remaining = max(0.0, deadline - asyncio.get_running_loop().time())
+                await asyncio.wait_for(asyncio.shield(fut), min(1.0, remaining))
+            if fut.done():
+                return
+            # A second without news: the announcement may predate our subscription or a reconnect.
+            self._advance(link_id, await self.redis.durable_mark(link_id))
+            if fut.done():
+                return
+            if asyncio.get_running_loop().time() >= deadline:
+                fut.cancel()
+                raise TimeoutError(f"entry {seq} of link {link_id} is not in the ledger yet")

@@ -18,7 +18,8 @@ from .harness import Client
 @pytest_asyncio.fixture(scope="session")
 async def target(servers: Servers) -> AsyncIterator[str]:
     listen = f"127.0.0.1:{free_port()}"
-    settings = Settings(redis_url=servers.redis_url(0), postgres_dsn=servers.dsn(), listen=listen, metrics_port=0)
+    settings = Settings(redis_url=servers.redis_url(0), postgres_dsn=servers.dsn(), listen=listen, metrics_port=0,
+                        workers=0)
     ready, stop = asyncio.Event(), asyncio.Event()
     task = asyncio.create_task(serve(settings, ready=ready, stop=stop))
     done, _ = await asyncio.wait([task, asyncio.create_task(ready.wait())], return_when=asyncio.FIRST_COMPLETED)

@@ -17,7 +17,7 @@ class ServerProcess:
     """`jackpotd serve` on given stores (or embedded ones under a state dir)."""
 
     def __init__(self, port: int, log: Path, *, redis_url: str = "", dsn: str = "", state_dir: str = "",
-                 demo: bool = False) -> None:
+                 demo: bool = False, workers: int | None = None) -> None:
         self.port = port
         self.log = log
         self.args = [sys.executable, "-m", "jackpotd.cli", "serve", "--listen", f"127.0.0.1:{port}",
@@ -28,6 +28,8 @@ class ServerProcess:
             self.args += ["--state-dir", state_dir]
         if demo:
             self.args.append("--demo")
+        if workers is not None:
+            self.args += ["--workers", str(workers)]
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property

@@ -1,0 +1,164 @@
+"""Durable CommitWagers throughput with 64 calls in flight, beside a plain gRPC echo of the same size.
+
+Run: `make bench-service`. Starts embedded PostgreSQL and Valkey, jackpotd in its own process, and an
+echo server in another; one client process drives each in turn for --seconds with --inflight calls
+in flight and prints calls per second, p50/p99 latency and the ratio to the echo baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import warnings
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import grpc
+from tqdm import tqdm
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, table_pb2, table_pb2_grpc  # noqa: E402
+from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey, free_port  # noqa: E402
+from tests.integration.process import ServerProcess  # noqa: E402
+
+AUDIT = admin_pb2.Audit(actor="bench", reason="bench", approval_ref="BENCH")
+
+
+def echo_server(port: int, reply_size: int) -> None:
+    """A plain gRPC server that answers every call with `reply_size` bytes, parsing nothing."""
+
+    async def main() -> None:
+        reply = b"x" * reply_size
+
+        async def echo(request: bytes, context: object) -> bytes:
+            return reply
+
+        handler = grpc.method_handlers_generic_handler(
+            "bench.Echo", {"Call": grpc.unary_unary_rpc_method_handler(echo)})
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers((handler,))
+        server.add_insecure_port(f"127.0.0.1:{port}")
+        await server.start()
+        await server.wait_for_termination()
+
+    asyncio.run(main())
+
+
+async def drive(make_call: Callable[[int], Awaitable[object]], inflight: int, seconds: float,
+                label: str) -> tuple[float, list[float]]:
+    """Keep `inflight` calls going for `seconds`; returns calls per second and latencies."""
+    latencies: list[float] = []
+    stop_at = time.perf_counter() + seconds
+    bar = tqdm(total=int(seconds), desc=label, unit="s", leave=False)
+    counter = 0
+
+    async def worker(w: int) -> None:
+        nonlocal counter
+        while time.perf_counter() < stop_at:
+            counter += 1
+            t0 = time.perf_counter()
+            await make_call(w * 1_000_000 + counter)
+            latencies.append(time.perf_counter() - t0)
+
+    async def tick() -> None:
+        while time.perf_counter() < stop_at:
+            await asyncio.sleep(1)
+            bar.update(1)
+
+    started = time.perf_counter()
+    await asyncio.gather(tick(), *(worker(w) for w in range(inflight)))
+    bar.close()
+    return len(latencies) / (time.perf_counter() - started), latencies
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(len(s) * p))] * 1000
+
+
+async def run(args: argparse.Namespace) -> None:
+    root = Path(tempfile.mkdtemp(prefix="jackpotd-bench-"))
+    os.chmod(root, 0o755)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pg = EmbeddedPostgres(root / "postgres" / "data").start()
+        valkey = EmbeddedValkey(root / "valkey").start()
+    server = ServerProcess(free_port(), root / "jackpotd.log", redis_url=valkey.url, dsn=pg.dsn,
+                           workers=args.workers)
+    echo_port = free_port()
+    try:
+        server.start()
+        channel = grpc.aio.insecure_channel(server.target)
+        admin = admin_pb2_grpc.AdminServiceStub(channel)
+        table_stub = table_pb2_grpc.TableServiceStub(channel)
+        link = "bench"
+        await admin.CreateLink(admin_pb2.CreateLinkRequest(
+            request_id=str(uuid.uuid4()), link_id=link, mode="SPLIT", wager_amount_cents=100,
+            pools=[admin_pb2.PoolConfig(pool=p, reset_cents=0) for p in ("MAJOR", "MINOR", "RESERVE")],
+            rates=admin_pb2.Rates(pools=[admin_pb2.PoolRate(pool="MAJOR", ppm=200_000),
+                                         admin_pb2.PoolRate(pool="MINOR", ppm=75_000),
+                                         admin_pb2.PoolRate(pool="RESERVE", ppm=25_000)], retained_ppm=700_000),
+            audit=AUDIT))
+        for w in range(args.inflight):
+            await admin.RegisterTable(admin_pb2.RegisterTableRequest(
+                request_id=str(uuid.uuid4()), table_id=f"bench-{w}", link_id=link, game="caribbean-stud", seats=7,
+                audit=AUDIT))
+        wagers = [table_pb2.Wager(seat=s, amount_cents=100, ante_placed=True) for s in range(1, 8)]
+        sample = table_pb2.CommitWagersRequest(request_id=str(uuid.uuid4()), table_id="bench-0", round_id="r0",
+                                               wagers=wagers)
+
+        async def commit(n: int) -> object:
+            w = n // 1_000_000
+            return await table_stub.CommitWagers(table_pb2.CommitWagersRequest(
+                request_id=str(uuid.uuid4()), table_id=f"bench-{w}", round_id=f"r{n}", wagers=wagers))
+
+        warm = await commit(0)
+        reply_size = len(warm.SerializeToString())  # type: ignore[attr-defined]
+        request = sample.SerializeToString()
+        proc = multiprocessing.get_context("spawn").Process(target=echo_server, args=(echo_port, reply_size),
+                                                            daemon=True)
+        proc.start()
+        echo_channel = grpc.aio.insecure_channel(f"127.0.0.1:{echo_port}")
+        await echo_channel.channel_ready()
+        echo_call = echo_channel.unary_unary("/bench.Echo/Call")
+
+        async def echo(n: int) -> object:
+            return await echo_call(request)
+
+        echo_rate, echo_lat = await drive(echo, args.inflight, args.seconds, "echo")
+        rate, lat = await drive(commit, args.inflight, args.seconds, "CommitWagers")
+        proc.terminate()
+        print(f"request {len(request)} bytes, reply {reply_size} bytes, {args.inflight} calls in flight, "
+              f"{args.seconds:.0f} s each")
+        print(f"{'call':28} {'calls/s':>10} {'p50 ms':>8} {'p99 ms':>8}")
+        print(f"{'plain gRPC echo (baseline)':28} {echo_rate:>10,.0f} {pct(echo_lat, .5):>8.2f} {pct(echo_lat, .99):>8.2f}")
+        print(f"{'durable CommitWagers (7)':28} {rate:>10,.0f} {pct(lat, .5):>8.2f} {pct(lat, .99):>8.2f}")
+        print(f"CommitWagers / echo = {rate / echo_rate:.0%} (target at least 40%)")
+        await channel.close()
+        await echo_channel.close()
+    finally:
+        if server.proc and server.proc.poll() is None:
+            server.interrupt()
+        valkey.stop()
+        pg.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=10, help="how long to drive each server")
+    parser.add_argument("--inflight", type=int, default=64, help="calls in flight")
+    parser.add_argument("--workers", type=int, default=1, help="jackpotd gRPC worker processes")
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

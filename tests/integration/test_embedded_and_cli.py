@@ -1,0 +1,65 @@
+"""`jackpotd serve` with no stores configured: embedded servers, the demo link, and a clean Ctrl-C."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import psutil
+import pytest
+
+from jackpotd.api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
+from jackpotd.embedded import free_port
+
+from .process import ServerProcess
+
+
+def _children(pid: int) -> list[str]:
+    try:
+        return [p.name() for p in psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+async def test_serve_embedded_demo_then_ctrl_c_stops_everything(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    server = ServerProcess(free_port(), tmp_path / "serve.log", state_dir=str(state), demo=True)
+    await asyncio.to_thread(server.start, 120)
+    assert server.proc is not None
+    pid = server.proc.pid
+    names = _children(pid)
+    assert any("postgres" in n for n in names) and any("valkey" in n for n in names), names
+    with grpc.insecure_channel(server.target) as channel:
+        pools = display_pb2_grpc.DisplayServiceStub(channel).GetPools(display_pb2.GetPoolsRequest(link_id="demo"))
+    assert {p.pool: p.amount_cents for p in pools.pools} == {"MAJOR": 1_000_000, "MINOR": 100_000}
+    # the CLI a newcomer uses sees the same
+    out = subprocess.run([sys.executable, "-m", "jackpotd.cli", "pools", "--link", "demo", "--target", server.target],
+                         capture_output=True, text=True, check=True).stdout
+    assert "MAJOR" in out and "$10,000.00" in out
+    grandchildren = [p.pid for p in psutil.Process(pid).children(recursive=True)]
+    assert await asyncio.to_thread(server.interrupt) == 0
+    assert not [p for p in grandchildren if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    assert "stopping" in server.log.read_text()
+    # a second start on the same state reuses the data: the demo is not seeded twice
+    await asyncio.to_thread(server.start, 120)
+    with grpc.insecure_channel(server.target) as channel:
+        pools = display_pb2_grpc.DisplayServiceStub(channel).GetPools(display_pb2.GetPoolsRequest(link_id="demo"))
+    assert {p.pool: p.amount_cents for p in pools.pools} == {"MAJOR": 1_000_000, "MINOR": 100_000}
+    audit = subprocess.run([sys.executable, "-m", "jackpotd.cli", "audit", "--state-dir", str(state)],
+                           capture_output=True, text=True)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    assert "demo: OK" in audit.stdout
+    assert await asyncio.to_thread(server.interrupt) == 0
+
+
+@pytest.mark.parametrize("args", [[], ["serve"], ["migrate"], ["recover"], ["audit"], ["pools"]])
+def test_help_explains_itself(args: list[str]) -> None:
+    out = subprocess.run([sys.executable, "-m", "jackpotd.cli", *args, "--help"], capture_output=True, text=True,
+                         env={**os.environ, "COLUMNS": "120"})
+    assert out.returncode == 0
+    assert "usage: jackpotd" in out.stdout
+    assert len(out.stdout.splitlines()) > 5
