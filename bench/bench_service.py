@@ -27,30 +27,31 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, table_pb2, table_pb2_grpc  # noqa: E402
+from jackpotd.app import run_loop  # noqa: E402
 from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey, free_port  # noqa: E402
 from tests.integration.process import ServerProcess  # noqa: E402
 
 AUDIT = admin_pb2.Audit(actor="bench", reason="bench", approval_ref="BENCH")
 
 
-def echo_server(port: int, reply_size: int) -> None:
-    """A plain gRPC server that answers every call with `reply_size` bytes, parsing nothing."""
+def echo_server(port: int, reply: bytes) -> None:
+    """A plain gRPC server with the same messages as CommitWagers and no work: it answers a stored reply."""
 
     async def main() -> None:
-        reply = b"x" * reply_size
+        response = table_pb2.CommitWagersResponse.FromString(reply)
 
-        async def echo(request: bytes, context: object) -> bytes:
-            return reply
+        async def echo(request: table_pb2.CommitWagersRequest, context: object) -> table_pb2.CommitWagersResponse:
+            return response
 
-        handler = grpc.method_handlers_generic_handler(
-            "bench.Echo", {"Call": grpc.unary_unary_rpc_method_handler(echo)})
+        handler = grpc.method_handlers_generic_handler("bench.Echo", {"Call": grpc.unary_unary_rpc_method_handler(
+            echo, table_pb2.CommitWagersRequest.FromString, table_pb2.CommitWagersResponse.SerializeToString)})
         server = grpc.aio.server()
         server.add_generic_rpc_handlers((handler,))
         server.add_insecure_port(f"127.0.0.1:{port}")
         await server.start()
         await server.wait_for_termination()
 
-    asyncio.run(main())
+    run_loop(main())  # the same event loop as jackpotd's workers, for a fair baseline
 
 
 async def drive(make_call: Callable[[int], Awaitable[object]], inflight: int, seconds: float,
@@ -58,7 +59,7 @@ async def drive(make_call: Callable[[int], Awaitable[object]], inflight: int, se
     """Keep `inflight` calls going for `seconds`; returns calls per second and latencies."""
     latencies: list[float] = []
     stop_at = time.perf_counter() + seconds
-    bar = tqdm(total=int(seconds), desc=label, unit="s", leave=False)
+    bar = tqdm(total=int(seconds), desc=label, unit="s", leave=False, disable=None)  # no bar when piped
     counter = 0
 
     async def worker(w: int) -> None:
@@ -122,22 +123,26 @@ async def run(args: argparse.Namespace) -> None:
                 request_id=str(uuid.uuid4()), table_id=f"bench-{w}", round_id=f"r{n}", wagers=wagers))
 
         warm = await commit(0)
-        reply_size = len(warm.SerializeToString())  # type: ignore[attr-defined]
+        reply = warm.SerializeToString()  # type: ignore[attr-defined]
         request = sample.SerializeToString()
-        proc = multiprocessing.get_context("spawn").Process(target=echo_server, args=(echo_port, reply_size),
+        proc = multiprocessing.get_context("spawn").Process(target=echo_server, args=(echo_port, reply),
                                                             daemon=True)
         proc.start()
         echo_channel = grpc.aio.insecure_channel(f"127.0.0.1:{echo_port}")
         await echo_channel.channel_ready()
-        echo_call = echo_channel.unary_unary("/bench.Echo/Call")
+        echo_call = echo_channel.unary_unary("/bench.Echo/Call",
+                                             request_serializer=table_pb2.CommitWagersRequest.SerializeToString,
+                                             response_deserializer=table_pb2.CommitWagersResponse.FromString)
 
-        async def echo(n: int) -> object:
-            return await echo_call(request)
+        async def echo(n: int) -> object:  # the client does exactly what it does for CommitWagers
+            w = n // 1_000_000
+            return await echo_call(table_pb2.CommitWagersRequest(
+                request_id=str(uuid.uuid4()), table_id=f"bench-{w}", round_id=f"r{n}", wagers=wagers))
 
         echo_rate, echo_lat = await drive(echo, args.inflight, args.seconds, "echo")
         rate, lat = await drive(commit, args.inflight, args.seconds, "CommitWagers")
         proc.terminate()
-        print(f"request {len(request)} bytes, reply {reply_size} bytes, {args.inflight} calls in flight, "
+        print(f"request {len(request)} bytes, reply {len(reply)} bytes, {args.inflight} calls in flight, "
               f"{args.seconds:.0f} s each")
         print(f"{'call':28} {'calls/s':>10} {'p50 ms':>8} {'p99 ms':>8}")
         print(f"{'plain gRPC echo (baseline)':28} {echo_rate:>10,.0f} {pct(echo_lat, .5):>8.2f} {pct(echo_lat, .99):>8.2f}")

@@ -257,12 +257,19 @@ def worker_main(settings_dict: dict[str, object], number: int) -> None:
             await redis.close()
             await pg.close()
 
-    try:
-        import uvloop
+    run_loop(main())
 
-        uvloop.run(main())
-    except ImportError:
-        asyncio.run(main())
+
+def run_loop(main: Coroutine[Any, Any, Any]) -> Any:
+    """Run on uvloop when it is installed (JACKPOTD_EVENT_LOOP=asyncio forces the standard loop)."""
+    if os.environ.get("JACKPOTD_EVENT_LOOP", "uvloop") == "uvloop":
+        try:
+            import uvloop
+        except ImportError:
+            pass
+        else:
+            return uvloop.run(main)
+    return asyncio.run(main)
 
 
 def _start_metrics(port: int) -> None:

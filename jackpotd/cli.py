@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
 from typing import Any
@@ -64,12 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     settings = settings_of(args)
     logging.basicConfig(level=settings.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
-    try:
-        import uvloop  # a faster event loop when it is installed
+    from .app import run_loop
 
-        return uvloop.run(_run(args, settings))
-    except ImportError:
-        return asyncio.run(_run(args, settings))
+    result: int = run_loop(_run(args, settings))
+    return result
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:

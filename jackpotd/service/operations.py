@@ -80,13 +80,23 @@ def _difference(stored: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     return ", ".join(keys) or "content"
 
 
-def _seat_json(c: SeatContribution) -> dict[str, Any]:
-    return {"wager_cents": c.wager_cents, "overflow_uc": c.overflow_uc,
-            "postings": [[p.account, p.amount_uc] for p in c.postings]}
+def _encode_seats(seats: Sequence[SeatContribution]) -> dict[str, Any]:
+    """Each seat's contribution, with identical leg sets stored once (they usually all are)."""
+    legs: list[list[Any]] = []
+    index: dict[tuple[Posting, ...], int] = {}
+    by_seat: dict[str, list[int]] = {}
+    for c in seats:
+        key = c.postings
+        if key not in index:
+            index[key] = len(legs)
+            legs.append([[p.account, p.amount_uc] for p in key])
+        by_seat[str(c.seat)] = [index[key], c.wager_cents, c.overflow_uc]
+    return {"seats": by_seat, "legs": legs}
 
 
-def _seat_from_json(seat: int, d: Mapping[str, Any]) -> SeatContribution:
-    return SeatContribution(seat, d["wager_cents"], tuple(Posting(a, v) for a, v in d["postings"]), d["overflow_uc"])
+def _decode_seat(data: Mapping[str, Any], seat: int) -> SeatContribution:
+    leg_set, wager_cents, overflow_uc = data["seats"][str(seat)]
+    return SeatContribution(seat, wager_cents, tuple(Posting(a, v) for a, v in data["legs"][leg_set]), overflow_uc)
 
 
 def _pool_deltas(postings: Sequence[Posting]) -> list[tuple[str, int]]:
@@ -240,7 +250,7 @@ class JackpotService:
             balances = await self.redis.balances(link_id) if capped else {}
             c = contribute(rates, config.pools, balances, seats)
             data = {"game": table.game, "rates_version": rates.version,
-                    "seats": {str(s.seat): _seat_json(s) for s in c.seats}, "voided": []}
+                    **_encode_seats(c.seats), "voided": []}
             result = {"accepted": [{"seat": s.seat, "amount_cents": s.wager_cents,
                                     "contributed_uc": sum(p.amount_uc for p in s.postings
                                                           if p.account.startswith("pool:")),
@@ -332,13 +342,13 @@ class JackpotService:
             for i, s in enumerate(seats):
                 if s not in active:
                     raise InvalidInput(f"seats[{i}]", s, "holds no open jackpot wager in this round")
-            undo = reversal([_seat_from_json(s, data["seats"][str(s)]) for s in chosen],
+            undo = reversal([_decode_seat(data, s) for s in chosen],
                             await self.redis.balances(link_id))
             data["voided"] = sorted(set(data["voided"]) | set(chosen))
             data.setdefault("void_reasons", []).append({"seats": chosen, "reason": reason})
             state = VOIDED if set(data["voided"]) >= {int(s) for s in data["seats"]} else COMMITTED
             round_data = canonical_json(data)
-            result = {"refunds": [{"seat": s, "amount_cents": data["seats"][str(s)]["wager_cents"]} for s in chosen]}
+            result = {"refunds": [{"seat": s, "amount_cents": data["seats"][str(s)][1]} for s in chosen]}
             return self._step(link_id, req, "void", version, postings=undo, result=result,
                               extra={"round": {"table_id": table_id, "round_id": round_id, "state": state,
                                                "data": round_data}, "reason": reason},

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from typing import Any
 
 import asyncpg
 
@@ -115,78 +116,85 @@ class LedgerWriter:
 class DurabilityWatcher:
     """Lets a gRPC worker wait until an entry is committed in PostgreSQL (ARCHITECTURE write path 4)."""
 
-    def __init__(self, redis: RedisPools) -> None:
+    POLL_SECONDS = 0.5
+
+    def __init__(self, redis: RedisPools, timeout: float = 10.0) -> None:
         self.redis = redis
+        self.timeout = timeout
         self.marks: dict[str, int] = {}
-        self._waiters: dict[str, list[tuple[int, asyncio.Future[None]]]] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._waiters: dict[str, list[tuple[int, float, asyncio.Future[None]]]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         pubsub = self.redis.client.pubsub()
         await pubsub.subscribe(self.redis.DURABLE_CHANNEL)
-        self._task = asyncio.create_task(self._listen(pubsub), name="durability-watcher")
+        self._tasks = [asyncio.create_task(self._listen(pubsub), name="durability-listener"),
+                       asyncio.create_task(self._poll(), name="durability-poller")]
 
     async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
         for waiters in self._waiters.values():
-            for _, fut in waiters:
+            for _, _, fut in waiters:
                 if not fut.done():
                     fut.set_exception(ConnectionError("shutting down"))
 
-    async def _listen(self, pubsub: object) -> None:
-        try:
-            while True:
-                try:
-                    async for msg in pubsub.listen():  # type: ignore[attr-defined]
-                        if msg["type"] == "message":
-                            link, _, seq = msg["data"].rpartition(" ")
-                            self._advance(link, int(seq))
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:  # a dropped connection: resubscribe; waiters also poll the marks
-                    log.warning("durability watcher resubscribing after error: %s", e)
-                    await asyncio.sleep(0.1)
-                    await pubsub.subscribe(self.redis.DURABLE_CHANNEL)  # type: ignore[attr-defined]
-        finally:
-            with contextlib.suppress(Exception):
-                await pubsub.aclose()  # type: ignore[attr-defined]
+    async def wait_durable(self, link_id: str, seq: int) -> None:
+        """Return once entry `seq` of the link is in the ledger; TimeoutError if it is not in time."""
+        if self.marks.get(link_id, 0) >= seq:
+            return
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        self._waiters.setdefault(link_id, []).append((seq, loop.time() + self.timeout, fut))
+        await fut
+
+    async def _listen(self, pubsub: Any) -> None:
+        while True:
+            try:
+                async for msg in pubsub.listen():
+                    if msg["type"] == "message":
+                        link, _, seq = msg["data"].rpartition(" ")
+                        self._advance(link, int(seq))
+            except asyncio.CancelledError:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+                raise
+            except Exception as e:  # a dropped connection: resubscribe; the poller covers the gap
+                log.warning("durability watcher resubscribing after error: %s", e)
+                await asyncio.sleep(0.1)
+                with contextlib.suppress(Exception):
+                    await pubsub.subscribe(self.redis.DURABLE_CHANNEL)
+
+    async def _poll(self) -> None:
+        """Now and then read the marks of links with waiters (an announcement may predate our
+        subscription or be lost in a reconnect), and fail waiters past their deadline."""
+        while True:
+            await asyncio.sleep(self.POLL_SECONDS)
+            now = asyncio.get_running_loop().time()
+            for link, waiters in list(self._waiters.items()):
+                if not waiters:
+                    continue
+                with contextlib.suppress(Exception):
+                    self._advance(link, await self.redis.durable_mark(link))
+                for want, deadline, fut in self._waiters.get(link, []):
+                    if deadline <= now and not fut.done():
+                        fut.set_exception(TimeoutError(f"entry {want} of link {link} is not in the ledger yet"))
 
     def _advance(self, link: str, seq: int) -> None:
-        if seq <= self.marks.get(link, 0):
-            return
-        self.marks[link] = seq
+        if seq > self.marks.get(link, 0):
+            self.marks[link] = seq
+        mark = self.marks.get(link, 0)
         waiters = self._waiters.get(link)
         if not waiters:
             return
         keep = []
-        for want, fut in waiters:
-            if want <= seq:
-                if not fut.done():
-                    fut.set_result(None)
-            elif not fut.done():
-                keep.append((want, fut))
+        for want, deadline, fut in waiters:
+            if fut.done():
+                continue
+            if want <= mark:
+                fut.set_result(None)
+            else:
+                keep.append((want, deadline, fut))
         self._waiters[link] = keep
-
-    async def wait_durable(self, link_id: str, seq: int, timeout: float = 10.0) -> None:
-        """Return once entry `seq` of the link is in the ledger; TimeoutError if it is not in time."""
-        if self.marks.get(link_id, 0) >= seq:
-            return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(link_id, []).append((seq, fut))
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            with contextlib.suppress(TimeoutError):
-                remaining = max(0.0, deadline - asyncio.get_running_loop().time())
-                await asyncio.wait_for(asyncio.shield(fut), min(1.0, remaining))
-            if fut.done():
-                return
-            # A second without news: the announcement may predate our subscription or a reconnect.
-            self._advance(link_id, await self.redis.durable_mark(link_id))
-            if fut.done():
-                return
-            if asyncio.get_running_loop().time() >= deadline:
-                fut.cancel()
-                raise TimeoutError(f"entry {seq} of link {link_id} is not in the ledger yet")
