@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import multiprocessing
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -145,8 +144,9 @@ async def run(args: argparse.Namespace) -> None:
         print(f"request {len(request)} bytes, reply {len(reply)} bytes, {args.inflight} calls in flight, "
               f"{args.seconds:.0f} s each")
         print(f"{'call':28} {'calls/s':>10} {'p50 ms':>8} {'p99 ms':>8}")
-        print(f"{'plain gRPC echo (baseline)':28} {echo_rate:>10,.0f} {pct(echo_lat, .5):>8.2f} {pct(echo_lat, .99):>8.2f}")
-        print(f"{'durable CommitWagers (7)':28} {rate:>10,.0f} {pct(lat, .5):>8.2f} {pct(lat, .99):>8.2f}")
+        for name, r, ls in (("plain gRPC echo (baseline)", echo_rate, echo_lat),
+                            ("durable CommitWagers (7)", rate, lat)):
+            print(f"{name:28} {r:>10,.0f} {pct(ls, .5):>8.2f} {pct(ls, .99):>8.2f}")
         print(f"CommitWagers / echo = {rate / echo_rate:.0%} (target at least 40%)")
         await channel.close()
         await echo_channel.close()
