@@ -26,10 +26,10 @@ unit: install
 	$(BIN)/python -m pytest -q tests/unit
 
 lint: install
-	$(BIN)/ruff check jackpotd tests bench scripts
+	$(BIN)/ruff check jackpotd clients tests bench scripts
 
 typecheck: install
-	$(BIN)/mypy jackpotd
+	$(BIN)/mypy jackpotd clients/table/jackpot_table
 
 ## proto: regenerate jackpotd/api/gen from proto/
 proto: install

@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from . import app
+    from .domain.money import format_cents
     from .store import ledger, recovery
 
     if args.command == "serve":
@@ -90,8 +91,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             report = await ledger.audit_link(stores.pg, link, await stores.redis.balances(link),
                                              await stores.redis.seq(link))
             verdict = "OK" if report.ok else "FAILED"
+            pools = ", ".join(f"{k} {format_cents(v // 1_000_000)}" for k, v in sorted(report.ledger_pools.items()))
             print(f"{link}: {verdict} - {report.entries} entries, chain {'intact' if report.chain_ok else 'BROKEN'}, "
-                  f"pools {', '.join(f'{k} {v // 1_000_000}¢' for k, v in sorted(report.ledger_pools.items()))}")
+                  f"pools {pools}")
             for problem in report.problems:
                 print(f"  - {problem}")
             failed += not report.ok

@@ -30,6 +30,7 @@ from .gen.jackpot.v1 import (
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
 METER_INTERVAL = 0.1  # ARCHITECTURE.md, Reads: at most ten updates a second per link
+HEARTBEAT = 2.0  # seconds between updates on a quiet link, well inside a table's 10 s silence limit
 
 
 def require_request_id(request_id: str) -> str:
@@ -103,7 +104,7 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
                          context: Ctx) -> AsyncIterator[table_pb2.MeterUpdate]:
         link_id = await self.service.link_of_table(request.table_id)
         async for seq, pools, hit in watch(self.service, link_id):
-            _, config = await self.service.config(link_id, fresh=hit is None and seq == 0)
+            _, config = await self.service.config(link_id, fresh=True)  # a suspension shows at once
             enabled = not config.table(request.table_id).suspended
             yield table_pb2.MeterUpdate(link_id=link_id, pools=pools, jackpot_enabled=enabled, sequence=seq, hit=hit)
 
@@ -112,12 +113,15 @@ Update = tuple[int, list[common_pb2.PoolAmount], common_pb2.HitAnnouncement | No
 
 
 async def watch(service: JackpotService, link_id: str) -> AsyncIterator[Update]:
-    """A snapshot, then pool updates coalesced to ten a second, with every hit announced."""
+    """A snapshot, then pool updates coalesced to ten a second, every hit announced, and a heartbeat
+    every HEARTBEAT seconds so a table can tell a quiet link from a lost service (DOMAIN.md §8)."""
     await service.config(link_id)
     pubsub = service.redis.client.pubsub()
     await pubsub.subscribe(channel(link_id))
+    loop = asyncio.get_running_loop()
     try:
         yield await service.redis.seq(link_id), pool_amounts(await service.pools(link_id)), None
+        last_sent = loop.time()
         latest: Reply | None = None
         while True:
             msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=METER_INTERVAL)
@@ -130,12 +134,17 @@ async def watch(service: JackpotService, link_id: str) -> AsyncIterator[Update]:
                                                      pool_amount_after_cents=reply.balances.get(p["pool"], 0)
                                                      // 1_000_000)
                     yield reply.seq, pool_amounts(await service.pools(link_id, reply.balances)), hit
+                    last_sent = loop.time()
                 latest = reply
                 continue
             if latest is not None:
                 yield latest.seq, pool_amounts(await service.pools(link_id, latest.balances)), None
                 latest = None
+                last_sent = loop.time()
                 await asyncio.sleep(METER_INTERVAL)
+            elif loop.time() - last_sent >= HEARTBEAT:
+                yield await service.redis.seq(link_id), pool_amounts(await service.pools(link_id)), None
+                last_sent = loop.time()
     finally:
         await pubsub.unsubscribe()
         await pubsub.aclose()

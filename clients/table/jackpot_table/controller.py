@@ -1,0 +1,195 @@
+"""The controller library: commit, settle and void through a durable outbox, with retries and the meter."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import grpc
+
+from jackpotd.api.gen.jackpot.v1 import table_pb2, table_pb2_grpc
+
+from .outbox import Outbox
+
+log = logging.getLogger("jackpot_table")
+RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+R = TypeVar("R")
+
+
+class JackpotDisabled(RuntimeError):
+    """The service has been silent too long (DOMAIN.md §8): take no jackpot wagers."""
+
+
+@dataclass
+class ControllerConfig:
+    """Where the service is and how patient to be. `credentials` carries mTLS in production."""
+
+    target: str
+    table_id: str
+    outbox_path: str
+    silence_limit: float = 10.0  # §8: stop taking jackpot wagers after this much silence
+    call_timeout: float = 5.0
+    retry_for: float = 120.0  # then give up and raise; the outbox keeps the id for resume()
+    credentials: grpc.ChannelCredentials | None = None  # grpc.ssl_channel_credentials(ca, key, cert)
+    options: Sequence[tuple[str, Any]] = field(default_factory=lambda: [
+        ("grpc.keepalive_time_ms", 5000), ("grpc.keepalive_timeout_ms", 2000),
+        ("grpc.keepalive_permit_without_calls", 1), ("grpc.initial_reconnect_backoff_ms", 200),
+        ("grpc.max_reconnect_backoff_ms", 2000)])
+
+
+class TableController:
+    """One table's link to jackpotd."""
+
+    def __init__(self, config: ControllerConfig) -> None:
+        self.config = config
+        self.outbox = Outbox(config.outbox_path)
+        self.channel: grpc.aio.Channel | None = None
+        self.stub: table_pb2_grpc.TableServiceAsyncStub | None = None
+        self.last_contact = 0.0
+        self.enabled_by_service = True
+        self.pools: dict[str, int] = {}
+        self.link_id = ""
+        self._meter: asyncio.Task[None] | None = None
+
+    async def start(self) -> TableController:
+        if self.config.credentials is not None:
+            self.channel = grpc.aio.secure_channel(self.config.target, self.config.credentials, self.config.options)
+        else:
+            self.channel = grpc.aio.insecure_channel(self.config.target, self.config.options)
+        self.stub = table_pb2_grpc.TableServiceStub(self.channel)  # typed as the async stub
+        self._meter = asyncio.create_task(self._watch_meter(), name=f"meter-{self.config.table_id}")
+        await self.wait_for_service(self.config.silence_limit)
+        return self
+
+    async def wait_for_service(self, timeout: float) -> bool:
+        """Wait until the service has been heard (jackpot wagers open), at most `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while not self.jackpot_enabled and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        return self.jackpot_enabled
+
+    async def close(self) -> None:
+        if self._meter:
+            self._meter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._meter
+        if self.channel:
+            await self.channel.close(None)
+        self.outbox.close()
+
+    @property
+    def jackpot_enabled(self) -> bool:
+        """True while the service has been heard within the silence limit and has not suspended the table."""
+        return self.enabled_by_service and time.monotonic() - self.last_contact < self.config.silence_limit
+
+    # ---- operations ----------------------------------------------------------------------------
+
+    async def commit(self, round_id: str, wagers: Sequence[tuple[int, int]]) -> table_pb2.CommitWagersResponse:
+        """At "no more bets": the round's jackpot wagers as (seat, cents); every seat has an ante."""
+        request = table_pb2.CommitWagersRequest(table_id=self.config.table_id, round_id=round_id, wagers=[
+            table_pb2.Wager(seat=s, amount_cents=c, ante_placed=True) for s, c in wagers])
+        if not self.jackpot_enabled and not self._is_saved("commit", round_id):
+            raise JackpotDisabled(f"table {self.config.table_id}: no word from the service for "
+                                  f"{self.config.silence_limit:g} s; jackpot wagers are off")
+        return await self._send("commit", round_id, request, table_pb2.CommitWagersRequest,
+                                lambda r: self._stub().CommitWagers(r, timeout=self.config.call_timeout))
+
+    async def settle(self, round_id: str, hands: Mapping[int, Sequence[str]], dealer_cards: Sequence[str] = (),
+                     board_cards: Sequence[str] = ()) -> table_pb2.SettleRoundResponse:
+        request = table_pb2.SettleRoundRequest(
+            table_id=self.config.table_id, round_id=round_id, dealer_cards=list(dealer_cards),
+            board_cards=list(board_cards),
+            hands=[table_pb2.SeatHand(seat=s, cards=list(c)) for s, c in sorted(hands.items())])
+        return await self._send("settle", round_id, request, table_pb2.SettleRoundRequest,
+                                lambda r: self._stub().SettleRound(r, timeout=self.config.call_timeout))
+
+    async def void(self, round_id: str, reason: str, seats: Sequence[int] = ()) -> table_pb2.VoidRoundResponse:
+        """Void the round (misdeal, device failure) or, with seats, those hands only (absent player)."""
+        kind = "void" if not seats else "void:" + ",".join(map(str, sorted(seats)))
+        request = table_pb2.VoidRoundRequest(table_id=self.config.table_id, round_id=round_id, reason=reason,
+                                             seats=list(seats))
+        return await self._send(kind, round_id, request, table_pb2.VoidRoundRequest,
+                                lambda r: self._stub().VoidRound(r, timeout=self.config.call_timeout))
+
+    async def resume(self) -> int:
+        """After a restart: send again every saved request that never got its answer, with its own id."""
+        parsers: dict[str, tuple[Any, Callable[[Any], Awaitable[Any]]]] = {
+            "commit": (table_pb2.CommitWagersRequest, lambda r: self._stub().CommitWagers(
+                r, timeout=self.config.call_timeout)),
+            "settle": (table_pb2.SettleRoundRequest, lambda r: self._stub().SettleRound(
+                r, timeout=self.config.call_timeout)),
+            "void": (table_pb2.VoidRoundRequest, lambda r: self._stub().VoidRound(
+                r, timeout=self.config.call_timeout))}
+        count = 0
+        for p in self.outbox.pending(self.config.table_id):
+            message_type, call = parsers[p.kind.split(":")[0]]
+            request = message_type.FromString(p.request)
+            request.request_id = p.request_id
+            response = await self._retry(call, request)
+            self.outbox.answered(p.request_id, response.SerializeToString())
+            count += 1
+        return count
+
+    # ---- plumbing --------------------------------------------------------------------------------
+
+    def _stub(self) -> table_pb2_grpc.TableServiceAsyncStub:
+        assert self.stub is not None, "call start() first"
+        return self.stub
+
+    def _is_saved(self, kind: str, round_id: str) -> bool:
+        row = self.outbox.db.execute("SELECT 1 FROM outbox WHERE kind = ? AND table_id = ? AND round_id = ?",
+                                     (kind, self.config.table_id, round_id)).fetchone()
+        return row is not None
+
+    async def _send(self, kind: str, round_id: str, request: Any, message_type: Any,
+                    call: Callable[[Any], Awaitable[R]]) -> R:
+        """Save the id first, then send; a request saved before a restart is sent as it was first meant."""
+        request_id, saved = self.outbox.request_id(kind, self.config.table_id, round_id,
+                                                   request.SerializeToString(deterministic=True))
+        first = message_type.FromString(saved)
+        first.request_id = request_id
+        response = await self._retry(call, first)
+        self.outbox.answered(request_id, response.SerializeToString())  # type: ignore[attr-defined]
+        return response
+
+    async def _retry(self, call: Callable[[Any], Awaitable[R]], request: Any) -> R:
+        """Retry UNAVAILABLE and DEADLINE_EXCEEDED with jittered exponential backoff, same request id."""
+        deadline = time.monotonic() + self.config.retry_for
+        delay = 0.1
+        while True:
+            try:
+                response = await call(request)
+                self.last_contact = time.monotonic()
+                return response
+            except grpc.aio.AioRpcError as e:
+                if e.code() not in RETRYABLE or time.monotonic() + delay > deadline:
+                    raise
+                log.info("table %s: %s, retrying %s in %.1fs", self.config.table_id, e.code().name,
+                         request.request_id, delay)
+                await asyncio.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 2.0)
+
+    async def _watch_meter(self) -> None:
+        """The meter stream: pool amounts, jackpot_enabled, and proof that the service is there."""
+        delay = 0.2
+        while True:
+            try:
+                stream = self._stub().WatchMeter(table_pb2.WatchMeterRequest(table_id=self.config.table_id))
+                async for update in stream:
+                    self.last_contact = time.monotonic()
+                    self.enabled_by_service = update.jackpot_enabled
+                    self.link_id = update.link_id
+                    self.pools = {p.pool: p.amount_cents for p in update.pools}
+                    delay = 0.2
+            except asyncio.CancelledError:
+                raise
+            except grpc.aio.AioRpcError as e:
+                log.debug("table %s: meter stream ended (%s); reconnecting", self.config.table_id, e.code().name)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
