@@ -61,9 +61,11 @@ async def connect_pool(dsn: str, size: int = 10) -> asyncpg.Pool:
 
 
 def chain_hash(prev: bytes, link_id: str, seq: int, entry: str, postings: Sequence[tuple[str, int, int]]) -> bytes:
-    """sha256 over the previous hash and the canonical content of an entry: any edit breaks the chain."""
+    """sha256 over the previous hash and the entry's link, sequence, text and postings: any edit breaks the chain."""
     h = hashlib.sha256(prev)
-    h.update(canonical_json([link_id, seq, entry, [list(p) for p in postings]]).encode())
+    h.update(f"{link_id}\n{seq}\n".encode())
+    h.update(entry.encode())
+    h.update(canonical_json([list(p) for p in postings]).encode())
     return h.digest()
 
 
@@ -291,8 +293,7 @@ async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redi
             balances[account] = balances.get(account, 0) + amount
             if balances[account] != after:
                 problems.append(f"entry {seq}: {account} balance_after {after} but recomputed {balances[account]}")
-        # the entry text is stored as jsonb; re-hash with the canonical text written by the service
-        canonical = canonical_json(json.loads(r["entry"]))
+        canonical = r["entry"]  # stored as `json`: the very text the service wrote
         if bytes(r["prev_hash"]) != prev or chain_hash(prev, link_id, seq, canonical, legs) != bytes(r["hash"]):
             chain_ok = False
             problems.append(f"hash chain broken at entry {seq}")

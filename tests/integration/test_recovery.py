@@ -146,3 +146,30 @@ async def test_ledger_rows_cannot_be_changed(isolated: Isolated, tmp_path: Path,
         await client.close()
         server.interrupt()
 
+
+
+@pytest.mark.parametrize("tamper", [
+    "UPDATE postings SET amount_uc = amount_uc + 1 WHERE link_id = $1 AND seq = 3 AND idx = 0",
+    "UPDATE entries SET entry = replace(entry::text, 'request_id', 'request_iD')::json WHERE link_id = $1 AND seq = 3",
+])
+async def test_audit_finds_a_tampered_ledger(isolated: Isolated, tmp_path: Path, tamper: str) -> None:
+    server = ServerProcess(free_port(), tmp_path / "c.log", redis_url=isolated.redis_url, dsn=isolated.dsn)
+    await asyncio.to_thread(server.start)
+    client = await Client.connect(server.target, isolated.dsn, isolated.redis_url)
+    try:
+        link, tables = await new_link(client, 1)
+        await run_table(server.target, tables[0], 3, Tally(), seed=5)
+        redis = RedisPools(isolated.redis_url)
+        balances, seq = await redis.balances(link), await redis.seq(link)
+        assert (await ledger.audit_link(client.pg, link, balances, seq)).ok
+        conn = await asyncpg.connect(isolated.dsn)
+        await conn.execute("SET session_replication_role = replica")  # a superuser going around the triggers
+        await conn.execute(tamper, link)
+        await conn.close()
+        report = await ledger.audit_link(client.pg, link, balances, seq)
+        assert not report.ok
+        assert any("hash chain broken at entry 3" in p for p in report.problems), report.problems
+        await redis.close()
+    finally:
+        await client.close()
+        server.interrupt()
