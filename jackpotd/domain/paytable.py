@@ -58,23 +58,18 @@ class Paytable:
 
 # (category, tier, min_cents, percent_ppm). Tier "major" is MAJOR on a split link, JACKPOT on a combined one.
 _Row = tuple[str, str, int, int]
+# NSW 12.1; NZ 11.6A for the split.
+_CARIBBEAN_STUD_ROWS: tuple[_Row, ...] = (
+    (h.ROYAL_FLUSH, "major", 1_000_000, PPM),
+    (h.STRAIGHT_FLUSH, "major", 100_000, 100_000),
+    (h.FOUR_OF_A_KIND, "minor", 50_000, 0),
+    (h.FULL_HOUSE, "minor", 15_000, 0),
+    (h.FLUSH, "minor", 10_000, 0),
+)
 _DEFAULT_ROWS: Mapping[str, tuple[_Row, ...]] = {
-    # NSW 12.1; NZ 11.6A for the split.
-    h.CARIBBEAN_STUD: (
-        (h.ROYAL_FLUSH, "major", 1_000_000, PPM),
-        (h.STRAIGHT_FLUSH, "major", 100_000, 100_000),
-        (h.FOUR_OF_A_KIND, "minor", 50_000, 0),
-        (h.FULL_HOUSE, "minor", 15_000, 0),
-        (h.FLUSH, "minor", 10_000, 0),
-    ),
+    h.CARIBBEAN_STUD: _CARIBBEAN_STUD_ROWS,
     # Our choice: hold'em bonus pays the Caribbean Stud table on its best five (QLD sch 15 s 8 has the same hands).
-    h.HOLDEM_BONUS: (
-        (h.ROYAL_FLUSH, "major", 1_000_000, PPM),
-        (h.STRAIGHT_FLUSH, "major", 100_000, 100_000),
-        (h.FOUR_OF_A_KIND, "minor", 50_000, 0),
-        (h.FULL_HOUSE, "minor", 15_000, 0),
-        (h.FLUSH, "minor", 10_000, 0),
-    ),
+    h.HOLDEM_BONUS: _CARIBBEAN_STUD_ROWS,
     # Our choice for three cards (QLD sch 16 ranks): only the top two hands reach the link.
     h.THREE_CARD: (
         (h.STRAIGHT_FLUSH, "minor", 50_000, 0),

@@ -15,6 +15,7 @@ from .money import UC_PER_CENT, ceil_cents, cents_to_uc, floor_cents, percent_of
 from .paytable import Paytable, PaytableEntry
 from .pools import RESERVE, PoolSpec
 from .postings import OPERATOR_FUNDING, PAYOUTS, Posting, pool_account
+from .seats import require_seat
 
 # §5.3 (NSW 12.4; NZ 11.10(a)): straight flushes before royal flushes; royals are paid last, together.
 PAID_LAST = frozenset({h.ROYAL_FLUSH})
@@ -70,8 +71,7 @@ def require_seats(hits: Sequence[Hit], seats: int) -> None:
     """Seats are 1..N (§1), one hand each."""
     seen: set[int] = set()
     for hit in hits:
-        if isinstance(hit.seat, bool) or not isinstance(hit.seat, int) or not 1 <= hit.seat <= seats:
-            raise InvalidInput("seat", hit.seat, f"must be from 1 to {seats}")
+        require_seat("seat", hit.seat, seats)
         if hit.seat in seen:
             raise InvalidInput("seat", hit.seat, "appears more than once in the round")
         seen.add(hit.seat)

@@ -9,6 +9,7 @@ from . import hands as h
 from .cards import Card, parse_card, require_distinct
 from .errors import InvalidInput
 from .pricing import Hit
+from .seats import require_seat
 
 COMMITTED = "COMMITTED"
 SETTLED = "SETTLED"
@@ -30,12 +31,6 @@ class SeatHand:
 
     seat: int
     cards: tuple[str, ...]
-
-
-def require_seat(field: str, seat: int, seats: int) -> None:
-    """§1: seats are numbered 1..N."""
-    if isinstance(seat, bool) or not isinstance(seat, int) or not 1 <= seat <= seats:
-        raise InvalidInput(field, seat, f"must be a seat from 1 to {seats}")
 
 
 def validate_wagers(wagers: Sequence[Wager], seats: int, wager_cents: int) -> tuple[tuple[int, int], ...]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest_asyncio
 
@@ -11,8 +12,9 @@ from jackpotd.app import serve
 from jackpotd.embedded import free_port
 from jackpotd.settings import Settings
 
-from ..conftest import Servers
+from ..conftest import Isolated, Servers
 from .harness import Client
+from .process import ServerProcess
 
 
 @pytest_asyncio.fixture(scope="session")
@@ -35,3 +37,15 @@ async def client(target: str, servers: Servers) -> AsyncIterator[Client]:
     c = await Client.connect(target, servers.dsn(), servers.redis_url(0))
     yield c
     await c.close()
+
+
+@pytest_asyncio.fixture
+async def proc_service(isolated: Isolated, tmp_path: Path) -> AsyncIterator[tuple[ServerProcess, Client]]:
+    """`jackpotd serve` in its own process on stores of its own, and a client of it."""
+    server = ServerProcess(free_port(), tmp_path / "jackpotd.log", redis_url=isolated.redis_url, dsn=isolated.dsn)
+    await asyncio.to_thread(server.start)
+    client = await Client.connect(server.target, isolated.dsn, isolated.redis_url)
+    yield server, client
+    await client.close()
+    if server.proc and server.proc.poll() is None:
+        server.interrupt()

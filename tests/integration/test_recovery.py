@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import asyncpg
 import pytest
-import pytest_asyncio
 
-from jackpotd.embedded import free_port
 from jackpotd.store import ledger, recovery
 from jackpotd.store.redis_pools import RedisPools
 
@@ -19,17 +15,6 @@ from .checks import assert_consistent
 from .harness import Client
 from .load import Tally, run_table
 from .process import ServerProcess
-
-
-@pytest_asyncio.fixture
-async def proc_client(isolated: Isolated, tmp_path: Path) -> AsyncIterator[tuple[ServerProcess, Client]]:
-    server = ServerProcess(free_port(), tmp_path / "jackpotd.log", redis_url=isolated.redis_url, dsn=isolated.dsn)
-    await asyncio.to_thread(server.start)
-    client = await Client.connect(server.target, isolated.dsn, isolated.redis_url)
-    yield server, client
-    await client.close()
-    if server.proc and server.proc.poll() is None:
-        server.interrupt()
 
 
 async def new_link(client: Client, tables: int) -> tuple[str, list[str]]:
@@ -43,8 +28,8 @@ async def new_link(client: Client, tables: int) -> tuple[str, list[str]]:
     return link, names
 
 
-async def test_kill_9_mid_load_loses_and_doubles_nothing(proc_client: tuple[ServerProcess, Client]) -> None:
-    server, client = proc_client
+async def test_kill_9_mid_load_loses_and_doubles_nothing(proc_service: tuple[ServerProcess, Client]) -> None:
+    server, client = proc_service
     link, tables = await new_link(client, 6)
     tally = Tally()
     rounds = 120
@@ -63,8 +48,9 @@ async def test_kill_9_mid_load_loses_and_doubles_nothing(proc_client: tuple[Serv
     await assert_consistent(client.pg, client.redis, link, tally)
 
 
-async def test_flushall_then_restart_rebuilds_the_pools_to_the_cent(proc_client: tuple[ServerProcess, Client]) -> None:
-    server, client = proc_client
+async def test_flushall_then_restart_rebuilds_the_pools_to_the_cent(
+        proc_service: tuple[ServerProcess, Client]) -> None:
+    server, client = proc_service
     link, tables = await new_link(client, 2)
     tally = Tally()
     await asyncio.gather(*(run_table(server.target, t, 12, tally, seed=i) for i, t in enumerate(tables)))
@@ -81,38 +67,34 @@ async def test_flushall_then_restart_rebuilds_the_pools_to_the_cent(proc_client:
     assert len(more.acked) > 0
 
 
-async def test_redis_ahead_of_the_ledger_is_drained(isolated: Isolated, tmp_path: Path) -> None:
+async def test_redis_ahead_of_the_ledger_is_drained(isolated: Isolated,
+                                                    proc_service: tuple[ServerProcess, Client]) -> None:
     """A crash between the atomic step and the ledger commit: recovery writes the journal to PostgreSQL first."""
-    server = ServerProcess(free_port(), tmp_path / "a.log", redis_url=isolated.redis_url, dsn=isolated.dsn)
-    await asyncio.to_thread(server.start)
-    client = await Client.connect(server.target, isolated.dsn, isolated.redis_url)
-    try:
-        link, tables = await new_link(client, 1)
-        tally = Tally()
-        await run_table(server.target, tables[0], 5, tally, seed=1)
-        server.interrupt()
-        # Lose the ledger's last entries, as if PostgreSQL had not committed them before a crash.
-        head = await client.pg.fetchval("SELECT last_seq FROM links WHERE link_id = $1", link)
-        redis_seq = int(await client.redis.get("{link:" + link + "}:seq"))
-        assert head == redis_seq
-        conn = await asyncpg.connect(isolated.dsn)
-        await conn.execute("SET session_replication_role = replica")  # bypass triggers: simulating lost commits
-        await conn.execute("DELETE FROM hits WHERE link_id = $1 AND seq > $2", link, head - 3)
-        await conn.execute("DELETE FROM postings WHERE link_id = $1 AND seq > $2", link, head - 3)
-        await conn.execute("DELETE FROM entries WHERE link_id = $1 AND seq > $2", link, head - 3)
-        await conn.close()
-        # restore the projections the lost entries had moved, from the remaining postings
-        await _rewind_projections(isolated.dsn, link, head - 3)
-        redis = RedisPools(isolated.redis_url)
-        pool = await ledger.connect_pool(isolated.dsn)
-        # the journal still holds the entries (trimmed only far below the head)
-        actions = await recovery.recover(redis, pool)
-        assert [(a.link_id, a.action) for a in actions if a.link_id == link] == [(link, "drained")]
-        await assert_consistent(pool, redis.client, link, tally)
-        await pool.close()
-        await redis.close()
-    finally:
-        await client.close()
+    server, client = proc_service
+    link, tables = await new_link(client, 1)
+    tally = Tally()
+    await run_table(server.target, tables[0], 5, tally, seed=1)
+    server.interrupt()
+    # Lose the ledger's last entries, as if PostgreSQL had not committed them before a crash.
+    head = await client.pg.fetchval("SELECT last_seq FROM links WHERE link_id = $1", link)
+    redis_seq = int(await client.redis.get("{link:" + link + "}:seq"))
+    assert head == redis_seq
+    conn = await asyncpg.connect(isolated.dsn)
+    await conn.execute("SET session_replication_role = replica")  # bypass triggers: simulating lost commits
+    await conn.execute("DELETE FROM hits WHERE link_id = $1 AND seq > $2", link, head - 3)
+    await conn.execute("DELETE FROM postings WHERE link_id = $1 AND seq > $2", link, head - 3)
+    await conn.execute("DELETE FROM entries WHERE link_id = $1 AND seq > $2", link, head - 3)
+    await conn.close()
+    # restore the projections the lost entries had moved, from the remaining postings
+    await _rewind_projections(isolated.dsn, link, head - 3)
+    redis = RedisPools(isolated.redis_url)
+    pool = await ledger.connect_pool(isolated.dsn)
+    # the journal still holds the entries (trimmed only far below the head)
+    actions = await recovery.recover(redis, pool)
+    assert [(a.link_id, a.action) for a in actions if a.link_id == link] == [(link, "drained")]
+    await assert_consistent(pool, redis.client, link, tally)
+    await pool.close()
+    await redis.close()
 
 
 async def _rewind_projections(dsn: str, link: str, head: int) -> None:
@@ -126,25 +108,18 @@ async def _rewind_projections(dsn: str, link: str, head: int) -> None:
     await conn.close()
 
 
-@pytest.mark.parametrize("n", [1])
-async def test_ledger_rows_cannot_be_changed(isolated: Isolated, tmp_path: Path, n: int) -> None:
-    server = ServerProcess(free_port(), tmp_path / "b.log", redis_url=isolated.redis_url, dsn=isolated.dsn)
-    await asyncio.to_thread(server.start)
-    client = await Client.connect(server.target, isolated.dsn, isolated.redis_url)
-    try:
-        link, _ = await new_link(client, n)
-        conn = await asyncpg.connect(isolated.dsn)
-        for sql in ("UPDATE entries SET kind = 'x' WHERE link_id = $1", "DELETE FROM postings WHERE link_id = $1",
-                    "UPDATE postings SET amount_uc = 0 WHERE link_id = $1"):
-            with pytest.raises(asyncpg.PostgresError, match="append-only"):
-                await conn.execute(sql, link)
-        await conn.execute("SET ROLE jackpotd_app")  # the service's own role is refused by grants as well
-        with pytest.raises(asyncpg.InsufficientPrivilegeError):
-            await conn.execute("UPDATE entries SET kind = 'x' WHERE link_id = $1", link)
-        await conn.close()
-    finally:
-        await client.close()
-        server.interrupt()
+async def test_ledger_rows_cannot_be_changed(isolated: Isolated, proc_service: tuple[ServerProcess, Client]) -> None:
+    _, client = proc_service
+    link, _ = await new_link(client, 1)
+    conn = await asyncpg.connect(isolated.dsn)
+    for sql in ("UPDATE entries SET kind = 'x' WHERE link_id = $1", "DELETE FROM postings WHERE link_id = $1",
+                "UPDATE postings SET amount_uc = 0 WHERE link_id = $1"):
+        with pytest.raises(asyncpg.PostgresError, match="append-only"):
+            await conn.execute(sql, link)
+    await conn.execute("SET ROLE jackpotd_app")  # the service's own role is refused by grants as well
+    with pytest.raises(asyncpg.InsufficientPrivilegeError):
+        await conn.execute("UPDATE entries SET kind = 'x' WHERE link_id = $1", link)
+    await conn.close()
 
 
 
@@ -152,24 +127,19 @@ async def test_ledger_rows_cannot_be_changed(isolated: Isolated, tmp_path: Path,
     "UPDATE postings SET amount_uc = amount_uc + 1 WHERE link_id = $1 AND seq = 3 AND idx = 0",
     "UPDATE entries SET entry = replace(entry::text, 'request_id', 'request_iD')::json WHERE link_id = $1 AND seq = 3",
 ])
-async def test_audit_finds_a_tampered_ledger(isolated: Isolated, tmp_path: Path, tamper: str) -> None:
-    server = ServerProcess(free_port(), tmp_path / "c.log", redis_url=isolated.redis_url, dsn=isolated.dsn)
-    await asyncio.to_thread(server.start)
-    client = await Client.connect(server.target, isolated.dsn, isolated.redis_url)
-    try:
-        link, tables = await new_link(client, 1)
-        await run_table(server.target, tables[0], 3, Tally(), seed=5)
-        redis = RedisPools(isolated.redis_url)
-        balances, seq = await redis.balances(link), await redis.seq(link)
-        assert (await ledger.audit_link(client.pg, link, balances, seq)).ok
-        conn = await asyncpg.connect(isolated.dsn)
-        await conn.execute("SET session_replication_role = replica")  # a superuser going around the triggers
-        await conn.execute(tamper, link)
-        await conn.close()
-        report = await ledger.audit_link(client.pg, link, balances, seq)
-        assert not report.ok
-        assert any("hash chain broken at entry 3" in p for p in report.problems), report.problems
-        await redis.close()
-    finally:
-        await client.close()
-        server.interrupt()
+async def test_audit_finds_a_tampered_ledger(isolated: Isolated, proc_service: tuple[ServerProcess, Client],
+                                             tamper: str) -> None:
+    server, client = proc_service
+    link, tables = await new_link(client, 1)
+    await run_table(server.target, tables[0], 3, Tally(), seed=5)
+    redis = RedisPools(isolated.redis_url)
+    balances, seq = await redis.balances(link), await redis.seq(link)
+    assert (await ledger.audit_link(client.pg, link, balances, seq)).ok
+    conn = await asyncpg.connect(isolated.dsn)
+    await conn.execute("SET session_replication_role = replica")  # a superuser going around the triggers
+    await conn.execute(tamper, link)
+    await conn.close()
+    report = await ledger.audit_link(client.pg, link, balances, seq)
+    assert not report.ok
+    assert any("hash chain broken at entry 3" in p for p in report.problems), report.problems
+    await redis.close()

@@ -6,32 +6,18 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from jackpot_table import ControllerConfig, TableController
 from jackpot_table.deal import system_rng
 from jackpot_table.simulator import Scenario, TableSettings, Tally, play
 
 from jackpotd.api.gen.jackpot.v1 import table_pb2
-from jackpotd.embedded import free_port
 
-from ..conftest import Isolated, unique
+from ..conftest import unique
 from .harness import Client
 from .process import ServerProcess
-
-
-@pytest_asyncio.fixture
-async def service(isolated: Isolated, tmp_path: Path) -> AsyncIterator[tuple[ServerProcess, Client]]:
-    server = ServerProcess(free_port(), tmp_path / "jackpotd.log", redis_url=isolated.redis_url, dsn=isolated.dsn)
-    await asyncio.to_thread(server.start)
-    client = await Client.connect(server.target, isolated.dsn, isolated.redis_url)
-    yield server, client
-    await client.close()
-    if server.proc and server.proc.poll() is None:
-        server.interrupt()
 
 
 async def tables_on_a_link(client: Client, n: int, game: str = "caribbean-stud") -> tuple[str, list[str]]:
@@ -58,8 +44,8 @@ async def ledger_totals(client: Client, link: str) -> dict[str, int]:
 
 
 async def test_service_restart_mid_session_loses_nothing_and_commits_nothing_twice(
-        service: tuple[ServerProcess, Client], tmp_path: Path) -> None:
-    server, client = service
+        proc_service: tuple[ServerProcess, Client], tmp_path: Path) -> None:
+    server, client = proc_service
     link, tables = await tables_on_a_link(client, 4)
     ctrls = await controllers(server.target, tables, tmp_path / "outbox")
     tally = Tally()
@@ -85,9 +71,9 @@ async def test_service_restart_mid_session_loses_nothing_and_commits_nothing_twi
     assert len(commits) == len(tally.committed)
 
 
-async def test_a_restarted_controller_resends_its_saved_ids(service: tuple[ServerProcess, Client],
+async def test_a_restarted_controller_resends_its_saved_ids(proc_service: tuple[ServerProcess, Client],
                                                             tmp_path: Path) -> None:
-    server, client = service
+    server, client = proc_service
     link, (table,) = await tables_on_a_link(client, 1)
     outbox = tmp_path / "outbox"
     (first,) = await controllers(server.target, [table], outbox)
@@ -110,8 +96,8 @@ async def test_a_restarted_controller_resends_its_saved_ids(service: tuple[Serve
 
 
 async def test_silence_turns_jackpot_wagers_off_and_the_service_back_turns_them_on(
-        service: tuple[ServerProcess, Client], tmp_path: Path) -> None:
-    server, client = service
+        proc_service: tuple[ServerProcess, Client], tmp_path: Path) -> None:
+    server, client = proc_service
     _, tables = await tables_on_a_link(client, 3)
     ctrls = await controllers(server.target, tables, tmp_path / "outbox", silence=2.0)
     assert all(c.jackpot_enabled for c in ctrls)
@@ -125,9 +111,9 @@ async def test_silence_turns_jackpot_wagers_off_and_the_service_back_turns_them_
 
 
 @pytest.mark.parametrize("game", ["holdem-bonus", "three-card", "four-card"])
-async def test_other_games_play_on_the_same_link(service: tuple[ServerProcess, Client], tmp_path: Path,
+async def test_other_games_play_on_the_same_link(proc_service: tuple[ServerProcess, Client], tmp_path: Path,
                                                  game: str) -> None:
-    server, client = service
+    server, client = proc_service
     link, tables = await tables_on_a_link(client, 1, game=game)
     ctrls = await controllers(server.target, tables, tmp_path / "outbox")
     tally = Tally()
@@ -153,9 +139,9 @@ CHI2_CRITICAL_DF7_P001 = 24.322  # chi-square, 7 degrees of freedom, p = 0.001
 
 
 @pytest.mark.slow
-async def test_two_hundred_thousand_dealt_hands_are_fair(service: tuple[ServerProcess, Client],
+async def test_two_hundred_thousand_dealt_hands_are_fair(proc_service: tuple[ServerProcess, Client],
                                                          tmp_path: Path) -> None:
-    server, client = service
+    server, client = proc_service
     _, tables = await tables_on_a_link(client, 16)
     ctrls = await controllers(server.target, tables, tmp_path / "outbox")
     tally = Tally()
