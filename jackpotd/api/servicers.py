@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -17,7 +16,6 @@ from ..domain.pools import RESERVE, PoolSpec
 from ..domain.rates import RateSet
 from ..domain.rounds import SeatHand, Wager
 from ..service.operations import Audit, Done, JackpotService, Request
-from ..store.redis_pools import Reply, channel
 from .gen.jackpot.v1 import (
     admin_pb2,
     admin_pb2_grpc,
@@ -29,8 +27,6 @@ from .gen.jackpot.v1 import (
 )
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
-METER_INTERVAL = 0.1  # ARCHITECTURE.md, Reads: at most ten updates a second per link
-HEARTBEAT = 2.0  # seconds between updates on a quiet link, well inside a table's 10 s silence limit
 
 
 def require_request_id(request_id: str) -> str:
@@ -109,45 +105,16 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
             yield table_pb2.MeterUpdate(link_id=link_id, pools=pools, jackpot_enabled=enabled, sequence=seq, hit=hit)
 
 
-Update = tuple[int, list[common_pb2.PoolAmount], common_pb2.HitAnnouncement | None]
+ProtoUpdate = tuple[int, list[common_pb2.PoolAmount], common_pb2.HitAnnouncement | None]
 
 
-async def watch(service: JackpotService, link_id: str) -> AsyncIterator[Update]:
-    """A snapshot, then pool updates coalesced to ten a second, every hit announced, and a heartbeat
-    every HEARTBEAT seconds so a table can tell a quiet link from a lost service (DOMAIN.md §8)."""
-    await service.config(link_id)
-    pubsub = service.redis.client.pubsub()
-    await pubsub.subscribe(channel(link_id))
-    loop = asyncio.get_running_loop()
-    try:
-        yield await service.redis.seq(link_id), pool_amounts(await service.pools(link_id)), None
-        last_sent = loop.time()
-        latest: Reply | None = None
-        while True:
-            msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=METER_INTERVAL)
-            if msg is not None:
-                reply = Reply.parse(msg["data"])
-                for p in reply.result.get("payouts", ()):
-                    hit = common_pb2.HitAnnouncement(table_id=reply.content.get("table_id", ""), seat=p["seat"],
-                                                     hand=p["hand"], amount_cents=p["amount_cents"], pool=p["pool"],
-                                                     hit_id=p["hit_id"], sequence=reply.seq,
-                                                     pool_amount_after_cents=reply.balances.get(p["pool"], 0)
-                                                     // 1_000_000)
-                    yield reply.seq, pool_amounts(await service.pools(link_id, reply.balances)), hit
-                    last_sent = loop.time()
-                latest = reply
-                continue
-            if latest is not None:
-                yield latest.seq, pool_amounts(await service.pools(link_id, latest.balances)), None
-                latest = None
-                last_sent = loop.time()
-                await asyncio.sleep(METER_INTERVAL)
-            elif loop.time() - last_sent >= HEARTBEAT:
-                yield await service.redis.seq(link_id), pool_amounts(await service.pools(link_id)), None
-                last_sent = loop.time()
-    finally:
-        await pubsub.unsubscribe()
-        await pubsub.aclose()
+async def watch(service: JackpotService, link_id: str) -> AsyncIterator[ProtoUpdate]:
+    """The service's link updates as protos: (sequence, pools, hit or None)."""
+    async for update in service.watch(link_id):
+        hit = None
+        if update.hit is not None:
+            hit = common_pb2.HitAnnouncement(**update.hit)
+        yield update.seq, pool_amounts(update.pools), hit
 
 
 class DisplayServicer(Base, display_pb2_grpc.DisplayServiceServicer):

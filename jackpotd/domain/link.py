@@ -11,8 +11,7 @@ from .errors import InvalidInput, NotFound
 from .money import require_non_negative_cents, require_positive_cents
 from .paytable import Paytable, PaytableEntry, default_paytable
 from .pools import PoolSpec, require_pool_set
-from .profiles import LinkRules
-from .rates import RateSet, rates_in_force
+from .rates import RateSet
 
 MAX_SEATS = 10_000  # online "tables" may be large (issue: a 10,000-seat round)
 
@@ -68,11 +67,6 @@ class LinkConfig:
             table.require_pools(names)
         if not self.rate_sets:
             raise InvalidInput("rates", None, "a link needs a rate set")
-
-    def rules(self, game: str, at_ms: int) -> LinkRules:
-        """The rules that price a wager or a round of `game` at time `at_ms`."""
-        return LinkRules(self.mode, self.pools, rates_in_force(self.rate_sets, at_ms),
-                         {game: self.paytable(game)}, self.wager_cents, self.verification_threshold_cents)
 
     def paytable(self, game: str) -> Paytable:
         table = self.paytables.get(game)

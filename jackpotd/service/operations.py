@@ -5,11 +5,12 @@ Servicers hand in plain values and get plain results; this module knows neither 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -61,6 +62,19 @@ class Audit:
 
     def as_dict(self) -> dict[str, str]:
         return {"actor": self.actor, "reason": self.reason, "approval_ref": self.approval_ref}
+
+
+@dataclass(frozen=True, slots=True)
+class LinkUpdate:
+    """What meters and signs are sent: the link's sequence, its pools, and a hit when one is announced."""
+
+    seq: int
+    pools: list[dict[str, int | str]]
+    hit: dict[str, Any] | None = None
+
+
+METER_INTERVAL = 0.1  # ARCHITECTURE.md, Reads: at most ten updates a second per link
+HEARTBEAT = 2.0  # seconds between updates on a quiet link, well inside a table's 10 s silence limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +169,37 @@ class JackpotService:
                             "balance_ucents": bal})
         return out
 
+    async def watch(self, link_id: str) -> AsyncIterator[LinkUpdate]:
+        """A snapshot, then pool updates coalesced to ten a second, every hit announced (§8), and a
+        heartbeat every HEARTBEAT seconds so a table can tell a quiet link from a lost service."""
+        await self.config(link_id)
+        loop = asyncio.get_running_loop()
+        async with self.redis.subscribe(link_id) as next_reply:
+            yield LinkUpdate(await self.redis.seq(link_id), await self.pools(link_id))
+            last_sent = loop.time()
+            latest: Reply | None = None
+            while True:
+                reply = await next_reply(METER_INTERVAL)
+                if reply is not None:
+                    pools = await self.pools(link_id, reply.balances)
+                    for p in reply.result.get("payouts", ()):
+                        yield LinkUpdate(reply.seq, pools, {
+                            "table_id": reply.content.get("table_id", ""), "seat": p["seat"], "hand": p["hand"],
+                            "amount_cents": p["amount_cents"], "pool": p["pool"], "hit_id": p["hit_id"],
+                            "sequence": reply.seq,
+                            "pool_amount_after_cents": floor_cents(reply.balances.get(p["pool"], 0))})
+                        last_sent = loop.time()
+                    latest = reply
+                    continue
+                if latest is not None:
+                    yield LinkUpdate(latest.seq, await self.pools(link_id, latest.balances))
+                    latest = None
+                    last_sent = loop.time()
+                    await asyncio.sleep(METER_INTERVAL)
+                elif loop.time() - last_sent >= HEARTBEAT:
+                    yield LinkUpdate(await self.redis.seq(link_id), await self.pools(link_id))
+                    last_sent = loop.time()
+
     async def last_hit(self, link_id: str) -> dict[str, Any] | None:
         row = await self.pg.fetchrow("SELECT hit_id, table_id, seat, hand, amount_cents, pool, seq FROM hits "
                                      "WHERE link_id = $1 ORDER BY seq DESC, hit_id DESC LIMIT 1", link_id)
@@ -204,7 +249,7 @@ class JackpotService:
 
     async def _replay_or(self, link_id: str, req: Request, error: Exception) -> None:
         """A request whose round has moved on may be a retry: answer it from its record, else raise."""
-        raw = await self.redis.client.get(f"{{link:{link_id}}}:req:{req.request_id}")
+        raw = await self.redis.record(link_id, req.request_id)
         if raw is None:
             raw = await ledger.stored_reply(self.pg, link_id, req.request_id)
         if raw is None:

@@ -53,8 +53,7 @@ async def recover(redis: RedisPools, pg: asyncpg.Pool) -> list[LinkRecovery]:
             action = "rebuilt"
         else:
             action = "in-step"
-        if redis_seq >= ledger_seq and redis_seq > 0:
-            await redis.add_link(link)
+        await redis.add_link(link)  # the ledger writer follows every link that exists
         log.info("link %s: %s (Redis seq %d, ledger seq %d)", link, action, redis_seq, ledger_seq)
         out.append(LinkRecovery(link, action, redis_seq, ledger_seq))
     return out

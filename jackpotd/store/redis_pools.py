@@ -6,9 +6,10 @@ Every key of a link carries the hash tag {link:<id>} so one script touches one R
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -205,6 +206,27 @@ class RedisPools:
         results = await self._resp.execute(
             [["EVALSHA", self._apply_sha, len(keys), *keys, *args] for keys, args, _ in batch])
         return [ResponseError(str(r)) if isinstance(r, hiredis.ReplyError) else r for r in results]
+
+    async def record(self, link_id: str, request_id: str) -> str | None:
+        """The stored reply of a request id, while Redis keeps it."""
+        raw: str | None = await self.client.get(record_key(link_id, request_id))
+        return raw
+
+    @contextlib.asynccontextmanager
+    async def subscribe(self, link_id: str) -> AsyncIterator[Callable[[float], Awaitable[Reply | None]]]:
+        """The link's published replies: yields a function that waits up to `timeout` s for the next one."""
+        pubsub = self.client.pubsub()
+        await pubsub.subscribe(channel(link_id))
+
+        async def next_reply(timeout: float) -> Reply | None:
+            msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=timeout)
+            return None if msg is None else Reply.parse(msg["data"])
+
+        try:
+            yield next_reply
+        finally:
+            await pubsub.unsubscribe()
+            await pubsub.aclose()
 
     async def config(self, link_id: str) -> tuple[str, dict[str, Any]] | None:
         """(version, config) of a link, or None if unknown."""
