@@ -80,6 +80,25 @@ async def drive(make_call: Callable[[int], Awaitable[object]], inflight: int, se
     return len(latencies) / (time.perf_counter() - started), latencies
 
 
+def tree_cpu(pid: int, descendants: bool = True) -> float:
+    """CPU seconds (user + system) of a process, and by default all its descendants, so far."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)] if descendants else [root]
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0.0
+    for p in procs:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
 def pct(values: list[float], p: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, int(len(s) * p))] * 1000
@@ -138,8 +157,24 @@ async def run(args: argparse.Namespace) -> None:
             return await echo_call(table_pb2.CommitWagersRequest(
                 request_id=str(uuid.uuid4()), table_id=f"bench-{w}", round_id=f"r{n}", wagers=wagers))
 
-        echo_rate, echo_lat = await drive(echo, args.inflight, args.seconds, "echo")
-        rate, lat = await drive(commit, args.inflight, args.seconds, "CommitWagers")
+        assert server.proc is not None and pg.proc is not None and valkey.proc is not None and proc.pid is not None
+        parts = {"client": os.getpid(), "echo server": proc.pid, "jackpotd supervisor and writer": server.proc.pid,
+                 "jackpotd workers": server.proc.pid, "postgres": pg.proc.pid, "valkey": valkey.proc.pid}
+
+        async def measured(fn: Callable[[int], Awaitable[object]], label: str) -> tuple[float, list[float],
+                                                                                         dict[str, float]]:
+            def cpu() -> dict[str, float]:
+                out = {k: tree_cpu(v, k not in ("client", "jackpotd supervisor and writer")) for k, v in parts.items()}
+                out["jackpotd workers"] -= out["jackpotd supervisor and writer"]
+                return out
+
+            before = cpu()
+            rate, lat = await drive(fn, args.inflight, args.seconds, label)
+            used = {k: v - before[k] for k, v in cpu().items()}
+            return rate, lat, {k: v / len(lat) * 1e6 for k, v in used.items() if v > 0.01}
+
+        echo_rate, echo_lat, echo_cpu = await measured(echo, "echo")
+        rate, lat, commit_cpu = await measured(commit, "CommitWagers")
         proc.terminate()
         print(f"request {len(request)} bytes, reply {len(reply)} bytes, {args.inflight} calls in flight, "
               f"{args.seconds:.0f} s each")
@@ -148,6 +183,9 @@ async def run(args: argparse.Namespace) -> None:
                             ("durable CommitWagers (7)", rate, lat)):
             print(f"{name:28} {r:>10,.0f} {pct(ls, .5):>8.2f} {pct(ls, .99):>8.2f}")
         print(f"CommitWagers / echo = {rate / echo_rate:.0%} (target at least 40%)")
+        for name, cpu in (("echo", echo_cpu), ("CommitWagers", commit_cpu)):
+            print(f"CPU per call, {name}: " + ", ".join(f"{k} {v:,.0f} us" for k, v in cpu.items())
+                  + f"; total {sum(cpu.values()):,.0f} us")
         await channel.close()
         await echo_channel.close()
     finally:

@@ -28,11 +28,17 @@ class Contribution:
 
     seats: tuple[SeatContribution, ...]
     balances_after: Mapping[str, int]
+    totals: Mapping[str, int]  # the commit's legs summed per account, for its ledger entry
 
     @property
     def postings(self) -> tuple[Posting, ...]:
         """Every leg of every seat, in order."""
         return tuple(p for s in self.seats for p in s.postings)
+
+    @property
+    def merged(self) -> tuple[Posting, ...]:
+        """One leg per account: what the ledger entry of the commit records."""
+        return tuple(Posting(a, v) for a, v in self.totals.items() if v)
 
 
 def contribute(rates: RateSet, pools: Sequence[PoolSpec], balances: Mapping[str, int],
@@ -42,33 +48,47 @@ def contribute(rates: RateSet, pools: Sequence[PoolSpec], balances: Mapping[str,
     `wagers` are (seat, cents) pairs, applied in the order given against running balances.
     """
     specs = {p.name: p for p in pools}
+    capped = any(specs[n].cap_cents is not None for n in rates.pool_order)
     running = dict(balances)
+    totals: dict[str, int] = {}
     seats: list[SeatContribution] = []
+    same: dict[int, tuple[Posting, ...]] = {}  # uncapped, equal wagers contribute equal legs
     for seat, cents in wagers:
-        legs: dict[str, int] = {}
+        postings = None if capped else same.get(cents)
         overflow = 0
-        for name in rates.pool_order:
-            amount = cents * rates.pools_ppm[name]  # §2: w¢ × ppm is exactly the µ¢ contributed
-            spec = specs[name]
-            if spec.cap_cents is not None:
-                room = max(0, cents_to_uc(spec.cap_cents) - running.get(name, 0))
-                if amount > room:  # §3: a capped pool never passes its cap; nothing is lost
-                    excess = amount - room
-                    overflow += excess
-                    amount = room
-                    legs[spec.overflow_to] = legs.get(spec.overflow_to, 0) + excess
-                    running[spec.overflow_to] = running.get(spec.overflow_to, 0) + excess
-            legs[name] = legs.get(name, 0) + amount
-            running[name] = running.get(name, 0) + amount
-        for name in legs:
-            if running[name] > MAX_SAFE_UC:
-                raise FailedPrecondition(f"pool:{name}", running[name], "balance would pass the exact range of 2^53 µ¢")
-        postings = [Posting(WAGERS, -cents_to_uc(cents))]
-        postings += [Posting(pool_account(n), v) for n, v in sorted(legs.items()) if v]
-        if rates.retained_ppm:
-            postings.append(Posting(RETAINED, cents * rates.retained_ppm))
-        seats.append(SeatContribution(seat, cents, tuple(postings), overflow))
-    return Contribution(tuple(seats), running)
+        if postings is None:
+            legs: dict[str, int] = {}
+            for name in rates.pool_order:
+                amount = cents * rates.pools_ppm[name]  # §2: w¢ × ppm is exactly the µ¢ contributed
+                spec = specs[name]
+                if spec.cap_cents is not None:
+                    room = max(0, cents_to_uc(spec.cap_cents) - running.get(name, 0))
+                    if amount > room:  # §3: a capped pool never passes its cap; nothing is lost
+                        excess = amount - room
+                        overflow += excess
+                        amount = room
+                        legs[spec.overflow_to] = legs.get(spec.overflow_to, 0) + excess
+                        running[spec.overflow_to] = running.get(spec.overflow_to, 0) + excess
+                legs[name] = legs.get(name, 0) + amount
+                running[name] = running.get(name, 0) + amount
+            built = [Posting(WAGERS, -cents_to_uc(cents))]
+            built += [Posting(pool_account(n), v) for n, v in sorted(legs.items()) if v]
+            if rates.retained_ppm:
+                built.append(Posting(RETAINED, cents * rates.retained_ppm))
+            postings = tuple(built)
+            if not capped:
+                same[cents] = postings
+        elif not capped:
+            for p in postings:
+                if p.account.startswith("pool:"):
+                    running[p.account[5:]] = running.get(p.account[5:], 0) + p.amount_uc
+        for p in postings:
+            totals[p.account] = totals.get(p.account, 0) + p.amount_uc
+        seats.append(SeatContribution(seat, cents, postings, overflow))
+    for name in rates.pool_order:
+        if running.get(name, 0) > MAX_SAFE_UC:
+            raise FailedPrecondition(f"pool:{name}", running[name], "balance would pass the exact range of 2^53 µ¢")
+    return Contribution(tuple(seats), running, totals)
 
 
 def reversal(seats: Sequence[SeatContribution], balances: Mapping[str, int]) -> tuple[Posting, ...]:

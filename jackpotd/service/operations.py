@@ -301,7 +301,7 @@ class JackpotService:
                                                           if p.account.startswith("pool:")),
                                     "overflow_uc": s.overflow_uc} for s in c.seats]}
             round_data = canonical_json(data)
-            return self._step(link_id, req, "commit", version, postings=c.postings, result=result,
+            return self._step(link_id, req, "commit", version, postings=c.merged, result=result,
                               extra={"round": {"table_id": table_id, "round_id": round_id, "state": COMMITTED,
                                                "data": round_data}},
                               round=(table_id, round_id), round_expect="absent", round_new_state=COMMITTED,
