@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import tempfile
 import uuid
@@ -57,7 +58,7 @@ class Isolated:
     redis_url: str
 
 
-_next_db = iter(range(1, 16))
+_next_db = itertools.cycle(range(1, 16))  # db 0 belongs to the shared in-process server; flushed before reuse
 
 
 @pytest_asyncio.fixture
