@@ -52,7 +52,8 @@ def contribute(rates: RateSet, pools: Sequence[PoolSpec], balances: Mapping[str,
     running = dict(balances)
     totals: dict[str, int] = {}
     seats: list[SeatContribution] = []
-    same: dict[int, tuple[Posting, ...]] = {}  # uncapped, equal wagers contribute equal legs
+    same: dict[int, tuple[Posting, ...]] = {}  # uncapped, equal wagers share one tuple of legs
+    uses: dict[int, int] = {}  # id of a shared tuple -> seats using it
     for seat, cents in wagers:
         postings = None if capped else same.get(cents)
         overflow = 0
@@ -70,21 +71,27 @@ def contribute(rates: RateSet, pools: Sequence[PoolSpec], balances: Mapping[str,
                         legs[spec.overflow_to] = legs.get(spec.overflow_to, 0) + excess
                         running[spec.overflow_to] = running.get(spec.overflow_to, 0) + excess
                 legs[name] = legs.get(name, 0) + amount
-                running[name] = running.get(name, 0) + amount
+                if capped:
+                    running[name] = running.get(name, 0) + amount
             built = [Posting(WAGERS, -cents_to_uc(cents))]
             built += [Posting(pool_account(n), v) for n, v in sorted(legs.items()) if v]
             if rates.retained_ppm:
                 built.append(Posting(RETAINED, cents * rates.retained_ppm))
             postings = tuple(built)
-            if not capped:
+            if capped:
+                for p in postings:
+                    totals[p.account] = totals.get(p.account, 0) + p.amount_uc
+            else:
                 same[cents] = postings
-        elif not capped:
-            for p in postings:
-                if p.account.startswith("pool:"):
-                    running[p.account[5:]] = running.get(p.account[5:], 0) + p.amount_uc
-        for p in postings:
-            totals[p.account] = totals.get(p.account, 0) + p.amount_uc
+        if not capped:
+            uses[id(postings)] = uses.get(id(postings), 0) + 1
         seats.append(SeatContribution(seat, cents, postings, overflow))
+    for postings in same.values():  # uncapped: each shared tuple counted once per seat using it
+        count = uses[id(postings)]
+        for p in postings:
+            totals[p.account] = totals.get(p.account, 0) + count * p.amount_uc
+            if p.account.startswith("pool:"):
+                running[p.account[5:]] = running.get(p.account[5:], 0) + count * p.amount_uc
     for name in rates.pool_order:
         if running.get(name, 0) > MAX_SAFE_UC:
             raise FailedPrecondition(f"pool:{name}", running[name], "balance would pass the exact range of 2^53 µ¢")

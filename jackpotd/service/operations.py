@@ -97,13 +97,13 @@ def _difference(stored: Mapping[str, Any], new: Mapping[str, Any]) -> str:
 def _encode_seats(seats: Sequence[SeatContribution]) -> dict[str, Any]:
     """Each seat's contribution, with identical leg sets stored once (they usually all are)."""
     legs: list[list[Any]] = []
-    index: dict[tuple[Posting, ...], int] = {}
+    index: dict[int, int] = {}  # by identity: contribute() hands equal seats the very same tuple
     by_seat: dict[str, list[int]] = {}
     for c in seats:
-        key = c.postings
+        key = id(c.postings)
         if key not in index:
             index[key] = len(legs)
-            legs.append([[p.account, p.amount_uc] for p in key])
+            legs.append([[p.account, p.amount_uc] for p in c.postings])
         by_seat[str(c.seat)] = [index[key], c.wager_cents, c.overflow_uc]
     return {"seats": by_seat, "legs": legs}
 
@@ -113,8 +113,9 @@ def _decode_seat(data: Mapping[str, Any], seat: int) -> SeatContribution:
     return SeatContribution(seat, wager_cents, tuple(Posting(a, v) for a, v in data["legs"][leg_set]), overflow_uc)
 
 
-def _pool_deltas(postings: Sequence[Posting]) -> list[tuple[str, int]]:
-    return [(p.account[5:], p.amount_uc) for p in merge(postings) if p.account.startswith("pool:")]
+def _pool_deltas(legs: Sequence[Posting]) -> list[tuple[str, int]]:
+    """The pool legs of merged postings, as the atomic step applies them."""
+    return [(p.account[5:], p.amount_uc) for p in legs if p.account.startswith("pool:")]
 
 
 class JackpotService:
@@ -296,10 +297,13 @@ class JackpotService:
             c = contribute(rates, config.pools, balances, seats)
             data = {"game": table.game, "rates_version": rates.version,
                     **_encode_seats(c.seats), "voided": []}
+            pooled: dict[int, int] = {}  # seats with equal wagers share one tuple of legs
+            for s in c.seats:
+                if id(s.postings) not in pooled:
+                    pooled[id(s.postings)] = sum(p.amount_uc for p in s.postings if p.account.startswith("pool:"))
             result = {"accepted": [{"seat": s.seat, "amount_cents": s.wager_cents,
-                                    "contributed_uc": sum(p.amount_uc for p in s.postings
-                                                          if p.account.startswith("pool:")),
-                                    "overflow_uc": s.overflow_uc} for s in c.seats]}
+                                    "contributed_uc": pooled[id(s.postings)], "overflow_uc": s.overflow_uc}
+                                   for s in c.seats]}
             round_data = canonical_json(data)
             return self._step(link_id, req, "commit", version, postings=c.merged, result=result,
                               extra={"round": {"table_id": table_id, "round_id": round_id, "state": COMMITTED,
