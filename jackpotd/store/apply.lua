@@ -3,6 +3,7 @@
 -- except for the sign check below, where balances are below 2^53 µ¢ by rule (DOMAIN.md §2).
 --
 -- KEYS: 1 config  2 balances  3 seq  4 journal  5 request record  6 round (or an unused key)
+-- Returns {'ok', reply, seq, balances}, {'dup' | 'conflict', stored reply}, or {reason, detail}.
 -- ARGV: 1 request hash  2 expected config version ("new" to create the link)  3 expected round state
 --       ("" none, "absent", or a state)  4 expected round revision  5 new round state  6 round data
 --       7 new config ("" unchanged)  8 entry JSON  9 result JSON  10 record TTL seconds  11 channel
@@ -63,4 +64,4 @@ local reply = cjson.encode({hash = ARGV[1], seq = tostring(seq), result = ARGV[9
 redis.call('XADD', KEYS[4], '0-' .. seq, 'entry', ARGV[8], 'balances', balances, 'reply', reply)
 redis.call('SET', KEYS[5], reply, 'EX', tonumber(ARGV[10]))
 redis.call('PUBLISH', ARGV[11], reply)
-return {'ok', reply}
+return {'ok', '', tostring(seq), balances}  -- the caller has the rest of the reply already

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import orjson
 
 from ..canonical import canonical_json
 from ..domain.postings import PAYOUTS, pool_account
@@ -81,7 +81,7 @@ class JournalEntry:
 
     @property
     def body(self) -> dict[str, Any]:
-        d: dict[str, Any] = json.loads(self.entry)
+        d: dict[str, Any] = orjson.loads(self.entry)
         return d
 
 
@@ -319,5 +319,6 @@ def journal_entries(link_id: str, rows: Iterable[tuple[int, dict[str, str]]]) ->
     """Journal stream rows as entries."""
     out = []
     for seq, fields in rows:
-        out.append(JournalEntry(link_id, seq, fields["entry"], pairs(json.loads(fields["balances"])), fields["reply"]))
+        balances = pairs(orjson.loads(fields["balances"]))
+        out.append(JournalEntry(link_id, seq, fields["entry"], balances, fields["reply"]))
     return out

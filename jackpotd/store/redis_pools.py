@@ -143,8 +143,28 @@ class RedisPools:
                                                               max_connections=256)
         self._apply_sha = hashlib.sha1(_APPLY.encode()).hexdigest()
         self._resp = RespPipeline(url)
+        self._journal_reader = RespPipeline(url)  # its own connection: XREAD may block on it
+
+    async def read_journals(self, positions: Mapping[str, str], count: int, block_ms: int | None = None
+                            ) -> list[tuple[str, list[tuple[str, dict[str, str]]]]]:
+        """XREAD of the journal streams after the given ids, parsed by hiredis: [(stream, [(id, fields)])]."""
+        command: list[str | int] = ["XREAD", "COUNT", count]
+        if block_ms is not None:
+            command += ["BLOCK", block_ms]
+        command += ["STREAMS", *positions.keys(), *positions.values()]
+        (reply,) = await self._journal_reader.execute([command])
+        if isinstance(reply, Exception):
+            raise ResponseError(str(reply))
+        if not reply:
+            return []
+        out = []
+        for stream, entries in reply:
+            out.append((stream, [(entry_id, dict(zip(flat[::2], flat[1::2], strict=True)))
+                                 for entry_id, flat in entries]))
+        return out
 
     async def close(self) -> None:
+        await self._journal_reader.close()
         await self._resp.close()
         await self.client.aclose()
 
@@ -152,11 +172,11 @@ class RedisPools:
         """Run the atomic step; nothing changes unless every check passes."""
         link = step.link_id
         rkey = round_key(link, *step.round) if step.round else f"{tag(link)}:noround"
+        content = canonical_json(step.content)
         args: list[str | int] = [
             step.request_hash, step.config_version, step.round_expect, step.round_rev, step.round_new_state,
             step.round_data, step.new_config, canonical_json(step.entry),
-            canonical_json(step.result), RECORD_TTL_SECONDS, channel(link),
-            canonical_json(step.content), len(step.guards)]
+            canonical_json(step.result), RECORD_TTL_SECONDS, channel(link), content, len(step.guards)]
         for pool, bal in sorted(step.guards.items()):
             args += [pool, str(bal)]
         args.append(len(step.deltas))
@@ -164,8 +184,12 @@ class RedisPools:
             args += [pool, str(delta)]
         keys = [config_key(link), balances_key(link), seq_key(link), journal_key(link),
                 record_key(link, step.request_id), rkey]
-        status, payload = await self._pipelined(keys, args)
-        if status in ("ok", "dup", "conflict"):
+        status, payload, *fresh = await self._pipelined(keys, args)
+        if status == "ok":  # the stored reply is what we sent plus the sequence and balances
+            seq, balances = fresh
+            return Outcome(status, Reply(int(seq), dict(step.result), pairs(orjson.loads(balances)), content,
+                                         step.request_hash))
+        if status in ("dup", "conflict"):
             return Outcome(status, Reply.parse(payload))
         return Outcome(status, None, payload)
 

@@ -74,14 +74,14 @@ class LedgerWriter:
             await asyncio.sleep(0.05)
             return
         streams = {journal_key(link): f"0-{self.durable.get(link, 0)}" for link in links}
-        rows = await self.redis.client.xread(streams, count=self.batch, block=50)
+        rows = await self.redis.read_journals(streams, self.batch, block_ms=50)
         if not rows:
             return
         batch = self._entries(rows, streams)
         if len(batch) < self.batch // 16 and self.linger:
             # One PostgreSQL commit per handful of entries costs more than the entries: wait for company.
             await asyncio.sleep(self.linger)
-            more = await self.redis.client.xread(streams, count=self.batch)
+            more = await self.redis.read_journals(streams, self.batch)
             if more:
                 batch += self._entries(more, streams)
         started = time.perf_counter()
