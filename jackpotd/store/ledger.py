@@ -91,6 +91,22 @@ class LedgerMismatch(RuntimeError):
 
 BalanceCache = dict[str, tuple[int, dict[str, int]]]
 
+_PROJECTIONS = """
+WITH r AS (
+    INSERT INTO rounds (link_id, table_id, round_id, state, rev, data)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[])
+    ON CONFLICT (link_id, table_id, round_id) DO UPDATE SET
+        state = EXCLUDED.state, rev = EXCLUDED.rev, data = EXCLUDED.data
+), b AS (
+    INSERT INTO account_balances (link_id, account, balance_uc)
+    SELECT * FROM unnest($7::text[], $8::text[], $9::bigint[])
+    ON CONFLICT (link_id, account) DO UPDATE SET balance_uc = EXCLUDED.balance_uc
+)
+UPDATE links AS l SET last_seq = h.seq, last_hash = h.hash
+FROM unnest($10::text[], $11::bigint[], $12::bytea[]) AS h(link_id, seq, hash)
+WHERE l.link_id = h.link_id
+"""
+
 
 async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: BalanceCache | None = None) -> dict[str, int]:
     """Write journal entries into the ledger in one transaction; idempotent on (link, seq).
@@ -182,20 +198,11 @@ async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: BalanceCa
             if table_rows:
                 await conn.executemany("INSERT INTO tables (table_id, link_id) VALUES ($1, $2) "
                                        "ON CONFLICT (table_id) DO NOTHING", table_rows)
-            if round_rows:
-                cols = list(zip(*round_rows.values(), strict=True))
-                await conn.execute(
-                    "INSERT INTO rounds (link_id, table_id, round_id, state, rev, data) "
-                    "SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[]) "
-                    "ON CONFLICT (link_id, table_id, round_id) DO UPDATE SET "
-                    "state = EXCLUDED.state, rev = EXCLUDED.rev, data = EXCLUDED.data", *cols)
-            if balance_rows:
-                cols = list(zip(*balance_rows, strict=True))
-                await conn.execute(
-                    "INSERT INTO account_balances (link_id, account, balance_uc) "
-                    "SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[]) "
-                    "ON CONFLICT (link_id, account) DO UPDATE SET balance_uc = EXCLUDED.balance_uc", *cols)
-            await conn.executemany("UPDATE links SET last_seq = $2, last_hash = $3 WHERE link_id = $1", head_rows)
+            # Rounds, balances and heads in one statement: a round trip fewer per batch adds up.
+            rounds_cols = [list(c) for c in zip(*round_rows.values(), strict=True)] or [[]] * 6
+            balance_cols = [list(c) for c in zip(*balance_rows, strict=True)] or [[]] * 3
+            head_cols = [list(c) for c in zip(*head_rows, strict=True)] or [[]] * 3
+            await conn.execute(_PROJECTIONS, *rounds_cols, *balance_cols, *head_cols)
     if cache is not None:
         cache.update(fresh)  # only once the transaction has committed
     return heads

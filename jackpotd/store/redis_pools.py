@@ -292,12 +292,14 @@ class RedisPools:
         rows = await self.client.xrange(journal_key(link_id), min=f"0-{seq + 1}", max="+", count=count)
         return [(int(i.split("-")[1]), f) for i, f in rows]
 
-    async def announce_durable(self, link_id: str, seq: int) -> None:
-        """Record and publish that the ledger holds the link's entries up to `seq`."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.set(durable_key(link_id), seq)
-        pipe.publish(self.DURABLE_CHANNEL, f"{link_id} {seq}")
-        await pipe.execute()
+    async def announce_durable(self, heads: Mapping[str, int]) -> None:
+        """Record and publish that the ledger holds each link's entries up to its head, in one round trip."""
+        commands: list[list[str | int]] = []
+        for link_id, seq in heads.items():
+            commands += [["SET", durable_key(link_id), seq], ["PUBLISH", self.DURABLE_CHANNEL, f"{link_id} {seq}"]]
+        for reply in await self._journal_reader.execute(commands):
+            if isinstance(reply, Exception):
+                raise ResponseError(str(reply))
 
     async def durable_mark(self, link_id: str) -> int:
         return int(await self.client.get(durable_key(link_id)) or 0)

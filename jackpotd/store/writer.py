@@ -25,6 +25,8 @@ log = logging.getLogger("jackpotd.writer")
 class LedgerWriter:
     """Background task that moves journal entries into the ledger."""
 
+    LINKS_REFRESH = 0.2
+
     def __init__(self, redis: RedisPools, pg: asyncpg.Pool, batch: int = 2000, linger: float = 0.002) -> None:
         self.redis = redis
         self.pg = pg
@@ -35,12 +37,15 @@ class LedgerWriter:
         self._stopping = False
         self.failed: BaseException | None = None
         self._balances: ledger.BalanceCache = {}
+        self._conn: Any = None  # held between batches: acquiring and resetting a pooled one costs a round trip
+        self._links_cache: list[str] = []
+        self._links_read_at = -1e9
 
     async def start(self) -> None:
         """Load the heads from PostgreSQL, announce them, and start the loop."""
         self.durable = await ledger.heads(self.pg)
-        for link, head in self.durable.items():
-            await self.redis.announce_durable(link, head)
+        if self.durable:
+            await self.redis.announce_durable(self.durable)
         self._task = asyncio.create_task(self._run(), name="ledger-writer")
 
     async def stop(self) -> None:
@@ -50,6 +55,13 @@ class LedgerWriter:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        await self._drop_connection()
+
+    async def _drop_connection(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            with contextlib.suppress(Exception):
+                await self.pg.release(conn)
 
     async def _run(self) -> None:
         backoff = 0.05
@@ -65,11 +77,20 @@ class LedgerWriter:
                 return
             except Exception as e:  # a store hiccup: callers wait, the loop retries
                 log.warning("ledger writer retrying after error: %s", e)
+                await self._drop_connection()
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)
 
+    async def _links(self) -> list[str]:
+        """The links to follow, re-read at most every LINKS_REFRESH seconds (a new link waits that long)."""
+        now = time.monotonic()
+        if now - self._links_read_at >= self.LINKS_REFRESH:
+            self._links_cache = await self.redis.links()
+            self._links_read_at = now
+        return self._links_cache
+
     async def _once(self) -> None:
-        links = await self.redis.links()
+        links = await self._links()
         if not links:
             await asyncio.sleep(0.05)
             return
@@ -85,17 +106,20 @@ class LedgerWriter:
             if more:
                 batch += self._entries(more, streams)
         started = time.perf_counter()
-        async with self.pg.acquire() as conn:
-            heads = await ledger.write_batch(conn, batch, self._balances)
+        if self._conn is None or self._conn.is_closed():
+            self._conn = await self.pg.acquire()
+        heads = await ledger.write_batch(self._conn, batch, self._balances)
         LEDGER_BATCH.observe(len(batch))
         LEDGER_LAG.observe(time.perf_counter() - started)
-        for entry in batch:  # the last entry of each link leaves the gauges at its balances
+        last = {entry.link_id: entry for entry in batch}  # each link's gauges show its newest balances
+        for entry in last.values():
             for pool, bal in entry.balances.items():
                 POOL_CENTS.labels(entry.link_id, pool).set(bal // 1_000_000)
+        advanced = {link: head for link, head in heads.items() if head > self.durable.get(link, 0)}
+        if advanced:
+            self.durable.update(advanced)
+            await self.redis.announce_durable(advanced)
         for link, head in heads.items():
-            if head > self.durable.get(link, 0):
-                self.durable[link] = head
-                await self.redis.announce_durable(link, head)
             if head % 1000 < len(batch):  # trim now and then; PostgreSQL holds everything up to head
                 await self.redis.trim_journal(link, head - 100)
 
