@@ -148,7 +148,12 @@ class EmbeddedPostgres:
 
 @dataclass
 class EmbeddedValkey:
-    """A private Valkey (Redis-compatible) server with an append-only file under `data_dir`."""
+    """A private Valkey (Redis-compatible) server under `data_dir`, without persistence.
+
+    PostgreSQL is the only durable store: a Valkey that restarts empty is rebuilt from the ledger by
+    recovery before any link is served, so an append-only file would cost CPU on every write and buy
+    only a faster restart.
+    """
 
     data_dir: Path
     port: int = 0
@@ -174,7 +179,7 @@ class EmbeddedValkey:
         log_path = self.data_dir / "valkey.log"
         self.proc = subprocess.Popen(
             [str(binary), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.data_dir),
-             "--appendonly", "yes", "--appendfsync", "everysec", "--save", "", "--logfile", str(log_path),
+             "--appendonly", "no", "--save", "", "--logfile", str(log_path),
              "--protected-mode", "yes", "--daemonize", "no"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_child_setup(None, None))
         _wait_for_port(self.port, self.proc, "Valkey", log_path)
