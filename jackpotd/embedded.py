@@ -56,6 +56,18 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str, log_path
     raise RuntimeError(f"{what} did not listen on port {port} within {timeout}s; see {log_path}")
 
 
+def _stop(proc: subprocess.Popen[bytes] | None, sig: signal.Signals, timeout: float) -> None:
+    """Ask a child server to stop with `sig`; kill it if it has not gone after `timeout` seconds."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def _tail(path: Path, lines: int = 20) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -135,14 +147,8 @@ class EmbeddedPostgres:
         raise RuntimeError("PostgreSQL never became ready")
 
     def stop(self) -> None:
-        """Fast shutdown: active sessions are ended, data is flushed."""
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        """Fast shutdown (SIGINT): active sessions are ended, data is flushed."""
+        _stop(self.proc, signal.SIGINT, 30)
         self.proc = None
 
 
@@ -187,12 +193,6 @@ class EmbeddedValkey:
         return self
 
     def stop(self) -> None:
-        """SIGTERM: Valkey flushes its append-only file and exits."""
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        """SIGTERM: Valkey exits at once (it keeps no files)."""
+        _stop(self.proc, signal.SIGTERM, 15)
         self.proc = None

@@ -55,6 +55,11 @@ def round_key(link_id: str, table_id: str, round_id: str) -> str:
     return f"{tag(link_id)}:round:{table_id}:{round_id}"
 
 
+def durable_key(link_id: str) -> str:
+    """The last sequence of the link committed in PostgreSQL, set by the ledger writer."""
+    return f"{tag(link_id)}:durable"
+
+
 def channel(link_id: str) -> str:
     return f"{tag(link_id)}:events"
 
@@ -123,11 +128,6 @@ class Step:
     new_config: str = ""
     guards: Mapping[str, int] = field(default_factory=dict)
     deltas: Sequence[tuple[str, int]] = ()
-
-
-def durable_key(link_id: str) -> str:
-    """The last sequence of the link committed in PostgreSQL, set by the ledger writer."""
-    return f"{tag(link_id)}:durable"
 
 
 class RedisPools:
