@@ -99,6 +99,16 @@ def tree_cpu(pid: int, descendants: bool = True) -> float:
     return total
 
 
+def print_store_stats(redis_url: str) -> None:
+    """Valkey's own accounting of the commands the run sent: calls and CPU per call, costliest first."""
+    import redis
+
+    stats = redis.Redis.from_url(redis_url).info("commandstats")
+    rows = sorted(stats.items(), key=lambda kv: -kv[1]["usec"])[:8]
+    print("Valkey commands: " + ", ".join(f"{k.removeprefix('cmdstat_')} {v['calls']:,} calls "
+                                          f"{v['usec_per_call']:.1f} us" for k, v in rows))
+
+
 def pct(values: list[float], p: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, int(len(s) * p))] * 1000
@@ -186,6 +196,8 @@ async def run(args: argparse.Namespace) -> None:
         for name, cpu in (("echo", echo_cpu), ("CommitWagers", commit_cpu)):
             print(f"CPU per call, {name}: " + ", ".join(f"{k} {v:,.0f} us" for k, v in cpu.items())
                   + f"; total {sum(cpu.values()):,.0f} us")
+        if args.store_stats:
+            print_store_stats(valkey.url)
         await channel.close()
         await echo_channel.close()
     finally:
@@ -198,6 +210,7 @@ async def run(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=10, help="how long to drive each server")
+    parser.add_argument("--store-stats", action="store_true", help="also print Valkey's per-command CPU")
     parser.add_argument("--inflight", type=int, default=64, help="calls in flight")
     parser.add_argument("--workers", type=int, default=1, help="jackpotd gRPC worker processes")
     asyncio.run(run(parser.parse_args()))

@@ -156,7 +156,7 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
         actions = await recovery.recover(stores.redis, stores.pg)
         for a in actions:
             log.info("recovery: link %s %s", a.link_id, a.action)
-        writer = LedgerWriter(stores.redis, stores.pg)
+        writer = LedgerWriter(stores.redis, stores.pg, linger=settings.group_commit_ms / 1000)
         await writer.start()
         _start_metrics(settings.metrics_port)
         try:

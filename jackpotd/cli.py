@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from dataclasses import fields
 from typing import Any
 
 from .settings import Settings, load
@@ -34,6 +35,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--metrics-port", type=int, help="Prometheus metrics port on loopback (default 9464; 0: off)")
     s.add_argument("--demo", action="store_true", help="load the demo link: one split link, six tables")
     s.add_argument("--workers", type=int, help="gRPC worker processes (default 1; 0 serves in the supervisor)")
+    s.add_argument("--group-commit-ms", type=float,
+                   help="under load, how long the ledger writer gathers entries into one commit (default 5)")
     m = sub.add_parser("migrate", help="apply pending ledger schema migrations", description="Apply pending "
                        "PostgreSQL migrations (also done on every start).")
     _common(m)
@@ -52,8 +55,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def settings_of(args: argparse.Namespace) -> Settings:
-    keys = ("redis_url", "postgres_dsn", "state_dir", "log_level", "listen", "metrics_port", "workers")
-    return load(getattr(args, "config", None), **{k: getattr(args, k, None) for k in keys})
+    return load(getattr(args, "config", None), **{f.name: getattr(args, f.name, None) for f in fields(Settings)})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ class Settings:
     state_dir: str = "state"
     log_level: str = "INFO"
     workers: int = 1  # gRPC worker processes beside the supervisor's ledger writer; 0: all in one process
+    group_commit_ms: float = 5.0  # under load, how long the ledger writer gathers entries into one commit
 
     @property
     def embedded(self) -> bool:
@@ -39,6 +40,8 @@ def load(config_file: str | None = None, **flags: Any) -> Settings:
     for name in ("metrics_port", "workers"):
         if name in env:
             env[name] = int(env[name])
+    if "group_commit_ms" in env:
+        env["group_commit_ms"] = float(env["group_commit_ms"])
     s = replace(s, **env)
     s = replace(s, **{k: v for k, v in flags.items() if v is not None and k in names})
     if bool(s.redis_url) != bool(s.postgres_dsn):

@@ -11,7 +11,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import asyncpg
@@ -42,14 +42,17 @@ class Unavailable(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """A mutating request: the client's id and the canonical content the id stands for."""
+    """A mutating request: the client's id and the content the id stands for, in canonical JSON and hashed."""
 
     request_id: str
     content: Mapping[str, Any]
+    canonical: str = field(init=False)
+    hash: str = field(init=False)
 
-    @property
-    def hash(self) -> str:
-        return hashlib.sha256(canonical_json(self.content).encode()).hexdigest()
+    def __post_init__(self) -> None:
+        canonical = canonical_json(self.content)
+        object.__setattr__(self, "canonical", canonical)  # frozen: computed once, here
+        object.__setattr__(self, "hash", hashlib.sha256(canonical.encode()).hexdigest())
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +280,7 @@ class JackpotService:
         entry = {"kind": kind, "ts_ms": self.clock(), "request_id": req.request_id, "request_hash": req.hash,
                  "postings": [[p.account, p.amount_uc] for p in legs], **(extra or {})}
         return Step(link_id=link_id, request_id=req.request_id, request_hash=req.hash, content=req.content,
+                    canonical_content=req.canonical,
                     config_version=version, entry=entry, result=result or {}, deltas=_pool_deltas(legs), **kw)
 
     # ---- table operations ------------------------------------------------------------------------

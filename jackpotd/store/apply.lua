@@ -44,8 +44,10 @@ i = i + 2 * n + 1
 local m = tonumber(ARGV[i])
 for k = 1, m do
   local pool, delta = ARGV[i + 2 * k - 1], ARGV[i + 2 * k]
-  local after = tonumber(redis.call('HGET', KEYS[2], pool) or '0') + tonumber(delta)
-  if after < 0 then return {'negative', pool} end
+  if string.sub(delta, 1, 1) == '-' then  -- only a withdrawal can take a pool below zero
+    local after = tonumber(redis.call('HGET', KEYS[2], pool) or '0') + tonumber(delta)
+    if after < 0 then return {'negative', pool} end
+  end
 end
 for k = 1, m do
   redis.call('HINCRBY', KEYS[2], ARGV[i + 2 * k - 1], ARGV[i + 2 * k])
@@ -59,8 +61,9 @@ if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[6], 'state', ARGV[5], 'data', ARGV[6], 'rev', tostring(seq))
 end
 local balances = cjson.encode(redis.call('HGETALL', KEYS[2]))
-local reply = cjson.encode({hash = ARGV[1], seq = tostring(seq), result = ARGV[9], balances = balances,
-  content = ARGV[12]})
+-- The reply embeds the caller's canonical JSON as it is: re-encoding it as strings cost more than the rest.
+local reply = '{"hash":"' .. ARGV[1] .. '","seq":' .. seq .. ',"result":' .. ARGV[9] .. ',"balances":' ..
+  balances .. ',"content":' .. ARGV[12] .. '}'
 redis.call('XADD', KEYS[4], '0-' .. seq, 'entry', ARGV[8], 'balances', balances, 'reply', reply)
 redis.call('SET', KEYS[5], reply, 'EX', tonumber(ARGV[10]))
 redis.call('PUBLISH', ARGV[11], reply)

@@ -82,22 +82,18 @@ class Reply:
     """What the atomic step stored for a request: identical on every retry."""
 
     seq: int
-    result: dict[str, Any]
+    result: Mapping[str, Any]
     balances: dict[str, int]
-    raw_content: str
+    content: Mapping[str, Any]  # the request content the id was first used for
     hash: str
-
-    @property
-    def content(self) -> dict[str, Any]:
-        """The request content the id was first used for (parsed only to explain a conflict)."""
-        d: dict[str, Any] = orjson.loads(self.raw_content)
-        return d
 
     @staticmethod
     def parse(raw: str) -> Reply:
+        """A stored reply; its parts are embedded JSON (replies stored before 2026-11 held them as strings)."""
         d = orjson.loads(raw)
-        return Reply(int(d["seq"]), orjson.loads(d["result"]), pairs(orjson.loads(d["balances"])),
-                     d["content"], d["hash"])
+        result, balances, content = (orjson.loads(v) if isinstance(v, str) else v
+                                     for v in (d["result"], d["balances"], d["content"]))
+        return Reply(int(d["seq"]), result, pairs(balances), content, d["hash"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +113,7 @@ class Step:
     request_id: str
     request_hash: str
     content: Mapping[str, Any]
+    canonical_content: str
     config_version: str  # "new" to create the link
     entry: Mapping[str, Any]
     result: Mapping[str, Any]
@@ -138,6 +135,7 @@ class RedisPools:
     def __init__(self, url: str) -> None:
         self.url = url
         self._queue: list[tuple[list[str], list[str | int], asyncio.Future[list[str]]]] = []
+        self._flusher: asyncio.Future[None] | None = None
         # decode_responses=True: every reply is str; typed Any because the stubs cannot express that
         self.client: Any = aioredis.Redis.from_url(url, decode_responses=True,
                                                               max_connections=256)
@@ -172,11 +170,11 @@ class RedisPools:
         """Run the atomic step; nothing changes unless every check passes."""
         link = step.link_id
         rkey = round_key(link, *step.round) if step.round else f"{tag(link)}:noround"
-        content = canonical_json(step.content)
         args: list[str | int] = [
             step.request_hash, step.config_version, step.round_expect, step.round_rev, step.round_new_state,
             step.round_data, step.new_config, canonical_json(step.entry),
-            canonical_json(step.result), RECORD_TTL_SECONDS, channel(link), content, len(step.guards)]
+            canonical_json(step.result), RECORD_TTL_SECONDS, channel(link), step.canonical_content,
+            len(step.guards)]
         for pool, bal in sorted(step.guards.items()):
             args += [pool, str(bal)]
         args.append(len(step.deltas))
@@ -187,43 +185,46 @@ class RedisPools:
         status, payload, *fresh = await self._pipelined(keys, args)
         if status == "ok":  # the stored reply is what we sent plus the sequence and balances
             seq, balances = fresh
-            return Outcome(status, Reply(int(seq), dict(step.result), pairs(orjson.loads(balances)), content,
+            return Outcome(status, Reply(int(seq), step.result, pairs(orjson.loads(balances)), step.content,
                                          step.request_hash))
         if status in ("dup", "conflict"):
             return Outcome(status, Reply.parse(payload))
         return Outcome(status, None, payload)
 
     async def _pipelined(self, keys: list[str], args: list[str | int]) -> list[str]:
-        """Steps issued in the same event-loop turn travel in one pipeline: one write, one read.
+        """Steps queue while a batch is in flight and then travel together: one write, one read.
 
-        Each script is still atomic on its own; pipelining only saves round trips and per-call overhead.
+        Each script is still atomic on its own; batching only saves round trips and per-call overhead.
+        Batches grow with load: every step that arrives during a round trip joins the next batch.
         """
         fut: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
         self._queue.append((keys, args, fut))
-        if len(self._queue) == 1:
-            asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(self._flush()))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.ensure_future(self._flush())
         return await fut
 
     async def _flush(self) -> None:
-        batch, self._queue = self._queue, []
-        try:
-            results = await self._evalsha_all(batch)
-            if any(str(r).startswith("NOSCRIPT") for r in results if isinstance(r, Exception)):
-                # a restarted or flushed Redis has forgotten the script
-                await self.client.script_load(_APPLY)
+        """Send what has queued, one batch per round trip, until the queue is empty."""
+        while self._queue:
+            batch, self._queue = self._queue, []
+            try:
                 results = await self._evalsha_all(batch)
-        except Exception as e:  # the whole pipeline failed: every caller sees it
-            for _, _, fut in batch:
-                if not fut.done():
-                    fut.set_exception(e)
-            return
-        for (_, _, fut), result in zip(batch, results, strict=True):
-            if fut.done():
+                if any(str(r).startswith("NOSCRIPT") for r in results if isinstance(r, Exception)):
+                    # a restarted or flushed Redis has forgotten the script
+                    await self.client.script_load(_APPLY)
+                    results = await self._evalsha_all(batch)
+            except Exception as e:  # the whole pipeline failed: every caller in it sees it
+                for _, _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(e)
                 continue
-            if isinstance(result, Exception):
-                fut.set_exception(result)
-            else:
-                fut.set_result(result)
+            for (_, _, fut), result in zip(batch, results, strict=True):
+                if fut.done():
+                    continue
+                if isinstance(result, Exception):
+                    fut.set_exception(result)
+                else:
+                    fut.set_result(result)
 
     async def _evalsha_all(self, batch: list[tuple[list[str], list[str | int], asyncio.Future[list[str]]]]
                            ) -> list[Any]:

@@ -27,11 +27,11 @@ class LedgerWriter:
 
     LINKS_REFRESH = 0.2
 
-    def __init__(self, redis: RedisPools, pg: asyncpg.Pool, batch: int = 2000, linger: float = 0.002) -> None:
+    def __init__(self, redis: RedisPools, pg: asyncpg.Pool, batch: int = 2000, linger: float = 0.005) -> None:
         self.redis = redis
         self.pg = pg
         self.batch = batch
-        self.linger = linger  # group commit: a small batch waits this long for company
+        self.linger = linger  # group commit: a batch with company waits this long for more
         self.durable: dict[str, int] = {}
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -99,8 +99,9 @@ class LedgerWriter:
         if not rows:
             return
         batch = self._entries(rows, streams)
-        if len(batch) < self.batch // 16 and self.linger:
-            # One PostgreSQL commit per handful of entries costs more than the entries: wait for company.
+        if 1 < len(batch) < self.batch // 16 and self.linger:
+            # Under load one commit per handful of entries costs more than the entries, and every waiting
+            # caller's answer, so wait for more; a lone entry (a quiet link) is committed at once.
             await asyncio.sleep(self.linger)
             more = await self.redis.read_journals(streams, self.batch)
             if more:
