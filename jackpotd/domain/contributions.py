@@ -48,54 +48,72 @@ def contribute(rates: RateSet, pools: Sequence[PoolSpec], balances: Mapping[str,
     `wagers` are (seat, cents) pairs, applied in the order given against running balances.
     """
     specs = {p.name: p for p in pools}
-    capped = any(specs[n].cap_cents is not None for n in rates.pool_order)
+    if any(specs[n].cap_cents is not None for n in rates.pool_order):
+        return _contribute_capped(rates, specs, balances, wagers)
+    # No cap: a wager's legs depend on its amount alone, so equal wagers share one tuple of legs.
+    legs_of: dict[int, tuple[Posting, ...]] = {}
+    count: dict[int, int] = {}
+    seats: list[SeatContribution] = []
+    for seat, cents in wagers:
+        legs = legs_of.get(cents)
+        if legs is None:
+            legs = legs_of[cents] = _legs(rates, cents, {n: cents * rates.pools_ppm[n] for n in rates.pool_order})
+        count[cents] = count.get(cents, 0) + 1
+        seats.append(SeatContribution(seat, cents, legs, 0))
+    totals: dict[str, int] = {}
+    for cents, legs in legs_of.items():
+        for p in legs:
+            totals[p.account] = totals.get(p.account, 0) + count[cents] * p.amount_uc
+    running = dict(balances)
+    for name in rates.pool_order:
+        running[name] = running.get(name, 0) + totals.get(pool_account(name), 0)
+    return _checked(rates, Contribution(tuple(seats), running, totals))
+
+
+def _legs(rates: RateSet, cents: int, to_pools: Mapping[str, int]) -> tuple[Posting, ...]:
+    """One wager's legs: out of wagers, into each pool (sorted by name) and retained."""
+    built = [Posting(WAGERS, -cents_to_uc(cents))]
+    built += [Posting(pool_account(n), v) for n, v in sorted(to_pools.items()) if v]
+    if rates.retained_ppm:
+        built.append(Posting(RETAINED, cents * rates.retained_ppm))
+    return tuple(built)
+
+
+def _contribute_capped(rates: RateSet, specs: Mapping[str, PoolSpec], balances: Mapping[str, int],
+                       wagers: Sequence[tuple[int, int]]) -> Contribution:
+    """§3 with caps: seat by seat against running balances, each capped pool passing its excess on."""
     running = dict(balances)
     totals: dict[str, int] = {}
     seats: list[SeatContribution] = []
-    same: dict[int, tuple[Posting, ...]] = {}  # uncapped, equal wagers share one tuple of legs
-    uses: dict[int, int] = {}  # id of a shared tuple -> seats using it
     for seat, cents in wagers:
-        postings = None if capped else same.get(cents)
         overflow = 0
-        if postings is None:
-            legs: dict[str, int] = {}
-            for name in rates.pool_order:
-                amount = cents * rates.pools_ppm[name]  # §2: w¢ × ppm is exactly the µ¢ contributed
-                spec = specs[name]
-                if spec.cap_cents is not None:
-                    room = max(0, cents_to_uc(spec.cap_cents) - running.get(name, 0))
-                    if amount > room:  # §3: a capped pool never passes its cap; nothing is lost
-                        excess = amount - room
-                        overflow += excess
-                        amount = room
-                        legs[spec.overflow_to] = legs.get(spec.overflow_to, 0) + excess
-                        running[spec.overflow_to] = running.get(spec.overflow_to, 0) + excess
-                legs[name] = legs.get(name, 0) + amount
-                if capped:
-                    running[name] = running.get(name, 0) + amount
-            built = [Posting(WAGERS, -cents_to_uc(cents))]
-            built += [Posting(pool_account(n), v) for n, v in sorted(legs.items()) if v]
-            if rates.retained_ppm:
-                built.append(Posting(RETAINED, cents * rates.retained_ppm))
-            postings = tuple(built)
-            if capped:
-                for p in postings:
-                    totals[p.account] = totals.get(p.account, 0) + p.amount_uc
-            else:
-                same[cents] = postings
-        if not capped:
-            uses[id(postings)] = uses.get(id(postings), 0) + 1
-        seats.append(SeatContribution(seat, cents, postings, overflow))
-    for postings in same.values():  # uncapped: each shared tuple counted once per seat using it
-        count = uses[id(postings)]
-        for p in postings:
-            totals[p.account] = totals.get(p.account, 0) + count * p.amount_uc
-            if p.account.startswith("pool:"):
-                running[p.account[5:]] = running.get(p.account[5:], 0) + count * p.amount_uc
+        to_pools: dict[str, int] = {}
+        for name in rates.pool_order:
+            amount = cents * rates.pools_ppm[name]  # §2: w¢ × ppm is exactly the µ¢ contributed
+            spec = specs[name]
+            if spec.cap_cents is not None:
+                room = max(0, cents_to_uc(spec.cap_cents) - running.get(name, 0))
+                if amount > room:  # §3: a capped pool never passes its cap; nothing is lost
+                    excess = amount - room
+                    overflow += excess
+                    amount = room
+                    to_pools[spec.overflow_to] = to_pools.get(spec.overflow_to, 0) + excess
+                    running[spec.overflow_to] = running.get(spec.overflow_to, 0) + excess
+            to_pools[name] = to_pools.get(name, 0) + amount
+            running[name] = running.get(name, 0) + amount
+        legs = _legs(rates, cents, to_pools)
+        for p in legs:
+            totals[p.account] = totals.get(p.account, 0) + p.amount_uc
+        seats.append(SeatContribution(seat, cents, legs, overflow))
+    return _checked(rates, Contribution(tuple(seats), running, totals))
+
+
+def _checked(rates: RateSet, c: Contribution) -> Contribution:
     for name in rates.pool_order:
-        if running.get(name, 0) > MAX_SAFE_UC:
-            raise FailedPrecondition(f"pool:{name}", running[name], "balance would pass the exact range of 2^53 µ¢")
-    return Contribution(tuple(seats), running, totals)
+        if c.balances_after.get(name, 0) > MAX_SAFE_UC:
+            raise FailedPrecondition(f"pool:{name}", c.balances_after[name],
+                                     "balance would pass the exact range of 2^53 µ¢")
+    return c
 
 
 def reversal(seats: Sequence[SeatContribution], balances: Mapping[str, int]) -> tuple[Posting, ...]:

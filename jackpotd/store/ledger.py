@@ -89,36 +89,98 @@ class LedgerMismatch(RuntimeError):
     """Redis and the ledger disagree about a balance: the writer stops rather than record it."""
 
 
-BalanceCache = dict[str, tuple[int, dict[str, int]]]
+@dataclass(slots=True)
+class Head:
+    """A link's chain head as the ledger holds it: last sequence, its hash, and every account's balance."""
 
-_PROJECTIONS = """
-WITH r AS (
+    seq: int
+    hash: bytes
+    balances: dict[str, int]
+
+
+HeadCache = dict[str, Head]
+
+# One statement appends a whole batch: atomic without BEGIN/COMMIT round trips. Foreign keys are
+# checked at its end, so a new link's head, its first entries and their postings can go in together.
+_APPEND = """
+WITH h AS (
+    INSERT INTO links AS l (link_id, last_seq, last_hash)
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::bytea[])
+    ON CONFLICT (link_id) DO UPDATE SET last_seq = EXCLUDED.last_seq, last_hash = EXCLUDED.last_hash
+    WHERE l.last_seq = (SELECT p.seq FROM unnest($1::text[], $4::bigint[]) AS p(link_id, seq)
+                        WHERE p.link_id = l.link_id)
+    RETURNING 1
+), e AS (
+    INSERT INTO entries (link_id, seq, kind, request_id, request_hash, created_at, entry, reply, prev_hash, hash)
+    SELECT * FROM unnest($5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::timestamptz[],
+                         $11::json[], $12::text[], $13::bytea[], $14::bytea[])
+), p AS (
+    INSERT INTO postings (link_id, seq, idx, account, amount_uc, balance_after_uc)
+    SELECT * FROM unnest($15::text[], $16::bigint[], $17::int[], $18::text[], $19::bigint[], $20::bigint[])
+), x AS (
+    INSERT INTO hits (hit_id, link_id, seq, table_id, round_id, seat, hand, cards, pool, amount_cents,
+                      funded_by_operator_cents, pool_before_uc, rule, status)
+    SELECT hit_id, link_id, seq, table_id, round_id, seat, hand, string_to_array(cards, ','), pool, amount_cents,
+           funded, pool_before_uc, rule, status
+    FROM unnest($21::text[], $22::text[], $23::bigint[], $24::text[], $25::text[], $26::int[], $27::text[],
+                $28::text[], $29::text[], $30::bigint[], $31::bigint[], $32::bigint[], $33::text[], $34::text[])
+         AS t(hit_id, link_id, seq, table_id, round_id, seat, hand, cards, pool, amount_cents, funded,
+              pool_before_uc, rule, status)
+), c AS (
+    INSERT INTO link_configs (link_id, version, config)
+    SELECT link_id, version, config::jsonb FROM unnest($35::text[], $36::bigint[], $37::text[])
+        AS t(link_id, version, config)
+), t AS (
+    INSERT INTO tables (table_id, link_id) SELECT * FROM unnest($38::text[], $39::text[])
+    ON CONFLICT (table_id) DO NOTHING
+), r AS (
     INSERT INTO rounds (link_id, table_id, round_id, state, rev, data)
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[])
+    SELECT * FROM unnest($40::text[], $41::text[], $42::text[], $43::text[], $44::bigint[], $45::text[])
     ON CONFLICT (link_id, table_id, round_id) DO UPDATE SET
         state = EXCLUDED.state, rev = EXCLUDED.rev, data = EXCLUDED.data
 ), b AS (
     INSERT INTO account_balances (link_id, account, balance_uc)
-    SELECT * FROM unnest($7::text[], $8::text[], $9::bigint[])
+    SELECT * FROM unnest($46::text[], $47::text[], $48::bigint[])
     ON CONFLICT (link_id, account) DO UPDATE SET balance_uc = EXCLUDED.balance_uc
 )
-UPDATE links AS l SET last_seq = h.seq, last_hash = h.hash
-FROM unnest($10::text[], $11::bigint[], $12::bytea[]) AS h(link_id, seq, hash)
-WHERE l.link_id = h.link_id
+SELECT ledger_require((SELECT count(*) FROM h) = cardinality($1::text[]),
+                      'a link head moved under this writer; the batch was not written')
 """
 
 
-async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: BalanceCache | None = None) -> dict[str, int]:
-    """Write journal entries into the ledger in one transaction; idempotent on (link, seq).
+def _columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
+    """Rows as one array per column, for unnest()."""
+    return [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]
+
+
+async def _heads_of(conn: Any, link_ids: Sequence[str]) -> HeadCache:
+    """The ledger's heads and account balances of these links (a link not there yet starts empty)."""
+    out = {link: Head(0, b"", {}) for link in link_ids}
+    for r in await conn.fetch("SELECT link_id, last_seq, last_hash FROM links WHERE link_id = ANY($1)", link_ids):
+        out[r["link_id"]] = Head(int(r["last_seq"]), bytes(r["last_hash"]), {})
+    for r in await conn.fetch("SELECT link_id, account, balance_uc FROM account_balances WHERE link_id = ANY($1)",
+                              link_ids):
+        out[r["link_id"]].balances[r["account"]] = int(r["balance_uc"])
+    return out
+
+
+async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache | None = None) -> dict[str, int]:
+    """Append journal entries to the ledger in one statement; idempotent on (link, seq).
 
     Returns the new head sequence per link. Entries at or below a link's head are skipped. `cache`
-    keeps each link's account balances between batches, checked against the head it was taken at.
+    keeps each link's head between batches; the statement refuses to run if the ledger's head has
+    moved since (another writer), and the cache is then dropped so the next batch reads it afresh.
     """
-    heads: dict[str, int] = {}
-    fresh: BalanceCache = {}
     by_link: dict[str, list[JournalEntry]] = {}
     for e in batch:
         by_link.setdefault(e.link_id, []).append(e)
+    cache = {} if cache is None else cache
+    missing = [link for link in by_link if link not in cache]
+    known = {link: cache[link] for link in by_link if link in cache}
+    if missing:
+        known.update(await _heads_of(conn, missing))
+    heads: dict[str, int] = {}
+    fresh: HeadCache = {}
     entry_rows: list[tuple[Any, ...]] = []
     posting_rows: list[tuple[Any, ...]] = []
     hit_rows: list[tuple[Any, ...]] = []
@@ -126,85 +188,60 @@ async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: BalanceCa
     round_rows: dict[tuple[str, str, str], tuple[Any, ...]] = {}
     table_rows: list[tuple[Any, ...]] = []
     balance_rows: list[tuple[str, str, int]] = []
-    head_rows: list[tuple[str, int, bytes]] = []
-    async with conn.transaction():
-        for link_id, items in sorted(by_link.items()):
-            items.sort(key=lambda e: e.seq)
-            # One round trip that creates the head on first sight and locks it for this transaction.
-            head = await conn.fetchrow(
-                "INSERT INTO links (link_id) VALUES ($1) ON CONFLICT (link_id) "
-                "DO UPDATE SET link_id = EXCLUDED.link_id RETURNING last_seq, last_hash", link_id)
-            assert head is not None
-            last_seq, last_hash = int(head["last_seq"]), bytes(head["last_hash"])
-            known = (cache or {}).get(link_id)
-            if known is not None and known[0] == last_seq:
-                balances = dict(known[1])
-            else:
-                balances = {r["account"]: int(r["balance_uc"]) for r in await conn.fetch(
-                    "SELECT account, balance_uc FROM account_balances WHERE link_id = $1", link_id)}
-            start_seq = last_seq
-            for e in items:
-                if e.seq <= last_seq:
-                    continue
-                if e.seq != last_seq + 1:
-                    break  # a gap: wait for the missing entry rather than record out of order
-                body = e.body
-                legs = []
-                for idx, (account, amount) in enumerate(body["postings"]):
-                    balances[account] = balances.get(account, 0) + int(amount)
-                    legs.append((account, int(amount), balances[account]))
-                    posting_rows.append((link_id, e.seq, idx, account, int(amount), balances[account]))
-                for pool, bal in e.balances.items():
-                    if balances.get(pool_account(pool), 0) != bal:
-                        raise LedgerMismatch(f"link {link_id} seq {e.seq}: Redis has {pool}={bal} µ¢, "
-                                             f"the ledger {balances.get(pool_account(pool), 0)} µ¢")
-                digest = chain_hash(last_hash, link_id, e.seq, e.entry, legs)
-                created = datetime.fromtimestamp(body["ts_ms"] / 1000, UTC)
-                entry_rows.append((link_id, e.seq, body["kind"], body["request_id"], body["request_hash"], created,
-                                   e.entry, e.reply, last_hash, digest))
-                if body.get("config") is not None:
-                    config_rows.append((link_id, e.seq, canonical_json(body["config"])))
-                rnd = body.get("round")
-                if rnd is not None:
-                    round_rows[(link_id, rnd["table_id"], rnd["round_id"])] = (
-                        link_id, rnd["table_id"], rnd["round_id"], rnd["state"], e.seq, rnd["data"])
-                if body.get("table") is not None:
-                    table_rows.append((body["table"], link_id))
-                for hit in body.get("hits", ()):
-                    hit_rows.append((hit["hit_id"], link_id, e.seq, hit["table_id"], hit["round_id"], hit["seat"],
-                                     hit["hand"], hit["cards"], hit["pool"], hit["amount_cents"],
-                                     hit["funded_by_operator_cents"], hit["pool_before_uc"], hit["rule"],
-                                     hit["status"]))
-                last_seq, last_hash = e.seq, digest
-            heads[link_id] = last_seq
-            fresh[link_id] = (last_seq, balances)
-            if last_seq > start_seq:
-                balance_rows += [(link_id, a, b) for a, b in balances.items()]
-                head_rows.append((link_id, last_seq, last_hash))
-        if entry_rows:
-            # COPY for the append-only rows: one round trip each, whatever the batch size.
-            await conn.copy_records_to_table("entries", records=entry_rows, columns=[
-                "link_id", "seq", "kind", "request_id", "request_hash", "created_at", "entry", "reply", "prev_hash",
-                "hash"])
-            await conn.copy_records_to_table("postings", records=posting_rows, columns=[
-                "link_id", "seq", "idx", "account", "amount_uc", "balance_after_uc"])
-            if hit_rows:
-                await conn.copy_records_to_table("hits", records=hit_rows, columns=[
-                    "hit_id", "link_id", "seq", "table_id", "round_id", "seat", "hand", "cards", "pool",
-                    "amount_cents", "funded_by_operator_cents", "pool_before_uc", "rule", "status"])
-            if config_rows:
-                await conn.executemany("INSERT INTO link_configs (link_id, version, config) "
-                                       "VALUES ($1, $2, $3::jsonb)", config_rows)
-            if table_rows:
-                await conn.executemany("INSERT INTO tables (table_id, link_id) VALUES ($1, $2) "
-                                       "ON CONFLICT (table_id) DO NOTHING", table_rows)
-            # Rounds, balances and heads in one statement: a round trip fewer per batch adds up.
-            rounds_cols = [list(c) for c in zip(*round_rows.values(), strict=True)] or [[]] * 6
-            balance_cols = [list(c) for c in zip(*balance_rows, strict=True)] or [[]] * 3
-            head_cols = [list(c) for c in zip(*head_rows, strict=True)] or [[]] * 3
-            await conn.execute(_PROJECTIONS, *rounds_cols, *balance_cols, *head_cols)
-    if cache is not None:
-        cache.update(fresh)  # only once the transaction has committed
+    head_rows: list[tuple[str, int, bytes, int]] = []  # (link, new seq, new hash, the seq it replaces)
+    for link_id, items in sorted(by_link.items()):
+        items.sort(key=lambda e: e.seq)
+        start = known[link_id]
+        last_seq, last_hash, balances = start.seq, start.hash, dict(start.balances)
+        for e in items:
+            if e.seq <= last_seq:
+                continue
+            if e.seq != last_seq + 1:
+                break  # a gap: wait for the missing entry rather than record out of order
+            body = e.body
+            legs = []
+            for idx, (account, amount) in enumerate(body["postings"]):
+                balances[account] = balances.get(account, 0) + int(amount)
+                legs.append((account, int(amount), balances[account]))
+                posting_rows.append((link_id, e.seq, idx, account, int(amount), balances[account]))
+            for pool, bal in e.balances.items():
+                if balances.get(pool_account(pool), 0) != bal:
+                    raise LedgerMismatch(f"link {link_id} seq {e.seq}: Redis has {pool}={bal} µ¢, "
+                                         f"the ledger {balances.get(pool_account(pool), 0)} µ¢")
+            digest = chain_hash(last_hash, link_id, e.seq, e.entry, legs)
+            created = datetime.fromtimestamp(body["ts_ms"] / 1000, UTC)
+            entry_rows.append((link_id, e.seq, body["kind"], body["request_id"], body["request_hash"], created,
+                               e.entry, e.reply, last_hash, digest))
+            if body.get("config") is not None:
+                config_rows.append((link_id, e.seq, canonical_json(body["config"])))
+            rnd = body.get("round")
+            if rnd is not None:
+                round_rows[(link_id, rnd["table_id"], rnd["round_id"])] = (
+                    link_id, rnd["table_id"], rnd["round_id"], rnd["state"], e.seq, rnd["data"])
+            if body.get("table") is not None:
+                table_rows.append((body["table"], link_id))
+            for hit in body.get("hits", ()):
+                hit_rows.append((hit["hit_id"], link_id, e.seq, hit["table_id"], hit["round_id"], hit["seat"],
+                                 hit["hand"], ",".join(hit["cards"]), hit["pool"], hit["amount_cents"],
+                                 hit["funded_by_operator_cents"], hit["pool_before_uc"], hit["rule"],
+                                 hit["status"]))
+            last_seq, last_hash = e.seq, digest
+        heads[link_id] = last_seq
+        fresh[link_id] = Head(last_seq, last_hash, balances)
+        if last_seq > start.seq:
+            balance_rows += [(link_id, a, b) for a, b in balances.items()]
+            head_rows.append((link_id, last_seq, last_hash, start.seq))
+    if entry_rows:
+        try:
+            await conn.execute(_APPEND, *_columns(head_rows, 4), *_columns(entry_rows, 10),
+                               *_columns(posting_rows, 6), *_columns(hit_rows, 14), *_columns(config_rows, 3),
+                               *_columns(table_rows, 2), *_columns(list(round_rows.values()), 6),
+                               *_columns(balance_rows, 3))
+        except BaseException:
+            for link in by_link:  # whatever happened, read the heads afresh next time
+                cache.pop(link, None)
+            raise
+    cache.update(fresh)
     return heads
 
 

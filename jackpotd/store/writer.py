@@ -36,7 +36,7 @@ class LedgerWriter:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self.failed: BaseException | None = None
-        self._balances: ledger.BalanceCache = {}
+        self._heads: ledger.HeadCache = {}
         self._conn: Any = None  # held between batches: acquiring and resetting a pooled one costs a round trip
         self._links_cache: list[str] = []
         self._links_read_at = -1e9
@@ -109,7 +109,7 @@ class LedgerWriter:
         started = time.perf_counter()
         if self._conn is None or self._conn.is_closed():
             self._conn = await self.pg.acquire()
-        heads = await ledger.write_batch(self._conn, batch, self._balances)
+        heads = await ledger.write_batch(self._conn, batch, self._heads)
         LEDGER_BATCH.observe(len(batch))
         LEDGER_LAG.observe(time.perf_counter() - started)
         last = {entry.link_id: entry for entry in batch}  # each link's gauges show its newest balances
