@@ -33,9 +33,12 @@ class TableConfig:
             raise InvalidInput("seats", self.seats, f"must be from 1 to {MAX_SEATS}")
 
 
+_NOT_IN_IDS = frozenset(" {}\t\n\r")
+
+
 def require_id(field_name: str, value: str) -> str:
     """Ids are 1-128 printable characters without spaces or braces (they become Redis keys)."""
-    if not isinstance(value, str) or not 1 <= len(value) <= 128 or any(c in value for c in " {}\t\n\r"):
+    if not isinstance(value, str) or not 1 <= len(value) <= 128 or not _NOT_IN_IDS.isdisjoint(value):
         raise InvalidInput(field_name, value, "must be 1-128 characters with no spaces or braces")
     return value
 
