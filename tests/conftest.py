@@ -32,7 +32,7 @@ class Servers:
         return f"postgresql://postgres@127.0.0.1:{self.pg.port}/{database}"
 
     def redis_url(self, db: int = 0) -> str:
-        return f"redis://127.0.0.1:{self.valkey.port}/{db}"
+        return self.valkey.url_for(db)
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 import hiredis
 
@@ -28,16 +28,21 @@ class RespPipeline:
 
     def __init__(self, url: str) -> None:
         u = urlparse(url)
+        self.socket = u.path if u.scheme == "unix" else None  # unix:///path/to/valkey.sock?db=N
         self.host = u.hostname or "127.0.0.1"
         self.port = u.port or 6379
-        self.db = int(u.path.lstrip("/") or 0)
+        db = parse_qs(u.query).get("db", ["0"])[0] if self.socket else u.path.lstrip("/")
+        self.db = int(db or 0)
         self.password = unquote(u.password) if u.password else None
         self.username = unquote(u.username) if u.username else None
         self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self._lock = asyncio.Lock()
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        reader, writer = await asyncio.open_connection(self.host, self.port)
+        if self.socket:
+            reader, writer = await asyncio.open_unix_connection(self.socket)
+        else:
+            reader, writer = await asyncio.open_connection(self.host, self.port)
         setup: list[Command] = []
         if self.password:
             setup.append(["AUTH", self.username, self.password] if self.username else ["AUTH", self.password])
