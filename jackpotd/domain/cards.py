@@ -42,7 +42,7 @@ def suit_of(card: Card) -> int:
 
 def card_name(card: Card) -> str:
     """Canonical spelling, e.g. 'As', 'Td'."""
-    return RANKS[card >> 2] + SUITS[card & 3]
+    return RANKS[rank_of(card)] + SUITS[suit_of(card)]
 
 
 def parse_card(text: str, field: str = "card") -> Card:

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from itertools import combinations, combinations_with_replacement
 
-from .cards import Card, parse_cards
+from .cards import Card, parse_cards, rank_of, suit_of
 from .errors import InvalidInput
 
 ROYAL_FLUSH = "royal_flush"
@@ -44,8 +44,8 @@ CATEGORIES_BY_GAME = {CARIBBEAN_STUD: FIVE_CARD_ORDER, HOLDEM_BONUS: FIVE_CARD_O
                       THREE_CARD: THREE_CARD_ORDER, FOUR_CARD: FOUR_CARD_ORDER}
 
 _PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41)
-_PRIME = tuple(_PRIMES[c >> 2] for c in range(52))
-_SUIT_BIT = tuple(1 << (c & 3) for c in range(52))
+_PRIME = tuple(_PRIMES[rank_of(c)] for c in range(52))
+_SUIT_BIT = tuple(1 << suit_of(c) for c in range(52))
 _ACE = 12
 
 
