@@ -27,6 +27,9 @@ class Settings:
         return not self.redis_url and not self.postgres_dsn
 
 
+_NUMBERS: dict[str, type[int] | type[float]] = {"metrics_port": int, "workers": int, "group_commit_ms": float}
+
+
 def load(config_file: str | None = None, **flags: Any) -> Settings:
     """TOML file, then JACKPOTD_<NAME> variables, then flags that were given (not None)."""
     s = Settings()
@@ -37,11 +40,9 @@ def load(config_file: str | None = None, **flags: Any) -> Settings:
         s = replace(s, **{k.replace("-", "_"): v for k, v in data.items() if k.replace("-", "_") in names})
     env: dict[str, Any] = {n: os.environ[f"JACKPOTD_{n.upper()}"] for n in names
                            if f"JACKPOTD_{n.upper()}" in os.environ}
-    for name in ("metrics_port", "workers"):
+    for name, kind in _NUMBERS.items():  # the environment holds text
         if name in env:
-            env[name] = int(env[name])
-    if "group_commit_ms" in env:
-        env["group_commit_ms"] = float(env["group_commit_ms"])
+            env[name] = kind(env[name])
     s = replace(s, **env)
     s = replace(s, **{k: v for k, v in flags.items() if v is not None and k in names})
     if bool(s.redis_url) != bool(s.postgres_dsn):
