@@ -3,7 +3,8 @@
 -- except for the sign check below, where balances are below 2^53 µ¢ by rule (DOMAIN.md §2).
 --
 -- KEYS: 1 config  2 balances  3 seq  4 journal  5 request record  6 round (or an unused key)
--- Returns {'ok', reply, seq, balances}, {'dup' | 'conflict', stored reply}, or {reason, detail}.
+-- Returns {'ok', '', seq, balances} (the caller holds the rest of the reply), {'dup' | 'conflict', stored
+-- reply}, or {reason, detail}.
 -- ARGV: 1 request hash  2 expected config version ("new" to create the link)  3 expected round state
 --       ("" none, "absent", or a state)  4 expected round revision  5 new round state  6 round data
 --       7 new config ("" unchanged)  8 entry JSON  9 result JSON  10 record TTL seconds  11 channel
