@@ -37,6 +37,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=int, help="gRPC worker processes (default 1; 0 serves in the supervisor)")
     s.add_argument("--group-commit-ms", type=float,
                    help="under load, how long the ledger writer gathers entries into one commit (default 5)")
+    s.add_argument("--retention-seconds", type=int,
+                   help="how long Redis keeps settled or voided rounds and answered request records after the "
+                        "ledger has them; later retries are answered from PostgreSQL (default 60)")
     m = sub.add_parser("migrate", help="apply pending ledger schema migrations", description="Apply pending "
                        "PostgreSQL migrations (also done on every start).")
     _common(m)

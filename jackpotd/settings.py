@@ -21,13 +21,15 @@ class Settings:
     log_level: str = "INFO"
     workers: int = 1  # gRPC worker processes beside the supervisor's ledger writer; 0: all in one process
     group_commit_ms: float = 5.0  # under load, how long the ledger writer gathers entries into one commit
+    retention_seconds: int = 60  # how long Redis keeps settled rounds and answered requests once the ledger has them
 
     @property
     def embedded(self) -> bool:
         return not self.redis_url and not self.postgres_dsn
 
 
-_NUMBERS: dict[str, type[int] | type[float]] = {"metrics_port": int, "workers": int, "group_commit_ms": float}
+_NUMBERS: dict[str, type[int] | type[float]] = {"metrics_port": int, "workers": int, "group_commit_ms": float,
+                                                "retention_seconds": int}
 
 
 def load(config_file: str | None = None, **flags: Any) -> Settings:

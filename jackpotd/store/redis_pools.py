@@ -70,6 +70,7 @@ def table_key(table_id: str) -> str:
 
 
 LINKS_KEY = "jackpot:links"
+HEALTH_KEY = "jackpot:health"  # the ledger writer's heartbeat: {"at_ms": ..., "problems": {link: why}}, expires in 3 s
 
 
 def pairs(flat: Sequence[str]) -> dict[str, int]:
@@ -301,6 +302,14 @@ class RedisPools:
         for reply in await self._journal_reader.execute(commands):
             if isinstance(reply, Exception):
                 raise ResponseError(str(reply))
+
+    async def writer_health(self) -> dict[str, Any] | None:
+        """The ledger writer's last heartbeat, or None when no writer has reported in the last 3 s."""
+        raw = await self.client.get(HEALTH_KEY)
+        if raw is None:
+            return None
+        report: dict[str, Any] = json.loads(raw)
+        return report
 
     async def durable_mark(self, link_id: str) -> int:
         return int(await self.client.get(durable_key(link_id)) or 0)
