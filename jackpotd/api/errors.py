@@ -13,7 +13,7 @@ import redis.exceptions
 
 from ..domain.errors import Conflict, DomainError, FailedPrecondition, InvalidInput, NotFound
 from ..metrics import LATENCY, REQUESTS
-from ..service.operations import Unavailable
+from ..store.errors import Unavailable
 
 log = logging.getLogger("jackpotd.api")
 
@@ -36,11 +36,41 @@ def status_of(error: BaseException) -> tuple[grpc.StatusCode, str]:
     """The status and message for an error; unknown errors are INTERNAL and logged."""
     for kind, code in _STATUS:
         if isinstance(error, kind):
-            if isinstance(error, DomainError):
-                return code, str(error)
-            return code, f"store unavailable, safe to retry with the same request_id: {error}"
+            if isinstance(error, DomainError | Unavailable):
+                return code, str(error)[:MESSAGE_MAX]
+            return code, f"store unavailable, safe to retry with the same request_id: {error}"[:MESSAGE_MAX]
     log.exception("internal error", exc_info=error)
     return grpc.StatusCode.INTERNAL, f"internal error: {type(error).__name__}"
+
+
+MESSAGE_MAX = 2000  # a status message travels in a header: far below gRPC's 8 KB metadata limit
+
+
+class Malformed:
+    """Request bytes that do not parse as the method's message (the handler sees this instead)."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+def _tolerant(deserialize: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    """A deserializer that hands a Malformed to the handler instead of failing (gRPC would say UNKNOWN)."""
+    if deserialize is None:
+        return None
+
+    def parse(data: bytes) -> Any:
+        try:
+            return deserialize(data)
+        except Exception as e:
+            return Malformed(e)
+
+    return parse
+
+
+def _require_parsed(request: Any) -> None:
+    if isinstance(request, Malformed):
+        raise InvalidInput("request", f"<{type(request.error).__name__}>",
+                           f"the message bytes do not parse (strings must be valid UTF-8): {request.error}")
 
 
 class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
@@ -68,6 +98,7 @@ def _wrap(method: str, handler: Any) -> Any:
         async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             started = time.perf_counter()
             try:
+                _require_parsed(request)
                 response = await inner(request, context)
             except Exception as e:
                 code, message = status_of(e)
@@ -77,12 +108,14 @@ def _wrap(method: str, handler: Any) -> Any:
             latency.observe(time.perf_counter() - started)
             return response
 
-        return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer, handler.response_serializer)
+        return grpc.unary_unary_rpc_method_handler(unary, _tolerant(handler.request_deserializer),
+                                                   handler.response_serializer)
     if handler.unary_stream is not None:
         inner_stream = handler.unary_stream
 
         async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
             try:
+                _require_parsed(request)
                 async for item in inner_stream(request, context):
                     yield item
             except Exception as e:
@@ -90,6 +123,6 @@ def _wrap(method: str, handler: Any) -> Any:
                 REQUESTS.labels(method, code.name).inc()
                 await context.abort(code, message)
 
-        return grpc.unary_stream_rpc_method_handler(stream, handler.request_deserializer,
+        return grpc.unary_stream_rpc_method_handler(stream, _tolerant(handler.request_deserializer),
                                                     handler.response_serializer)
     return handler

@@ -9,7 +9,7 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
-from ..domain.errors import InvalidInput
+from ..domain.ids import require_id
 from ..domain.link import LinkConfig, TableConfig
 from ..domain.paytable import PaytableEntry, default_paytable
 from ..domain.pools import RESERVE, PoolSpec
@@ -29,16 +29,10 @@ from .gen.jackpot.v1 import (
 Ctx = grpc.aio.ServicerContext[Any, Any]
 
 
-def require_request_id(request_id: str) -> str:
-    if not request_id:
-        raise InvalidInput("request_id", request_id, "every mutating call needs a client-chosen request_id")
-    return request_id
-
-
 def request_of(msg: Message) -> Request:
     """The request id and the canonical content it stands for (everything but the id)."""
     content = MessageToDict(msg, preserving_proto_field_name=True)
-    return Request(require_request_id(content.pop("request_id", "")), content)
+    return Request(require_id("request_id", content.pop("request_id", "")), content)
 
 
 def audit_of(a: admin_pb2.Audit) -> Audit:
@@ -68,7 +62,7 @@ class TableServicer(Base, table_pb2_grpc.TableServiceServicer):
         # The hot path names its content by hand; MessageToDict would cost more than the rest of the call.
         content = {"table_id": request.table_id, "round_id": request.round_id,
                    "wagers": [[w.seat, w.amount_cents, w.ante_placed] for w in wagers]}
-        req = Request(require_request_id(request.request_id), content)
+        req = Request(require_id("request_id", request.request_id), content)
         done = await self.service.commit_wagers(req, request.table_id, request.round_id, wagers)
         response = table_pb2.CommitWagersResponse(sequence=done.reply.seq, link_id=done.config.link_id)
         add = response.accepted.add  # add() in place costs half of building each message and copying it in
@@ -123,9 +117,8 @@ class DisplayServicer(Base, display_pb2_grpc.DisplayServiceServicer):
     """Floor signs (API.md DisplayService)."""
 
     async def GetPools(self, request: display_pb2.GetPoolsRequest, context: Ctx) -> display_pb2.GetPoolsResponse:
-        await self.service.config(request.link_id)
-        seq = await self.service.redis.seq(request.link_id)
-        pools = pool_amounts(await self.service.pools(request.link_id))
+        seq, amounts = await self.service.snapshot(request.link_id)
+        pools = pool_amounts(amounts)
         last = await self.service.last_hit(request.link_id)
         hit = None
         if last:

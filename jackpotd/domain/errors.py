@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+QUOTE_MAX = 100  # a message quotes at most this much of a caller's value: a 10 KB id must not make a 10 KB status
+
+
+def shown(value: object) -> str:
+    """A value as an error message quotes it: its repr, cut to QUOTE_MAX characters with its full length said."""
+    text = repr(value)
+    if len(text) <= QUOTE_MAX:
+        return text
+    size = f"{len(value)} characters" if isinstance(value, str | bytes | list | tuple) else "cut"
+    return f"{text[:QUOTE_MAX]}...({size})"
+
 
 class DomainError(Exception):
     """Base of every rule violation; `field` and `value` name what was wrong."""
@@ -10,7 +21,8 @@ class DomainError(Exception):
         self.field = field
         self.value = value
         self.reason = reason
-        super().__init__(f"{field}={value!r}: {reason}")
+        name = field if len(field) <= QUOTE_MAX else f"{field[:QUOTE_MAX]}..."
+        super().__init__(f"{name}={shown(value)}: {reason}")
 
 
 class InvalidInput(DomainError):

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import hands as h
 from .errors import InvalidInput, NotFound
+from .ids import require_id
 from .money import require_non_negative_cents, require_positive_cents
 from .paytable import Paytable, PaytableEntry, default_paytable
 from .pools import PoolSpec, require_pool_set
 from .rates import RateSet
 
 MAX_SEATS = 10_000  # online "tables" may be large (issue: a 10,000-seat round)
+_GAMING_DAY_START = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]")
+_TIME_ZONE = re.compile(r"[A-Za-z][A-Za-z0-9_+/-]{0,63}")  # IANA names: letters, digits, / _ + -
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,16 +35,6 @@ class TableConfig:
             raise InvalidInput("game", self.game, f"unknown game; known games: {', '.join(h.GAMES)}")
         if isinstance(self.seats, bool) or not 1 <= self.seats <= MAX_SEATS:
             raise InvalidInput("seats", self.seats, f"must be from 1 to {MAX_SEATS}")
-
-
-_NOT_IN_IDS = frozenset(" {}\t\n\r")
-
-
-def require_id(field_name: str, value: str) -> str:
-    """Ids are 1-128 printable characters without spaces or braces (they become Redis keys)."""
-    if not isinstance(value, str) or not 1 <= len(value) <= 128 or not _NOT_IN_IDS.isdisjoint(value):
-        raise InvalidInput(field_name, value, "must be 1-128 characters with no spaces or braces")
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +64,10 @@ class LinkConfig:
             table.require_pools(names)
         if not self.rate_sets:
             raise InvalidInput("rates", None, "a link needs a rate set")
+        if _GAMING_DAY_START.fullmatch(self.gaming_day_start) is None:  # §10: a gaming day starts at a local time
+            raise InvalidInput("gaming_day_start", self.gaming_day_start, "must be a time of day HH:MM")
+        if _TIME_ZONE.fullmatch(self.time_zone) is None or ".." in self.time_zone:
+            raise InvalidInput("time_zone", self.time_zone, "must be a time zone name such as Australia/Sydney")
 
     def paytable(self, game: str) -> Paytable:
         table = self.paytables.get(game)

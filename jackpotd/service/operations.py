@@ -19,7 +19,8 @@ import asyncpg
 from ..canonical import canonical_json
 from ..domain.contributions import SeatContribution, contribute, reversal
 from ..domain.errors import Conflict, FailedPrecondition, InvalidInput, NotFound
-from ..domain.link import LinkConfig, TableConfig, require_id
+from ..domain.ids import hit_id, require_id, require_text
+from ..domain.link import LinkConfig, TableConfig
 from ..domain.money import floor_cents, require_positive_cents
 from ..domain.paytable import Paytable, PaytableEntry
 from ..domain.pools import PoolSpec
@@ -29,15 +30,15 @@ from ..domain.rates import RateSet, rates_in_force
 from ..domain.rounds import COMMITTED, SETTLED, VOIDED, SeatHand, Wager, evaluate_round, validate_wagers
 from ..metrics import CAS_RETRIES, HITS
 from ..store import ledger
-from ..store.redis_pools import RedisPools, Reply, Step
+from ..store.errors import LinkLost, Unavailable
+from ..store.redis_pools import LinkRead, RedisPools, Reply, Step, refusal
 from ..store.writer import DurabilityWatcher
 
 log = logging.getLogger("jackpotd.service")
 MAX_ATTEMPTS = 200
 
 
-class Unavailable(Exception):
-    """A store cannot be reached or the step could not be applied in time; safe to retry with the same id."""
+__all__ = ["Audit", "Done", "JackpotService", "LinkUpdate", "Request", "Unavailable"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,10 @@ class Audit:
     actor: str = ""
     reason: str = ""
     approval_ref: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("actor", "reason", "approval_ref"):
+            require_text(f"audit.{name}", getattr(self, name))
 
     def as_dict(self) -> dict[str, str]:
         return {"actor": self.actor, "reason": self.reason, "approval_ref": self.approval_ref}
@@ -132,6 +137,7 @@ class JackpotService:
         self.clock = clock
         self._configs: dict[str, tuple[str, LinkConfig]] = {}
         self._table_links: dict[str, str] = {}  # a table never moves to another link (register_table refuses)
+        self.rounds = ledger.RoundStates(pg)
 
     # ---- reading -------------------------------------------------------------------------------
 
@@ -139,8 +145,11 @@ class JackpotService:
         """The link's config (cached; `fresh` re-reads it)."""
         if not fresh and link_id in self._configs:
             return self._configs[link_id]
+        require_id("link_id", link_id)
         found = await self.redis.config(link_id)
         if found is None:
+            if await ledger.link_known(self.pg, link_id):  # Redis forgot it: never answer NOT_FOUND for it
+                raise refusal(link_id, "lost", "") or LinkLost(link_id)
             raise NotFound("link_id", link_id, "no such link")
         version, raw = found
         cached = (version, LinkConfig.from_dict(raw))
@@ -155,16 +164,40 @@ class JackpotService:
         require_id("table_id", table_id)
         link = await self.redis.link_of_table(table_id)
         if link is None:
+            known = await ledger.table_link(self.pg, table_id)
+            if known is not None:  # Redis forgot the table's link
+                raise refusal(known, "lost", "") or LinkLost(known)
             raise NotFound("table_id", table_id, "no such table")
         self._table_links[table_id] = link
         return link
 
-    async def pools(self, link_id: str, balances: Mapping[str, int] | None = None,
+    async def read(self, link_id: str, round_: tuple[str, str] | None = None) -> LinkRead:
+        """The link's sequence, balances and a round, refused (UNAVAILABLE) when Redis forgot the link,
+        went back behind the ledger, or the link is fenced."""
+        try:
+            return await self.redis.read(link_id, self.durability.floor(link_id), round_)
+        except LinkLost:
+            self._forget(link_id)
+            raise
+
+    async def snapshot(self, link_id: str) -> tuple[int, list[dict[str, int | str]]]:
+        """The link's sequence and pools as the ledger holds them: a checked read, answered once the ledger
+        has every entry it includes."""
+        await self.config(link_id)
+        state = await self.read(link_id)
+        await self._durable(link_id, state.seq, None)
+        return state.seq, await self.pools(link_id, state.balances)
+
+    def _forget(self, link_id: str) -> None:
+        """Drop what this process cached of a link whose Redis state was lost."""
+        self._configs.pop(link_id, None)
+        for table in [t for t, link in self._table_links.items() if link == link_id]:
+            del self._table_links[table]
+
+    async def pools(self, link_id: str, balances: Mapping[str, int],
                     include_hidden: bool = False) -> list[dict[str, int | str]]:
         """Pools as signs show them: floored cents, reset values, exact µ¢."""
         _, config = await self.config(link_id)
-        if balances is None:
-            balances = await self.redis.balances(link_id)
         out: list[dict[str, int | str]] = []
         for spec in config.pools:
             if spec.visible or include_hidden:
@@ -179,7 +212,7 @@ class JackpotService:
         await self.config(link_id)
         loop = asyncio.get_running_loop()
         async with self.redis.subscribe(link_id) as next_reply:
-            yield LinkUpdate(await self.redis.seq(link_id), await self.pools(link_id))
+            yield LinkUpdate(*await self.snapshot(link_id))
             last_sent = loop.time()
             latest: Reply | None = None
             while True:
@@ -201,7 +234,7 @@ class JackpotService:
                     last_sent = loop.time()
                     await asyncio.sleep(METER_INTERVAL)
                 elif loop.time() - last_sent >= HEARTBEAT:
-                    yield LinkUpdate(await self.redis.seq(link_id), await self.pools(link_id))
+                    yield LinkUpdate(*await self.snapshot(link_id))
                     last_sent = loop.time()
 
     async def last_hit(self, link_id: str) -> dict[str, Any] | None:
@@ -212,8 +245,10 @@ class JackpotService:
     # ---- the one write path ----------------------------------------------------------------------
 
     async def _execute(self, link_id: str, req: Request, build: Callable[[str, LinkConfig], Awaitable[Step]],
-                       *, create: LinkConfig | None = None) -> Done:
+                       *, create: LinkConfig | None = None, ledger_first: bool = False) -> Done:
         require_id("request_id", req.request_id)
+        if ledger_first:  # calls with no round to catch a late retry: the ledger answers it
+            await self._answered(link_id, req)
         config: LinkConfig
         for attempt in range(MAX_ATTEMPTS):
             if create is not None:
@@ -221,10 +256,15 @@ class JackpotService:
             else:
                 version, config = await self.config(link_id, fresh=attempt > 0)
             step = await build(version, config)
-            outcome = await self.redis.apply(step)
+            outcome = await self.redis.apply(step, self.durability.floor(link_id))
+            refused = refusal(link_id, outcome.status, outcome.detail)
+            if refused is not None:
+                if isinstance(refused, LinkLost):
+                    self._forget(link_id)
+                raise refused
             if outcome.status in ("ok", "dup"):
                 assert outcome.reply is not None
-                await self._durable(link_id, outcome.reply.seq)
+                await self._durable(link_id, outcome.reply.seq, req.hash)
                 if outcome.status == "ok" and step.new_config:
                     self._configs.pop(link_id, None)
                 if create is None and outcome.status == "dup":
@@ -245,11 +285,24 @@ class JackpotService:
             # read again and re-price against the pools as they now stand
         raise Unavailable(f"link {link_id} is too busy to apply request {req.request_id}; retry with the same id")
 
-    async def _durable(self, link_id: str, seq: int) -> None:
+    async def _durable(self, link_id: str, seq: int, request_hash: str | None) -> None:
+        """Wait until the ledger holds entry `seq` (with this request, when one is given)."""
         try:
-            await self.durability.wait_durable(link_id, seq)
+            await self.durability.wait_durable(link_id, seq, request_hash)
         except (TimeoutError, ConnectionError) as e:
-            raise Unavailable(f"the ledger has not committed entry {seq} of link {link_id} yet: {e}") from e
+            raise Unavailable(f"the ledger has not committed entry {seq} of link {link_id} yet: {e}; "
+                              "retry with the same request_id") from e
+
+    async def _answered(self, link_id: str, req: Request) -> None:
+        """A request the ledger already answered gets that answer again; its id with other content is refused."""
+        raw = await ledger.stored_reply(self.pg, link_id, req.request_id)
+        if raw is None:
+            return
+        reply = Reply.parse(raw)
+        if reply.hash != req.hash:
+            raise Conflict("request_id", req.request_id, "already used for a different request; differs in: "
+                           + _difference(reply.content, req.content))
+        raise _Replay(reply)
 
     async def _replay_or(self, link_id: str, req: Request, error: Exception) -> None:
         """A request whose round has moved on may be a retry: answer it from its record, else raise."""
@@ -265,12 +318,12 @@ class JackpotService:
         raise _Replay(reply)
 
     async def execute(self, link_id: str, req: Request, build: Callable[[str, LinkConfig], Awaitable[Step]],
-                      *, create: LinkConfig | None = None) -> Done:
+                      *, create: LinkConfig | None = None, ledger_first: bool = False) -> Done:
         """Run the write path; a retry of a finished request gets the first answer."""
         try:
-            return await self._execute(link_id, req, build, create=create)
+            return await self._execute(link_id, req, build, create=create, ledger_first=ledger_first)
         except _Replay as r:
-            await self._durable(link_id, r.reply.seq)
+            await self._durable(link_id, r.reply.seq, r.reply.hash)
             _, config = await self.config(link_id)
             return Done(r.reply, config)
 
@@ -295,9 +348,13 @@ class JackpotService:
             if table.suspended:
                 raise FailedPrecondition("table_id", table_id, "jackpot wagers are suspended at this table")
             seats = validate_wagers(wagers, table.seats, config.wager_cents)
+            # A round id is used once (API.md): Redis lets finished rounds go, the ledger keeps them all.
+            used = await self.rounds.get(link_id, table_id, round_id)
+            if used is not None:
+                await self._replay_or(link_id, req, FailedPrecondition("round_id", round_id, f"the round is {used}"))
             rates = rates_in_force(config.rate_sets, self.clock())  # §3: the rates in force now
             capped = {p.name for p in config.pools if p.cap_cents is not None}
-            balances = await self.redis.balances(link_id) if capped else {}
+            balances = (await self.read(link_id)).balances if capped else {}
             c = contribute(rates, config.pools, balances, seats)
             data = {"game": table.game, "rates_version": rates.version,
                     **_encode_seats(c.seats), "voided": []}
@@ -327,9 +384,8 @@ class JackpotService:
             table = config.table(table_id)
             all_seats = [hand.seat for hand in hands]
             evaluated = evaluate_round(table.game, table.seats, all_seats, hands, board_cards, dealer_cards)
-            rnd = await self.redis.round_state(link_id, table_id, round_id)
-            if not rnd:
-                await self._replay_or(link_id, req, NotFound("round_id", round_id, "no wagers were committed"))
+            state = await self.read(link_id, (table_id, round_id))
+            rnd = state.round or await self._finished_round(link_id, req, table_id, round_id)
             if rnd.get("state") != COMMITTED:
                 await self._replay_or(link_id, req, FailedPrecondition("round_id", round_id,
                                                                        f"the round is {rnd.get('state')}"))
@@ -338,7 +394,7 @@ class JackpotService:
             hits = [x for x in evaluated if x.seat in wagered]
             paytable = config.paytable(data["game"])
             qualifying = [x for x in hits if x.category in paytable.entries]
-            balances = await self.redis.balances(link_id) if qualifying else {}
+            balances = state.balances if qualifying else {}
             price = price_round(paytable, config.pools, balances, qualifying, table.seats)
             cards = {hand.seat: [c for c in hand.cards] + list(board_cards) for hand in hands}
             threshold = config.verification_threshold_cents
@@ -346,11 +402,11 @@ class JackpotService:
             hit_rows = []
             for p in price.payouts:
                 status = "PENDING" if threshold and p.amount_cents > threshold else "PAID"  # §7
-                hit_id = f"{table_id}:{round_id}:{p.seat}"
+                hit = hit_id(link_id, table_id, round_id, p.seat)
                 payouts.append({"seat": p.seat, "hand": p.category, "amount_cents": p.amount_cents, "pool": p.pool,
-                                "funded_by_operator_cents": p.funded_by_operator_cents, "hit_id": hit_id,
+                                "funded_by_operator_cents": p.funded_by_operator_cents, "hit_id": hit,
                                 "status": status, "pool_before_uc": p.pool_before_uc, "rule": p.rule})
-                hit_rows.append({"hit_id": hit_id, "table_id": table_id, "round_id": round_id, "seat": p.seat,
+                hit_rows.append({"hit_id": hit, "table_id": table_id, "round_id": round_id, "seat": p.seat,
                                  "hand": p.category, "cards": cards.get(p.seat, []), "pool": p.pool,
                                  "amount_cents": p.amount_cents, "funded_by_operator_cents": p.funded_by_operator_cents,
                                  "pool_before_uc": p.pool_before_uc, "rule": p.rule, "status": status,
@@ -378,13 +434,11 @@ class JackpotService:
         """§6: refund the round (or the listed seats) and reverse their contributions exactly."""
         link_id = await self.link_of_table(table_id)
         require_id("round_id", round_id)
-        if not reason.strip():
-            raise InvalidInput("reason", reason, "a void needs a reason (misdeal, device failure, absent player...)")
+        require_text("reason", reason, required=True)  # a void needs a reason (misdeal, device failure, ...)
 
         async def build(version: str, config: LinkConfig) -> Step:
-            rnd = await self.redis.round_state(link_id, table_id, round_id)
-            if not rnd:
-                await self._replay_or(link_id, req, NotFound("round_id", round_id, "no wagers were committed"))
+            state = await self.read(link_id, (table_id, round_id))
+            rnd = state.round or await self._finished_round(link_id, req, table_id, round_id)
             if rnd.get("state") != COMMITTED:
                 await self._replay_or(link_id, req, FailedPrecondition(
                     "round_id", round_id,
@@ -395,20 +449,30 @@ class JackpotService:
             for i, s in enumerate(seats):
                 if s not in active:
                     raise InvalidInput(f"seats[{i}]", s, "holds no open jackpot wager in this round")
-            undo = reversal([_decode_seat(data, s) for s in chosen],
-                            await self.redis.balances(link_id))
+            undo = reversal([_decode_seat(data, s) for s in chosen], state.balances)
             data["voided"] = sorted(set(data["voided"]) | set(chosen))
             data.setdefault("void_reasons", []).append({"seats": chosen, "reason": reason})
-            state = VOIDED if set(data["voided"]) >= {int(s) for s in data["seats"]} else COMMITTED
+            new_state = VOIDED if set(data["voided"]) >= {int(s) for s in data["seats"]} else COMMITTED
             round_data = canonical_json(data)
             result = {"refunds": [{"seat": s, "amount_cents": data["seats"][str(s)][1]} for s in chosen]}
             return self._step(link_id, req, "void", version, postings=undo, result=result,
-                              extra={"round": {"table_id": table_id, "round_id": round_id, "state": state,
+                              extra={"round": {"table_id": table_id, "round_id": round_id, "state": new_state,
                                                "data": round_data}, "reason": reason},
                               round=(table_id, round_id), round_expect=COMMITTED, round_rev=rnd["rev"],
-                              round_new_state=state, round_data=round_data)
+                              round_new_state=new_state, round_data=round_data)
 
-        return await self.execute(link_id, req, build)
+        # A partial void leaves its round open, so only the ledger can tell a late retry from a new void.
+        return await self.execute(link_id, req, build, ledger_first=True)
+
+    async def _finished_round(self, link_id: str, req: Request, table_id: str, round_id: str) -> dict[str, str]:
+        """A round Redis does not hold: finished and let go (the ledger says how), or never committed."""
+        state = await ledger.round_state(self.pg, link_id, table_id, round_id)
+        if state is None:
+            await self._replay_or(link_id, req, NotFound("round_id", round_id, "no wagers were committed"))
+        if state == COMMITTED:  # an open round must be in Redis: it lost it
+            raise Unavailable(f"link {link_id}: Redis does not hold open round {round_id} of table {table_id}; "
+                              "retry with the same request_id")
+        return {"state": str(state)}
 
     # ---- administration ----------------------------------------------------------------------------
 
@@ -422,14 +486,8 @@ class JackpotService:
                                                                                     amount_cents * 1_000_000)]
             return self._step(link_id, req, "fund", version, postings=legs, extra={"audit": audit.as_dict()})
 
-        await self._replay_admin(link_id, req)
-        return await self.execute(link_id, req, build)
-
-    async def _replay_admin(self, link_id: str, req: Request) -> None:
-        # Admin calls have no round to stop a late retry, so past Redis's record TTL the ledger answers.
-        raw = await ledger.stored_reply(self.pg, link_id, req.request_id)
-        if raw is not None and Reply.parse(raw).hash != req.hash:
-            raise Conflict("request_id", req.request_id, "already used for a different request")
+        require_id("link_id", link_id)
+        return await self.execute(link_id, req, build, ledger_first=True)
 
     async def change_config(self, req: Request, link_id: str, kind: str, audit: Audit,
                             change: Callable[[LinkConfig], LinkConfig], *, create: LinkConfig | None = None,
@@ -437,16 +495,17 @@ class JackpotService:
         """Every configuration change is a journaled entry with who, why and the approval reference."""
 
         async def build(version: str, config: LinkConfig) -> Step:
+            if create is not None and await ledger.link_known(self.pg, link_id):  # whatever Redis says
+                raise FailedPrecondition("link_id", link_id, "a link with this id already exists")
             new = change(config)
             raw = canonical_json(new.to_dict())
             return self._step(link_id, req, kind, version, new_config=raw,
                               extra={"config": new.to_dict(), "audit": audit.as_dict(), "table": table},
                               result={"link_id": link_id})
 
-        if create is None:
-            await self._replay_admin(link_id, req)
+        require_id("link_id", link_id)
         await self.redis.add_link(link_id)  # before the step, so the ledger writer reads its journal
-        done = await self.execute(link_id, req, build, create=create)
+        done = await self.execute(link_id, req, build, create=create, ledger_first=True)
         if table is not None:
             await self.redis.set_table_link(table, link_id)
         return done
@@ -455,7 +514,7 @@ class JackpotService:
         return await self.change_config(req, config.link_id, "create_link", audit, lambda c: c, create=config)
 
     async def register_table(self, req: Request, table: TableConfig, link_id: str, audit: Audit) -> Done:
-        current = await self.redis.link_of_table(table.table_id)
+        current = await self.redis.link_of_table(table.table_id) or await ledger.table_link(self.pg, table.table_id)
         if current is not None and current != link_id:
             raise FailedPrecondition("table_id", table.table_id, f"already registered on link {current}")
         return await self.change_config(req, link_id, "register_table", audit, lambda c: c.with_table(table),

@@ -2,26 +2,34 @@
 -- Money arrives as decimal strings and moves with HINCRBY, so no value ever passes through a double
 -- except for the sign check below, where balances are below 2^53 µ¢ by rule (DOMAIN.md §2).
 --
--- KEYS: 1 config  2 balances  3 seq  4 journal  5 request record  6 round (or an unused key)
+-- KEYS: 1 config  2 balances  3 seq  4 journal  5 request record  6 round (or an unused key)  7 last  8 fence
 -- Returns {'ok', '', seq, balances} (the caller holds the rest of the reply), {'dup' | 'conflict', stored
 -- reply}, or {reason, detail}.
 -- ARGV: 1 request hash  2 expected config version ("new" to create the link)  3 expected round state
 --       ("" none, "absent", or a state)  4 expected round revision  5 new round state  6 round data
---       7 new config ("" unchanged)  8 entry JSON  9 result JSON  10 record TTL seconds  11 channel
---       12 request content JSON  13 n guards, then n (pool, balance) pairs, then n deltas and (pool, delta) pairs
-local record = redis.call('GET', KEYS[5])
-if record then
-  local stored = cjson.decode(record)
-  if stored['hash'] == ARGV[1] then return {'dup', record} end
-  return {'conflict', record}
+--       7 new config ("" unchanged)  8 entry JSON  9 result JSON  10 safety TTL (s) of the record and of a
+--       finished round (the ledger writer shortens it once the entry is durable)  11 channel
+--       12 request content JSON  13 floor: the ledger's durable sequence as the caller knows it
+--       14 n guards, then n (pool, balance) pairs, then n deltas and (pool, delta) pairs
+
+-- A store that forgot or went back answers nothing (ARCHITECTURE.md, Recovery): the link is rebuilt first.
+local fence = redis.call('GET', KEYS[8])
+if fence then return {'fenced', fence} end
+local version = redis.call('HGET', KEYS[1], 'version')
+local current = redis.call('GET', KEYS[3])
+if ARGV[2] == 'new' then
+  if version or current or tonumber(ARGV[13]) > 0 then return {'exists', ''} end
+else
+  if not version or not current then return {'lost', ''} end
+  if tonumber(current) < tonumber(ARGV[13]) then return {'behind', current} end
 end
 
-local version = redis.call('HGET', KEYS[1], 'version')
-if ARGV[2] == 'new' then
-  if version then return {'exists', version} end
-elseif version ~= ARGV[2] then
-  return {'stale_config', version or ''}
+local record = redis.call('GET', KEYS[5])
+if record then  -- every record starts {"hash":"<request hash>"
+  if string.sub(record, 10, 9 + #ARGV[1]) == ARGV[1] then return {'dup', record} end
+  return {'conflict', record}
 end
+if ARGV[2] ~= 'new' and version ~= ARGV[2] then return {'stale_config', version} end
 
 if ARGV[3] ~= '' then
   local state = redis.call('HGET', KEYS[6], 'state')
@@ -33,7 +41,7 @@ if ARGV[3] ~= '' then
   end
 end
 
-local i = 13
+local i = 14
 local n = tonumber(ARGV[i])
 for k = 1, n do
   local pool, expected = ARGV[i + 2 * k - 1], ARGV[i + 2 * k]
@@ -54,18 +62,24 @@ for k = 1, m do
   redis.call('HINCRBY', KEYS[2], ARGV[i + 2 * k - 1], ARGV[i + 2 * k])
 end
 
+-- Each entry names the request it follows, so the ledger writer can tell a journal that went back and
+-- forked from one that continues the ledger.
+local after = redis.call('GET', KEYS[7]) or ''
 local seq = redis.call('INCR', KEYS[3])
+redis.call('SET', KEYS[7], ARGV[1])
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[1], 'version', tostring(seq), 'config', ARGV[7])
 end
+local ttl = tonumber(ARGV[10])
 if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[6], 'state', ARGV[5], 'data', ARGV[6], 'rev', tostring(seq))
+  if ARGV[5] == 'SETTLED' or ARGV[5] == 'VOIDED' then redis.call('EXPIRE', KEYS[6], ttl) end
 end
 local balances = cjson.encode(redis.call('HGETALL', KEYS[2]))
 -- The reply embeds the caller's canonical JSON as it is: re-encoding it as strings cost more than the rest.
 local reply = '{"hash":"' .. ARGV[1] .. '","seq":' .. seq .. ',"result":' .. ARGV[9] .. ',"balances":' ..
   balances .. ',"content":' .. ARGV[12] .. '}'
-redis.call('XADD', KEYS[4], '0-' .. seq, 'entry', ARGV[8], 'balances', balances, 'reply', reply)
-redis.call('SET', KEYS[5], reply, 'EX', tonumber(ARGV[10]))
+redis.call('XADD', KEYS[4], '0-' .. seq, 'entry', ARGV[8], 'balances', balances, 'reply', reply, 'after', after)
+redis.call('SET', KEYS[5], reply, 'EX', ttl)
 redis.call('PUBLISH', ARGV[11], reply)
 return {'ok', '', tostring(seq), balances}  -- the caller has the rest of the reply already

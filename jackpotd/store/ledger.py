@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,7 @@ class JournalEntry:
     entry: str  # canonical JSON written by the service
     balances: dict[str, int]  # pool balances after, from Redis
     reply: str
+    after: str | None = None  # the request hash of the entry this one follows in Redis (None: not recorded)
 
     @property
     def body(self) -> dict[str, Any]:
@@ -85,17 +87,43 @@ class JournalEntry:
         return d
 
 
-class LedgerMismatch(RuntimeError):
-    """Redis and the ledger disagree about a balance: the writer stops rather than record it."""
-
-
 @dataclass(slots=True)
 class Head:
-    """A link's chain head as the ledger holds it: last sequence, its hash, and every account's balance."""
+    """A link's chain head as the ledger holds it: last sequence, its hash, every account's balance, and the
+    request hash of its last entry (which the next journal entry must name as the one it follows)."""
 
     seq: int
     hash: bytes
     balances: dict[str, int]
+    request_hash: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """An entry just appended: what its caller waits for, and the Redis keys it leaves behind."""
+
+    seq: int
+    request_id: str
+    request_hash: str
+    finished_round: tuple[str, str] | None  # (table, round) of a round now settled or voided
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """Why a link's entries were not appended: Redis forked from the ledger (rebuild it) or the ledger
+    refused the entry (fence the link)."""
+
+    seq: int
+    reason: str
+
+
+@dataclass
+class Appended:
+    """What one write_batch did: each link's new head, the entries appended, and the links refused."""
+
+    heads: dict[str, int] = field(default_factory=dict)
+    written: dict[str, list[Written]] = field(default_factory=dict)
+    refused: dict[str, Refused] = field(default_factory=dict)
 
 
 HeadCache = dict[str, Head]
@@ -153,23 +181,102 @@ def _columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
     return [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]
 
 
-async def _heads_of(conn: Any, link_ids: Sequence[str]) -> HeadCache:
-    """The ledger's heads and account balances of these links (a link not there yet starts empty)."""
-    out = {link: Head(0, b"", {}) for link in link_ids}
-    for r in await conn.fetch("SELECT link_id, last_seq, last_hash FROM links WHERE link_id = ANY($1)", link_ids):
-        out[r["link_id"]] = Head(int(r["last_seq"]), bytes(r["last_hash"]), {})
-    for r in await conn.fetch("SELECT link_id, account, balance_uc FROM account_balances WHERE link_id = ANY($1)",
-                              link_ids):
+async def heads_of(conn: Any, link_ids: Sequence[str] | None) -> HeadCache:
+    """The ledger's heads and account balances of these links (None: every link); a link not there yet
+    starts empty."""
+    out = {link: Head(0, b"", {}) for link in link_ids or ()}
+    where = "" if link_ids is None else "WHERE l.link_id = ANY($1)"
+    args = [] if link_ids is None else [list(link_ids)]
+    for r in await conn.fetch("SELECT l.link_id, l.last_seq, l.last_hash, coalesce(e.request_hash, '') AS rh "
+                              "FROM links l LEFT JOIN entries e ON e.link_id = l.link_id AND e.seq = l.last_seq "
+                              + where, *args):
+        out[r["link_id"]] = Head(int(r["last_seq"]), bytes(r["last_hash"]), {}, r["rh"])
+    for r in await conn.fetch("SELECT link_id, account, balance_uc FROM account_balances b "
+                              + where.replace("l.link_id", "b.link_id"), *args):
         out[r["link_id"]].balances[r["account"]] = int(r["balance_uc"])
     return out
 
 
-async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache | None = None) -> dict[str, int]:
+@dataclass
+class _Rows:
+    """The rows of one link's new entries, added to the statement only if the whole link checks out."""
+
+    entries: list[tuple[Any, ...]] = field(default_factory=list)
+    postings: list[tuple[Any, ...]] = field(default_factory=list)
+    hits: list[tuple[Any, ...]] = field(default_factory=list)
+    configs: list[tuple[Any, ...]] = field(default_factory=list)
+    tables: list[tuple[Any, ...]] = field(default_factory=list)
+    rounds: dict[tuple[str, str, str], tuple[Any, ...]] = field(default_factory=dict)
+    written: list[Written] = field(default_factory=list)
+
+    def extend(self, other: _Rows) -> None:
+        self.entries += other.entries
+        self.postings += other.postings
+        self.hits += other.hits
+        self.configs += other.configs
+        self.tables += other.tables
+        self.rounds.update(other.rounds)
+
+
+def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head) -> tuple[_Rows, Head] | Refused:
+    """One link's entries after its head as ledger rows, or why they cannot be appended: the journal does
+    not follow the ledger's last entry, or Redis's balances are not what the postings make them."""
+    rows = _Rows()
+    last_seq, last_hash, balances, last_request = start.seq, start.hash, dict(start.balances), start.request_hash
+    for e in items:
+        if e.seq <= last_seq:
+            continue
+        if e.seq != last_seq + 1:
+            break  # a gap: wait for the missing entry rather than record out of order
+        if e.after is not None and e.after != last_request:
+            return Refused(e.seq, f"journal entry {e.seq} follows request {e.after[:16] or '(none)'} but the "
+                                  f"ledger's entry {last_seq} is request {last_request[:16] or '(none)'}")
+        try:
+            body = e.body
+            legs = []
+            for idx, (account, amount) in enumerate(body["postings"]):
+                balances[account] = balances.get(account, 0) + int(amount)
+                legs.append((account, int(amount), balances[account]))
+                rows.postings.append((link_id, e.seq, idx, account, int(amount), balances[account]))
+            for pool, bal in e.balances.items():
+                if balances.get(pool_account(pool), 0) != bal:
+                    return Refused(e.seq, f"Redis has {pool}={bal} µ¢ after entry {e.seq}, the ledger's postings "
+                                          f"make it {balances.get(pool_account(pool), 0)} µ¢")
+            digest = chain_hash(last_hash, link_id, e.seq, e.entry, legs)
+            created = datetime.fromtimestamp(body["ts_ms"] / 1000, UTC)
+            rows.entries.append((link_id, e.seq, body["kind"], body["request_id"], body["request_hash"], created,
+                                 e.entry, e.reply, last_hash, digest))
+            if body.get("config") is not None:
+                rows.configs.append((link_id, e.seq, canonical_json(body["config"])))
+            rnd = body.get("round")
+            finished = None
+            if rnd is not None:
+                rows.rounds[(link_id, rnd["table_id"], rnd["round_id"])] = (
+                    link_id, rnd["table_id"], rnd["round_id"], rnd["state"], e.seq, rnd["data"])
+                if rnd["state"] in ("SETTLED", "VOIDED"):
+                    finished = (rnd["table_id"], rnd["round_id"])
+            if body.get("table") is not None:
+                rows.tables.append((body["table"], link_id))
+            for hit in body.get("hits", ()):
+                rows.hits.append((hit["hit_id"], link_id, e.seq, hit["table_id"], hit["round_id"], hit["seat"],
+                                  hit["hand"], ",".join(hit["cards"]), hit["pool"], hit["amount_cents"],
+                                  hit["funded_by_operator_cents"], hit["pool_before_uc"], hit["rule"],
+                                  hit["status"]))
+            rows.written.append(Written(e.seq, body["request_id"], body["request_hash"], finished))
+        except (KeyError, TypeError, ValueError, AttributeError) as error:  # a journal entry we cannot read
+            return Refused(e.seq, f"journal entry {e.seq} is malformed: {type(error).__name__}: {error}")
+        last_seq, last_hash, last_request = e.seq, digest, body["request_hash"]
+    return rows, Head(last_seq, last_hash, balances, last_request)
+
+
+async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache | None = None) -> Appended:
     """Append journal entries to the ledger in one statement; idempotent on (link, seq).
 
-    Returns the new head sequence per link. Entries at or below a link's head are skipped. `cache`
-    keeps each link's head between batches; the statement refuses to run if the ledger's head has
-    moved since (another writer), and the cache is then dropped so the next batch reads it afresh.
+    Entries at or below a link's head are skipped. A link whose journal does not continue the ledger
+    (Redis forked from it) or whose balances disagree with the postings is left out and named in
+    `refused`; the others are appended. `cache` keeps each link's head between batches; the statement
+    refuses to run if the ledger's head has moved since (another writer), and the cache is then dropped
+    so the next batch reads it afresh.
     """
     by_link: dict[str, list[JournalEntry]] = {}
     for e in batch:
@@ -178,71 +285,39 @@ async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache
     missing = [link for link in by_link if link not in cache]
     known = {link: cache[link] for link in by_link if link in cache}
     if missing:
-        known.update(await _heads_of(conn, missing))
-    heads: dict[str, int] = {}
+        known.update(await heads_of(conn, missing))
+    out = Appended()
+    rows = _Rows()
     fresh: HeadCache = {}
-    entry_rows: list[tuple[Any, ...]] = []
-    posting_rows: list[tuple[Any, ...]] = []
-    hit_rows: list[tuple[Any, ...]] = []
-    config_rows: list[tuple[Any, ...]] = []
-    round_rows: dict[tuple[str, str, str], tuple[Any, ...]] = {}
-    table_rows: list[tuple[Any, ...]] = []
     balance_rows: list[tuple[str, str, int]] = []
     head_rows: list[tuple[str, int, bytes, int]] = []  # (link, new seq, new hash, the seq it replaces)
     for link_id, items in sorted(by_link.items()):
         items.sort(key=lambda e: e.seq)
         start = known[link_id]
-        last_seq, last_hash, balances = start.seq, start.hash, dict(start.balances)
-        for e in items:
-            if e.seq <= last_seq:
-                continue
-            if e.seq != last_seq + 1:
-                break  # a gap: wait for the missing entry rather than record out of order
-            body = e.body
-            legs = []
-            for idx, (account, amount) in enumerate(body["postings"]):
-                balances[account] = balances.get(account, 0) + int(amount)
-                legs.append((account, int(amount), balances[account]))
-                posting_rows.append((link_id, e.seq, idx, account, int(amount), balances[account]))
-            for pool, bal in e.balances.items():
-                if balances.get(pool_account(pool), 0) != bal:
-                    raise LedgerMismatch(f"link {link_id} seq {e.seq}: Redis has {pool}={bal} µ¢, "
-                                         f"the ledger {balances.get(pool_account(pool), 0)} µ¢")
-            digest = chain_hash(last_hash, link_id, e.seq, e.entry, legs)
-            created = datetime.fromtimestamp(body["ts_ms"] / 1000, UTC)
-            entry_rows.append((link_id, e.seq, body["kind"], body["request_id"], body["request_hash"], created,
-                               e.entry, e.reply, last_hash, digest))
-            if body.get("config") is not None:
-                config_rows.append((link_id, e.seq, canonical_json(body["config"])))
-            rnd = body.get("round")
-            if rnd is not None:
-                round_rows[(link_id, rnd["table_id"], rnd["round_id"])] = (
-                    link_id, rnd["table_id"], rnd["round_id"], rnd["state"], e.seq, rnd["data"])
-            if body.get("table") is not None:
-                table_rows.append((body["table"], link_id))
-            for hit in body.get("hits", ()):
-                hit_rows.append((hit["hit_id"], link_id, e.seq, hit["table_id"], hit["round_id"], hit["seat"],
-                                 hit["hand"], ",".join(hit["cards"]), hit["pool"], hit["amount_cents"],
-                                 hit["funded_by_operator_cents"], hit["pool_before_uc"], hit["rule"],
-                                 hit["status"]))
-            last_seq, last_hash = e.seq, digest
-        heads[link_id] = last_seq
-        fresh[link_id] = Head(last_seq, last_hash, balances)
-        if last_seq > start.seq:
-            balance_rows += [(link_id, a, b) for a, b in balances.items()]
-            head_rows.append((link_id, last_seq, last_hash, start.seq))
-    if entry_rows:
+        checked = _link_rows(link_id, items, start)
+        if isinstance(checked, Refused):
+            out.refused[link_id] = checked
+            continue
+        link_rows, head = checked
+        rows.extend(link_rows)
+        out.heads[link_id] = head.seq
+        fresh[link_id] = head
+        if head.seq > start.seq:
+            out.written[link_id] = link_rows.written
+            balance_rows += [(link_id, a, b) for a, b in head.balances.items()]
+            head_rows.append((link_id, head.seq, head.hash, start.seq))
+    if rows.entries:
         try:
-            await conn.execute(_APPEND, *_columns(head_rows, 4), *_columns(entry_rows, 10),
-                               *_columns(posting_rows, 6), *_columns(hit_rows, 14), *_columns(config_rows, 3),
-                               *_columns(table_rows, 2), *_columns(list(round_rows.values()), 6),
+            await conn.execute(_APPEND, *_columns(head_rows, 4), *_columns(rows.entries, 10),
+                               *_columns(rows.postings, 6), *_columns(rows.hits, 14), *_columns(rows.configs, 3),
+                               *_columns(rows.tables, 2), *_columns(list(rows.rounds.values()), 6),
                                *_columns(balance_rows, 3))
         except BaseException:
             for link in by_link:  # whatever happened, read the heads afresh next time
                 cache.pop(link, None)
             raise
     cache.update(fresh)
-    return heads
+    return out
 
 
 async def heads(conn: asyncpg.Connection | asyncpg.Pool) -> dict[str, int]:
@@ -256,37 +331,123 @@ class LinkSnapshot:
 
     link_id: str
     last_seq: int
+    last_request_hash: str
     config_version: int
     config: str
     pool_balances: dict[str, int]
-    rounds: list[tuple[str, str, str, int, str]]
+    open_rounds: list[tuple[str, str, int, str]]  # (table, round, rev, data) of rounds still COMMITTED
     tables: list[str]
-    replies: list[tuple[str, str]]  # (request_id, reply) of recent requests
+    fence: str | None
 
 
-async def snapshot(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, reply_days: int = 7) -> LinkSnapshot:
-    """Read a link's state from PostgreSQL (recovery: Redis behind or empty)."""
-    head = await conn.fetchrow("SELECT last_seq FROM links WHERE link_id = $1", link_id)
+async def snapshot(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> LinkSnapshot:
+    """Read a link's state from PostgreSQL (recovery: Redis behind, empty or forked). Finished rounds and
+    answered requests stay in the ledger: late retries are answered from it."""
+    head = await conn.fetchrow("SELECT l.last_seq, coalesce(e.request_hash, '') AS rh FROM links l LEFT JOIN "
+                               "entries e ON e.link_id = l.link_id AND e.seq = l.last_seq WHERE l.link_id = $1",
+                               link_id)
     cfg = await conn.fetchrow("SELECT version, config::text AS config FROM link_configs WHERE link_id = $1 "
                               "ORDER BY version DESC LIMIT 1", link_id)
     assert head is not None and cfg is not None
     balances = {r["account"][5:]: int(r["balance_uc"]) for r in await conn.fetch(
         "SELECT account, balance_uc FROM account_balances WHERE link_id = $1 AND account LIKE 'pool:%'", link_id)}
-    rounds = [(r["table_id"], r["round_id"], r["state"], int(r["rev"]), r["data"]) for r in await conn.fetch(
-        "SELECT table_id, round_id, state, rev, data FROM rounds WHERE link_id = $1", link_id)]
+    rounds = [(r["table_id"], r["round_id"], int(r["rev"]), r["data"]) for r in await conn.fetch(
+        "SELECT table_id, round_id, rev, data FROM rounds WHERE link_id = $1 AND state = 'COMMITTED'", link_id)]
     tables = [r["table_id"] for r in await conn.fetch("SELECT table_id FROM tables WHERE link_id = $1", link_id)]
-    replies = [(r["request_id"], r["reply"]) for r in await conn.fetch(
-        "SELECT request_id, reply FROM entries WHERE link_id = $1 AND created_at > now() - make_interval(days => $2)",
-        link_id, reply_days)]
-    return LinkSnapshot(link_id, int(head["last_seq"]), int(cfg["version"]), cfg["config"], balances, rounds, tables,
-                        replies)
+    fence = await conn.fetchval("SELECT reason FROM link_fences WHERE link_id = $1", link_id)
+    return LinkSnapshot(link_id, int(head["last_seq"]), head["rh"], int(cfg["version"]), cfg["config"], balances,
+                        rounds, tables, fence)
 
 
 async def stored_reply(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, request_id: str) -> str | None:
-    """The reply recorded forever for a request id (Redis keeps it only for days)."""
+    """The reply recorded forever for a request id (Redis keeps it only for the retention)."""
     v: str | None = await conn.fetchval("SELECT reply FROM entries WHERE link_id = $1 AND request_id = $2",
                                         link_id, request_id)
     return v
+
+
+async def link_known(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> bool:
+    """Whether the ledger holds the link: then Redis not knowing it means Redis forgot it."""
+    return bool(await conn.fetchval("SELECT EXISTS (SELECT 1 FROM links WHERE link_id = $1)", link_id))
+
+
+async def table_link(conn: asyncpg.Connection | asyncpg.Pool, table_id: str) -> str | None:
+    """The link the ledger has the table on."""
+    v: str | None = await conn.fetchval("SELECT link_id FROM tables WHERE table_id = $1", table_id)
+    return v
+
+
+async def round_state(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: str,
+                      round_id: str) -> str | None:
+    """A round's state as the ledger holds it (Redis lets finished rounds go after the retention)."""
+    v: str | None = await conn.fetchval("SELECT state FROM rounds WHERE link_id = $1 AND table_id = $2 "
+                                        "AND round_id = $3", link_id, table_id, round_id)
+    return v
+
+
+class RoundStates:
+    """Every commit asks the ledger whether its round id was ever used; concurrent questions share a query."""
+
+    def __init__(self, pg: asyncpg.Pool) -> None:
+        self.pg = pg
+        self._queue: list[tuple[tuple[str, str, str], asyncio.Future[str | None]]] = []
+        self._flusher: asyncio.Future[None] | None = None
+
+    async def get(self, link_id: str, table_id: str, round_id: str) -> str | None:
+        fut: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._queue.append(((link_id, table_id, round_id), fut))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.ensure_future(self._flush())
+        return await fut
+
+    async def _flush(self) -> None:
+        while self._queue:
+            batch, self._queue = self._queue, []
+            try:
+                rows = await self.pg.fetch(
+                    "SELECT q.i, r.state FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY "
+                    "AS q(link_id, table_id, round_id, i) JOIN rounds r USING (link_id, table_id, round_id)",
+                    *_columns([k for k, _ in batch], 3))
+            except Exception as e:
+                for _, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(e)
+                continue
+            found = {int(r["i"]) - 1: r["state"] for r in rows}
+            for i, (_, fut) in enumerate(batch):
+                if not fut.done():
+                    fut.set_result(found.get(i))
+
+
+async def entry_hashes(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, seqs: Sequence[int]) -> dict[int, str]:
+    """The request hash of each of these entries the ledger holds."""
+    return {int(r["seq"]): r["request_hash"] for r in await conn.fetch(
+        "SELECT seq, request_hash FROM entries WHERE link_id = $1 AND seq = ANY($2::bigint[])", link_id, list(seqs))}
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """A link stopped because the ledger refused its entry `seq`."""
+
+    link_id: str
+    seq: int
+    reason: str
+    fenced_at: datetime
+
+
+async def fences(conn: asyncpg.Connection | asyncpg.Pool) -> dict[str, Fence]:
+    return {r["link_id"]: Fence(r["link_id"], int(r["seq"]), r["reason"], r["fenced_at"]) for r in await conn.fetch(
+        "SELECT link_id, seq, reason, fenced_at FROM link_fences ORDER BY link_id")}
+
+
+async def set_fence(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, seq: int, reason: str) -> None:
+    await conn.execute("INSERT INTO link_fences (link_id, seq, reason) VALUES ($1, $2, $3) ON CONFLICT (link_id) "
+                       "DO NOTHING", link_id, seq, reason)
+
+
+async def clear_fence(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> bool:
+    return bool(await conn.fetchval("WITH d AS (DELETE FROM link_fences WHERE link_id = $1 RETURNING 1) "
+                                    "SELECT count(*) FROM d", link_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,5 +525,5 @@ def journal_entries(link_id: str, rows: Iterable[tuple[int, dict[str, str]]]) ->
     out = []
     for seq, fields in rows:
         balances = pairs(orjson.loads(fields["balances"]))
-        out.append(JournalEntry(link_id, seq, fields["entry"], balances, fields["reply"]))
+        out.append(JournalEntry(link_id, seq, fields["entry"], balances, fields["reply"], fields.get("after")))
     return out

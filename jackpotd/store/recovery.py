@@ -1,4 +1,11 @@
-"""Recovery (ARCHITECTURE.md): make Redis and PostgreSQL agree for every link before it is served."""
+"""Recovery (ARCHITECTURE.md): make Redis agree with the ledger for every link before it is served.
+
+Redis ahead of the ledger (a crash between the atomic step and the ledger commit): its journal is
+written to PostgreSQL. Redis that forgot a link, went back behind the ledger, or forked from it (a
+FLUSHALL, a restart without persistence, a failover to a replica that missed writes): the link is
+rebuilt from the ledger. The ledger writer runs the same checks online (LedgerWriter.probe), so a link
+is repaired within seconds, without a restart.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +14,36 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from . import ledger
-from .redis_pools import (
-    RECORD_TTL_SECONDS,
-    RedisPools,
-    balances_key,
-    config_key,
-    durable_key,
-    journal_key,
-    record_key,
-    round_key,
-    seq_key,
-    table_key,
-    tag,
-)
+from . import keys, ledger
+from .redis_pools import Probe, RedisPools
 
 log = logging.getLogger("jackpotd.recovery")
+
+IN_STEP, AHEAD, LOST, BEHIND, FORKED = "in-step", "ahead", "lost", "behind", "forked"
+
+# SQLSTATE classes of a statement refused for what it carries, not for the state of the server: data
+# exceptions, integrity violations, trigger refusals. Anything else (connections, serialization,
+# resources, shutdown) is retried as it is.
+_REFUSED_CLASSES = frozenset({"22", "23", "27", "44", "P0"})
+
+
+def refuses(error: BaseException) -> bool:
+    """Whether the ledger refused a statement for its content, so retrying it unchanged cannot succeed."""
+    state = getattr(error, "sqlstate", None)
+    return isinstance(error, asyncpg.PostgresError) and isinstance(state, str) and state[:2] in _REFUSED_CLASSES
+
+
+def classify(probe: Probe, head: int, head_request: str) -> str:
+    """What Redis holds of a link against the ledger's head (its sequence and last request hash)."""
+    if head == 0:
+        return AHEAD if probe.seq else IN_STEP  # a link Redis created that the ledger has not seen yet
+    if not probe.has_config or probe.seq is None:
+        return LOST
+    if probe.seq < head:
+        return BEHIND
+    if probe.seq == head:
+        return IN_STEP if probe.last in ("", head_request) or not head_request else FORKED
+    return AHEAD
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,72 +51,109 @@ class LinkRecovery:
     """What recovery did for one link."""
 
     link_id: str
-    action: str  # "in-step", "drained", "rebuilt"
+    action: str  # "in-step", "drained", "rebuilt", "fenced"
     redis_seq: int
     ledger_seq: int
 
 
 async def recover(redis: RedisPools, pg: asyncpg.Pool) -> list[LinkRecovery]:
-    """Redis ahead: drain its journal into PostgreSQL. Redis behind or empty: rebuild it from PostgreSQL."""
+    """Bring every link's Redis state in line with the ledger; a link the ledger refuses is fenced alone."""
     out = []
-    ledger_heads = await ledger.heads(pg)
-    links = sorted(set(ledger_heads) | set(await redis.links()))
+    async with pg.acquire() as conn:
+        heads = await ledger.heads_of(conn, None)
+    fenced = await ledger.fences(pg)
+    links = sorted(set(heads) | set(await redis.links()))
+    probes = await redis.probe(links)
     for link in links:
-        redis_seq = await redis.seq(link)
-        ledger_seq = ledger_heads.get(link, 0)
-        if redis_seq == 0 and ledger_seq == 0:
-            continue  # announced but never created
-        if redis_seq > ledger_seq:
-            ledger_seq = await drain(redis, pg, link, ledger_seq)
-            action = "drained"
-        elif redis_seq < ledger_seq or await redis.config_version(link) is None:
+        head = heads.get(link, ledger.Head(0, b"", {}))
+        probe = probes[link]
+        state = classify(probe, head.seq, head.request_hash)
+        action = state
+        if link in fenced:
+            await redis.set_fence(link, fenced[link].reason)
+            action = "fenced"
+        elif state == AHEAD:
+            action = await drain(redis, pg, link, head.seq)
+            if action == FORKED:
+                await rebuild(redis, pg, link)
+                action = "rebuilt"
+        elif state in (LOST, BEHIND, FORKED):
             await rebuild(redis, pg, link)
             action = "rebuilt"
-        else:
-            action = "in-step"
-        await redis.add_link(link)  # the ledger writer follows every link that exists
-        log.info("link %s: %s (Redis seq %d, ledger seq %d)", link, action, redis_seq, ledger_seq)
-        out.append(LinkRecovery(link, action, redis_seq, ledger_seq))
+        if head.seq or probe.seq:
+            await redis.add_link(link)  # the ledger writer follows every link that exists
+            log.info("link %s: %s (Redis seq %s, ledger seq %d)", link, action, probe.seq, head.seq)
+            out.append(LinkRecovery(link, action, probe.seq or 0, head.seq))
     return out
 
 
-async def drain(redis: RedisPools, pg: asyncpg.Pool, link: str, from_seq: int) -> int:
-    """Write every journal entry above `from_seq` into the ledger; returns the new ledger head."""
+async def drain(redis: RedisPools, pg: asyncpg.Pool, link: str, from_seq: int) -> str:
+    """Write every journal entry above `from_seq` into the ledger: "drained"; "forked" when the journal
+    does not continue the ledger; "fenced" when the ledger refuses an entry."""
     head = from_seq
     while True:
         rows = await redis.journal_after(link, head)
         if not rows:
             break
-        async with pg.acquire() as conn:
-            heads = await ledger.write_batch(conn, ledger.journal_entries(link, rows))
-        if heads.get(link, head) == head:
-            raise RuntimeError(f"link {link}: journal entry {head + 1} is missing; cannot drain")
-        head = heads[link]
+        try:
+            async with pg.acquire() as conn:
+                appended = await ledger.write_batch(conn, ledger.journal_entries(link, rows))
+        except asyncpg.PostgresError as e:
+            if not refuses(e):
+                raise
+            await fence(redis, pg, link, head + 1, f"the ledger refused entry {head + 1}: {e}")
+            return "fenced"
+        if link in appended.refused:
+            log.error("link %s: %s", link, appended.refused[link].reason)
+            return FORKED
+        if appended.heads.get(link, head) == head:
+            break  # a gap in the journal: what follows cannot be recorded in order
+        head = appended.heads[link]
     if head < await redis.seq(link):
-        raise RuntimeError(f"link {link}: journal ends at {head} but Redis is at {await redis.seq(link)}")
-    return head
+        log.error("link %s: the journal ends at %d but Redis is at %d; rebuilding", link, head, await redis.seq(link))
+        return FORKED
+    return "drained"
 
 
-async def rebuild(redis: RedisPools, pg: asyncpg.Pool, link: str) -> None:
-    """Replace the link's Redis keys with the state recorded in the ledger."""
+async def fence(redis: RedisPools, pg: asyncpg.Pool | asyncpg.Connection, link: str, seq: int, reason: str) -> None:
+    """Stop one link: the ledger cannot take its entry `seq`. Recorded in both stores; every call on the
+    link gets UNAVAILABLE saying why, and the other links go on."""
+    log.critical("link %s fenced: %s", link, reason)
+    await ledger.set_fence(pg, link, seq, reason)
+    await redis.set_fence(link, f"entry {seq}: {reason}"[:500])
+    await redis.announce(link, "fenced", seq, reason[:200])
+
+
+async def rebuild(redis: RedisPools, pg: asyncpg.Pool, link: str) -> int:
+    """Replace the link's Redis keys with the state recorded in the ledger; returns the ledger's head.
+
+    The config key goes first, so every step and read on the link is refused while the rest is replaced
+    in one transaction: nothing applied on the old state can survive into the new one.
+    """
     snap = await ledger.snapshot(pg, link)
     client = redis.client
-    stale = [k async for k in client.scan_iter(match=f"{tag(link)}*", count=1000)]
+    await client.delete(keys.config(link))
+    stale = [k async for k in client.scan_iter(match=keys.link_pattern(link), count=1000)]
     pipe = client.pipeline(transaction=True)
-    for k in stale:
-        pipe.delete(k)
-    pipe.hset(config_key(link), mapping={"version": str(snap.config_version), "config": snap.config})
+    if stale:
+        pipe.delete(*stale)
     if snap.pool_balances:
-        pipe.hset(balances_key(link), mapping={k: str(v) for k, v in snap.pool_balances.items()})
-    pipe.set(seq_key(link), snap.last_seq)
-    pipe.set(durable_key(link), snap.last_seq)
-    pipe.xadd(journal_key(link), {"entry": "{}", "balances": "[]", "reply": ""}, id=f"0-{snap.last_seq}")
-    pipe.xtrim(journal_key(link), minid=f"0-{snap.last_seq + 1}")  # an empty stream whose last id is the head
-    for table_id, round_id, state, rev, data in snap.rounds:
-        pipe.hset(round_key(link, table_id, round_id), mapping={"state": state, "rev": str(rev), "data": data})
-    for request_id, reply in snap.replies:
-        pipe.set(record_key(link, request_id), reply, ex=RECORD_TTL_SECONDS)
+        pipe.hset(keys.balances(link), mapping={k: str(v) for k, v in snap.pool_balances.items()})
+    pipe.set(keys.seq(link), snap.last_seq)
+    if snap.last_request_hash:
+        pipe.set(keys.last(link), snap.last_request_hash)
+    pipe.set(keys.durable(link), snap.last_seq)
+    pipe.xadd(keys.journal(link), {"entry": "{}", "balances": "[]", "reply": ""}, id=f"0-{snap.last_seq}")
+    pipe.xtrim(keys.journal(link), minid=f"0-{snap.last_seq + 1}")  # an empty stream whose last id is the head
+    for table_id, round_id, rev, data in snap.open_rounds:
+        pipe.hset(keys.round_(link, table_id, round_id), mapping={"state": "COMMITTED", "rev": str(rev), "data": data})
     for table_id in snap.tables:
-        pipe.set(table_key(table_id), link)
+        pipe.set(keys.table(table_id), link)
+    if snap.fence is not None:
+        pipe.set(keys.fence(link), snap.fence)
+    pipe.sadd(keys.LINKS, link)
+    pipe.hset(keys.config(link), mapping={"version": str(snap.config_version), "config": snap.config})
     await pipe.execute()
-    await redis.add_link(link)
+    await redis.announce(link, "rebuilt", snap.last_seq)
+    log.warning("link %s rebuilt from the ledger at sequence %d", link, snap.last_seq)
+    return snap.last_seq

@@ -20,57 +20,13 @@ import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
 from ..canonical import canonical_json
+from . import keys
+from .errors import LinkFenced, LinkLost
 from .resp import RespPipeline
 
-RECORD_TTL_SECONDS = 7 * 24 * 3600  # idempotency records live days in Redis, forever in PostgreSQL
+SAFETY_TTL_SECONDS = 24 * 3600  # until the writer shortens it to the retention once the entry is durable
 _APPLY = (Path(__file__).parent / "apply.lua").read_text()
-
-
-def tag(link_id: str) -> str:
-    """The hash tag shared by every key of a link."""
-    return "{link:" + link_id + "}"
-
-
-def config_key(link_id: str) -> str:
-    return f"{tag(link_id)}:config"
-
-
-def balances_key(link_id: str) -> str:
-    return f"{tag(link_id)}:balances"
-
-
-def seq_key(link_id: str) -> str:
-    return f"{tag(link_id)}:seq"
-
-
-def journal_key(link_id: str) -> str:
-    return f"{tag(link_id)}:journal"
-
-
-def record_key(link_id: str, request_id: str) -> str:
-    return f"{tag(link_id)}:req:{request_id}"
-
-
-def round_key(link_id: str, table_id: str, round_id: str) -> str:
-    return f"{tag(link_id)}:round:{table_id}:{round_id}"
-
-
-def durable_key(link_id: str) -> str:
-    """The last sequence of the link committed in PostgreSQL, set by the ledger writer."""
-    return f"{tag(link_id)}:durable"
-
-
-def channel(link_id: str) -> str:
-    return f"{tag(link_id)}:events"
-
-
-def table_key(table_id: str) -> str:
-    """Global index from a table to its link (not tagged: it is read before the link is known)."""
-    return f"jackpot:table:{table_id}"
-
-
-LINKS_KEY = "jackpot:links"
-HEALTH_KEY = "jackpot:health"  # the ledger writer's heartbeat: {"at_ms": ..., "problems": {link: why}}, expires in 3 s
+_READ = (Path(__file__).parent / "read.lua").read_text()
 
 
 def pairs(flat: Sequence[str]) -> dict[str, int]:
@@ -99,7 +55,8 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """The script's verdict: ok, dup, conflict, stale_config, round_state, round_moved, moved, negative, exists."""
+    """The script's verdict: ok, dup, conflict, stale_config, round_state, round_moved, moved, negative, exists,
+    lost, behind (Redis forgot or went back) or fenced."""
 
     status: str
     reply: Reply | None = None
@@ -128,19 +85,62 @@ class Step:
     deltas: Sequence[tuple[str, int]] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class LinkRead:
+    """A checked read of a link: its sequence, pool balances and (when asked) one round's fields."""
+
+    seq: int
+    balances: dict[str, int]
+    round: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """What Redis holds of a link, read atomically: whether its config is there, its sequence and last entry."""
+
+    has_config: bool
+    seq: int | None
+    last: str
+
+
+@dataclass(frozen=True, slots=True)
+class Durable:
+    """Entries the ledger has just committed for a link: sequences first..first+len(hashes)-1 and the
+    request hash of each, so a caller is answered only when the ledger holds its very request."""
+
+    first: int
+    hashes: Sequence[str]
+    expire: Sequence[str] = ()  # keys (answered records, finished rounds) that may now leave Redis
+
+
+HASH_PREFIX = 16  # hex digits of a request hash in durability announcements (64 bits)
+
+
+def refusal(link_id: str, status: str, detail: str) -> LinkLost | LinkFenced | None:
+    """The error for a step or read that found the link's Redis state unfit to answer from."""
+    if status == "fenced":
+        return LinkFenced(f"link {link_id} is fenced: {detail}; an operator must resolve it "
+                          "(jackpotd fenced), then retry with the same request_id")
+    if status == "lost":
+        return LinkLost(f"link {link_id}: Redis has lost its state; it is being rebuilt from the ledger, "
+                        "retry with the same request_id")
+    if status == "behind":
+        return LinkLost(f"link {link_id}: Redis went back to sequence {detail}, behind the ledger; it is being "
+                        "rebuilt from the ledger, retry with the same request_id")
+    return None
+
+
 class RedisPools:
     """Thin async wrapper around the Redis keys of every link."""
 
-    DURABLE_CHANNEL = "jackpot:durable"
-
     def __init__(self, url: str) -> None:
         self.url = url
-        self._queue: list[tuple[list[str], list[str | int], asyncio.Future[list[str]]]] = []
+        self._queue: list[tuple[str, list[str], list[str | int], asyncio.Future[list[str]]]] = []
         self._flusher: asyncio.Future[None] | None = None
         # decode_responses=True: every reply is str; typed Any because the stubs cannot express that
-        self.client: Any = aioredis.Redis.from_url(url, decode_responses=True,
-                                                              max_connections=256)
-        self._apply_sha = hashlib.sha1(_APPLY.encode()).hexdigest()
+        self.client: Any = aioredis.Redis.from_url(url, decode_responses=True, max_connections=256)
+        self._scripts = {hashlib.sha1(text.encode()).hexdigest(): text for text in (_APPLY, _READ)}
+        self._apply_sha, self._read_sha = self._scripts
         self._resp = RespPipeline(url)
         self._journal_reader = RespPipeline(url)  # its own connection: XREAD may block on it
 
@@ -167,23 +167,24 @@ class RedisPools:
         await self._resp.close()
         await self.client.aclose()
 
-    async def apply(self, step: Step) -> Outcome:
-        """Run the atomic step; nothing changes unless every check passes."""
+    async def apply(self, step: Step, floor: int) -> Outcome:
+        """Run the atomic step; nothing changes unless every check passes. `floor` is the ledger's durable
+        sequence as the caller knows it: a Redis behind it has gone back and is refused."""
         link = step.link_id
-        rkey = round_key(link, *step.round) if step.round else f"{tag(link)}:noround"
+        rkey = keys.round_(link, *step.round) if step.round else keys.no_round(link)
         args: list[str | int] = [
             step.request_hash, step.config_version, step.round_expect, step.round_rev, step.round_new_state,
             step.round_data, step.new_config, canonical_json(step.entry),
-            canonical_json(step.result), RECORD_TTL_SECONDS, channel(link), step.canonical_content,
+            canonical_json(step.result), SAFETY_TTL_SECONDS, keys.events(link), step.canonical_content, floor,
             len(step.guards)]
         for pool, bal in sorted(step.guards.items()):
             args += [pool, str(bal)]
         args.append(len(step.deltas))
         for pool, delta in step.deltas:
             args += [pool, str(delta)]
-        keys = [config_key(link), balances_key(link), seq_key(link), journal_key(link),
-                record_key(link, step.request_id), rkey]
-        status, payload, *fresh = await self._pipelined(keys, args)
+        status, payload, *fresh = await self._pipelined(self._apply_sha, [
+            keys.config(link), keys.balances(link), keys.seq(link), keys.journal(link),
+            keys.record(link, step.request_id), rkey, keys.last(link), keys.fence(link)], args)
         if status == "ok":  # the stored reply is what we sent plus the sequence and balances
             seq, balances = fresh
             return Outcome(status, Reply(int(seq), step.result, pairs(orjson.loads(balances)), step.content,
@@ -192,14 +193,28 @@ class RedisPools:
             return Outcome(status, Reply.parse(payload))
         return Outcome(status, None, payload)
 
-    async def _pipelined(self, keys: list[str], args: list[str | int]) -> list[str]:
-        """Steps queue while a batch is in flight and then travel together: one write, one read.
+    async def read(self, link_id: str, floor: int, round_: tuple[str, str] | None = None) -> LinkRead:
+        """The link's sequence, balances and one round, read atomically; LinkLost or LinkFenced when the
+        link's Redis state is not fit to answer from."""
+        rkey = keys.round_(link_id, *round_) if round_ else keys.no_round(link_id)
+        status, *rest = await self._pipelined(self._read_sha, [
+            keys.config(link_id), keys.seq(link_id), keys.balances(link_id), rkey, keys.fence(link_id)], [floor])
+        error = refusal(link_id, status, rest[0] if rest else "")
+        if error is not None:
+            raise error
+        seq, balances, rnd = rest
+        flat = orjson.loads(rnd)
+        return LinkRead(int(seq), pairs(orjson.loads(balances)),
+                        dict(zip(flat[::2], flat[1::2], strict=True)) if flat else {})
+
+    async def _pipelined(self, sha: str, keys_: list[str], args: list[str | int]) -> list[str]:
+        """Scripts queue while a batch is in flight and then travel together: one write, one read.
 
         Each script is still atomic on its own; batching only saves round trips and per-call overhead.
-        Batches grow with load: every step that arrives during a round trip joins the next batch.
+        Batches grow with load: every script that arrives during a round trip joins the next batch.
         """
         fut: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
-        self._queue.append((keys, args, fut))
+        self._queue.append((sha, keys_, args, fut))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.ensure_future(self._flush())
         return await fut
@@ -211,15 +226,16 @@ class RedisPools:
             try:
                 results = await self._evalsha_all(batch)
                 if any(str(r).startswith("NOSCRIPT") for r in results if isinstance(r, Exception)):
-                    # a restarted or flushed Redis has forgotten the script
-                    await self.client.script_load(_APPLY)
+                    # a restarted or flushed Redis has forgotten the scripts
+                    for text in self._scripts.values():
+                        await self.client.script_load(text)
                     results = await self._evalsha_all(batch)
             except Exception as e:  # the whole pipeline failed: every caller in it sees it
-                for _, _, fut in batch:
+                for *_, fut in batch:
                     if not fut.done():
                         fut.set_exception(e)
                 continue
-            for (_, _, fut), result in zip(batch, results, strict=True):
+            for (*_, fut), result in zip(batch, results, strict=True):
                 if fut.done():
                     continue
                 if isinstance(result, Exception):
@@ -227,22 +243,22 @@ class RedisPools:
                 else:
                     fut.set_result(result)
 
-    async def _evalsha_all(self, batch: list[tuple[list[str], list[str | int], asyncio.Future[list[str]]]]
+    async def _evalsha_all(self, batch: list[tuple[str, list[str], list[str | int], asyncio.Future[list[str]]]]
                            ) -> list[Any]:
         results = await self._resp.execute(
-            [["EVALSHA", self._apply_sha, len(keys), *keys, *args] for keys, args, _ in batch])
+            [["EVALSHA", sha, len(keys_), *keys_, *args] for sha, keys_, args, _ in batch])
         return [ResponseError(str(r)) if isinstance(r, hiredis.ReplyError) else r for r in results]
 
     async def record(self, link_id: str, request_id: str) -> str | None:
         """The stored reply of a request id, while Redis keeps it."""
-        raw: str | None = await self.client.get(record_key(link_id, request_id))
+        raw: str | None = await self.client.get(keys.record(link_id, request_id))
         return raw
 
     @contextlib.asynccontextmanager
     async def subscribe(self, link_id: str) -> AsyncIterator[Callable[[float], Awaitable[Reply | None]]]:
         """The link's published replies: yields a function that waits up to `timeout` s for the next one."""
         pubsub = self.client.pubsub()
-        await pubsub.subscribe(channel(link_id))
+        await pubsub.subscribe(keys.events(link_id))
 
         async def next_reply(timeout: float) -> Reply | None:
             msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=timeout)
@@ -255,65 +271,88 @@ class RedisPools:
             await pubsub.aclose()
 
     async def config(self, link_id: str) -> tuple[str, dict[str, Any]] | None:
-        """(version, config) of a link, or None if unknown."""
-        version, raw = await self.client.hmget(config_key(link_id), ["version", "config"])
+        """(version, config) of a link, or None if Redis does not hold it."""
+        version, raw = await self.client.hmget(keys.config(link_id), ["version", "config"])
         if version is None or raw is None:
             return None
         return version, json.loads(raw)
 
-    async def config_version(self, link_id: str) -> str | None:
-        v: str | None = await self.client.hget(config_key(link_id), "version")
-        return v
-
     async def balances(self, link_id: str) -> dict[str, int]:
-        return {k: int(v) for k, v in (await self.client.hgetall(balances_key(link_id))).items()}
+        """The pools as Redis holds them, unchecked: for audits that compare Redis with the ledger."""
+        return {k: int(v) for k, v in (await self.client.hgetall(keys.balances(link_id))).items()}
 
     async def seq(self, link_id: str) -> int:
-        return int(await self.client.get(seq_key(link_id)) or 0)
-
-    async def round_state(self, link_id: str, table_id: str, round_id: str) -> dict[str, str]:
-        r: dict[str, str] = await self.client.hgetall(round_key(link_id, table_id, round_id))
-        return r
+        """The link's sequence as Redis holds it, unchecked: for audits and recovery."""
+        return int(await self.client.get(keys.seq(link_id)) or 0)
 
     async def link_of_table(self, table_id: str) -> str | None:
-        v: str | None = await self.client.get(table_key(table_id))
+        v: str | None = await self.client.get(keys.table(table_id))
         return v
 
     async def set_table_link(self, table_id: str, link_id: str) -> None:
-        await self.client.set(table_key(table_id), link_id)
-        await self.client.sadd(LINKS_KEY, link_id)
+        await self.client.set(keys.table(table_id), link_id)
+        await self.client.sadd(keys.LINKS, link_id)
 
     async def add_link(self, link_id: str) -> None:
-        await self.client.sadd(LINKS_KEY, link_id)
+        await self.client.sadd(keys.LINKS, link_id)
 
     async def links(self) -> list[str]:
-        return sorted(await self.client.smembers(LINKS_KEY))
+        return sorted(await self.client.smembers(keys.LINKS))
 
     async def journal_after(self, link_id: str, seq: int, count: int = 1000) -> list[tuple[int, dict[str, str]]]:
         """Journal entries with a sequence above `seq`, oldest first."""
-        rows = await self.client.xrange(journal_key(link_id), min=f"0-{seq + 1}", max="+", count=count)
+        rows = await self.client.xrange(keys.journal(link_id), min=f"0-{seq + 1}", max="+", count=count)
         return [(int(i.split("-")[1]), f) for i, f in rows]
 
-    async def announce_durable(self, heads: Mapping[str, int]) -> None:
-        """Record and publish that the ledger holds each link's entries up to its head, in one round trip."""
+    async def announce_durable(self, written: Mapping[str, Durable], retention_seconds: int) -> None:
+        """Record and publish what the ledger now holds, and let answered records and finished rounds
+        leave Redis after the retention: all in one round trip."""
         commands: list[list[str | int]] = []
-        for link_id, seq in heads.items():
-            commands += [["SET", durable_key(link_id), seq], ["PUBLISH", self.DURABLE_CHANNEL, f"{link_id} {seq}"]]
+        ttl_ms = retention_seconds * 1000
+        for link_id, d in written.items():
+            head = d.first + len(d.hashes) - 1
+            commands += [["SET", keys.durable(link_id), head],
+                         ["PUBLISH", keys.DURABLE_CHANNEL, f"{link_id} d {d.first} " + " ".join(d.hashes)]]
+            commands += [["PEXPIRE", key, ttl_ms] for key in d.expire]
         for reply in await self._journal_reader.execute(commands):
             if isinstance(reply, Exception):
                 raise ResponseError(str(reply))
 
+    async def announce(self, link_id: str, kind: str, seq: int, detail: str = "") -> None:
+        """Publish a link event to the durability watchers: `rebuilt` at the ledger's head, or `fenced` at
+        the entry the ledger refused."""
+        await self.client.publish(keys.DURABLE_CHANNEL, f"{link_id} {kind} {seq} {detail}".rstrip())
+
+    async def probe(self, link_ids: Sequence[str]) -> dict[str, Probe]:
+        """Each link's config presence, sequence and last request hash, each link read atomically."""
+        pipe = self.client.pipeline(transaction=False)
+        for link in link_ids:
+            pipe.eval("return {redis.call('EXISTS', KEYS[1]), redis.call('GET', KEYS[2]) or '', "
+                      "redis.call('GET', KEYS[3]) or ''}", 3, keys.config(link), keys.seq(link), keys.last(link))
+        out = {}
+        for link, (has_config, seq, last) in zip(link_ids, await pipe.execute(), strict=True):
+            out[link] = Probe(bool(has_config), int(seq) if seq else None, last)
+        return out
+
+    async def set_health(self, report: Mapping[str, Any]) -> None:
+        """The ledger writer's heartbeat (see writer_health); it lapses after 3 s without a writer."""
+        await self.client.set(keys.HEALTH, json.dumps(report), px=3000)
+
     async def writer_health(self) -> dict[str, Any] | None:
         """The ledger writer's last heartbeat, or None when no writer has reported in the last 3 s."""
-        raw = await self.client.get(HEALTH_KEY)
+        raw = await self.client.get(keys.HEALTH)
         if raw is None:
             return None
         report: dict[str, Any] = json.loads(raw)
         return report
 
-    async def durable_mark(self, link_id: str) -> int:
-        return int(await self.client.get(durable_key(link_id)) or 0)
+    async def set_fence(self, link_id: str, why: str | None) -> None:
+        """Fence the link (every step and read refused with `why`), or lift the fence with None."""
+        if why is None:
+            await self.client.delete(keys.fence(link_id))
+        else:
+            await self.client.set(keys.fence(link_id), why)
 
     async def trim_journal(self, link_id: str, upto_seq: int) -> None:
         """Drop journal entries that PostgreSQL holds (ids below 0-upto_seq+1)."""
-        await self.client.xtrim(journal_key(link_id), minid=f"0-{upto_seq + 1}", approximate=False)
+        await self.client.xtrim(keys.journal(link_id), minid=f"0-{upto_seq + 1}", approximate=False)

@@ -1,8 +1,12 @@
 """The ledger writer: group-commits each link's journal into PostgreSQL and announces what is durable.
 
-One writer runs per deployment (the `jackpotd serve` supervisor). After each commit it sets
-`{link:<id>}:durable` and publishes the new mark, so every gRPC worker can answer its waiting callers.
-Writers are safe to run twice: `write_batch` skips entries already in the ledger.
+One writer runs per deployment (the `jackpotd serve` supervisor). After each commit it publishes, for
+each link, the sequences it appended and the request hash of each, so every gRPC worker can answer its
+waiting callers, and only those whose very request the ledger now holds. Every half second it also
+probes each link's Redis state against the ledger and rebuilds a link that Redis forgot, that went back
+or that forked from the ledger, and it reports its health (the key `jackpot:health`). A link whose entry
+the ledger refuses is fenced alone; the others go on. Writers are safe to run twice: `write_batch`
+skips entries already in the ledger and its statement refuses a head that moved.
 """
 
 from __future__ import annotations
@@ -11,42 +15,59 @@ import asyncio
 import contextlib
 import logging
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
 
-from ..metrics import LEDGER_BATCH, LEDGER_LAG, POOL_CENTS
-from . import ledger
-from .redis_pools import RedisPools, journal_key
+from ..metrics import DURABILITY_CHECKS, LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS
+from . import keys, ledger, recovery
+from .errors import LinkFenced, LinkLost
+from .redis_pools import HASH_PREFIX, Durable, RedisPools
 
 log = logging.getLogger("jackpotd.writer")
 
 
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
 class LedgerWriter:
-    """Background task that moves journal entries into the ledger."""
+    """Background task that moves journal entries into the ledger and keeps every link's Redis honest."""
 
     LINKS_REFRESH = 0.2
+    PROBE_EVERY = 0.5
 
-    def __init__(self, redis: RedisPools, pg: asyncpg.Pool, batch: int = 2000, linger: float = 0.005) -> None:
+    def __init__(self, redis: RedisPools, pg: asyncpg.Pool, batch: int = 2000, linger: float = 0.005,
+                 retention_seconds: int = 60) -> None:
         self.redis = redis
         self.pg = pg
         self.batch = batch
         self.linger = linger  # group commit: a batch with company waits this long for more
-        self.durable: dict[str, int] = {}
+        self.retention_seconds = retention_seconds
+        self.durable: dict[str, int] = {}  # each link's ledger head, as announced
+        self.fenced: dict[str, str] = {}  # link -> why the ledger refused its entry
+        self.problems: dict[str, str] = {}  # link -> why it cannot be served right now (a failed rebuild)
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
-        self.failed: BaseException | None = None
         self._heads: ledger.HeadCache = {}
         self._conn: Any = None  # held between batches: acquiring and resetting a pooled one costs a round trip
         self._links_cache: list[str] = []
         self._links_read_at = -1e9
+        self._probed_at = -1e9
 
     async def start(self) -> None:
-        """Load the heads from PostgreSQL, announce them, and start the loop."""
-        self.durable = await ledger.heads(self.pg)
-        if self.durable:
-            await self.redis.announce_durable(self.durable)
+        """Load the heads and fences from PostgreSQL and start the loop."""
+        self._heads = await ledger.heads_of(self.pg, None)
+        self.durable = {link: head.seq for link, head in self._heads.items()}
+        self.fenced = {link: f.reason for link, f in (await ledger.fences(self.pg)).items()}
+        for link in self.fenced:
+            LINK_FENCED.labels(link).set(1)
         self._task = asyncio.create_task(self._run(), name="ledger-writer")
+
+    @property
+    def alive(self) -> bool:
+        return self._task is not None and not self._task.done()
 
     async def stop(self) -> None:
         """Stop after the current batch."""
@@ -71,10 +92,6 @@ class LedgerWriter:
                 backoff = 0.05
             except asyncio.CancelledError:
                 raise
-            except ledger.LedgerMismatch as e:  # never record a ledger that disagrees with the pools
-                log.critical("ledger writer stopped: %s", e)
-                self.failed = e
-                return
             except Exception as e:  # a store hiccup: callers wait, the loop retries
                 log.warning("ledger writer retrying after error: %s", e)
                 await self._drop_connection()
@@ -82,77 +99,180 @@ class LedgerWriter:
                 backoff = min(backoff * 2, 2.0)
 
     async def _links(self) -> list[str]:
-        """The links to follow, re-read at most every LINKS_REFRESH seconds (a new link waits that long)."""
+        """The links to follow: every link the ledger holds and every link Redis announces (a new one waits
+        up to LINKS_REFRESH seconds), less the fenced ones."""
         now = time.monotonic()
         if now - self._links_read_at >= self.LINKS_REFRESH:
-            self._links_cache = await self.redis.links()
+            self._links_cache = sorted(set(await self.redis.links()) | set(self.durable))
             self._links_read_at = now
-        return self._links_cache
+        return [link for link in self._links_cache if link not in self.fenced]
 
     async def _once(self) -> None:
+        if time.monotonic() - self._probed_at >= self.PROBE_EVERY:
+            await self.probe()
         links = await self._links()
         if not links:
             await asyncio.sleep(0.05)
             return
-        streams = {journal_key(link): f"0-{self.durable.get(link, 0)}" for link in links}
+        streams = {keys.journal(link): f"0-{self.durable.get(link, 0)}" for link in links}
+        names = {keys.journal(link): link for link in links}
         rows = await self.redis.read_journals(streams, self.batch, block_ms=50)
         if not rows:
             return
-        batch = self._entries(rows, streams)
+        batch = self._entries(rows, streams, names)
         if 1 < len(batch) < self.batch // 16 and self.linger:
             # Under load one commit per handful of entries costs more than the entries, and every waiting
             # caller's answer, so wait for more; a lone entry (a quiet link) is committed at once.
             await asyncio.sleep(self.linger)
             more = await self.redis.read_journals(streams, self.batch)
             if more:
-                batch += self._entries(more, streams)
+                batch += self._entries(more, streams, names)
+        await self._append(batch)
+
+    async def _append(self, batch: list[ledger.JournalEntry]) -> None:
         started = time.perf_counter()
         if self._conn is None or self._conn.is_closed():
             self._conn = await self.pg.acquire()
-        heads = await ledger.write_batch(self._conn, batch, self._heads)
+        try:
+            appended = await ledger.write_batch(self._conn, batch, self._heads)
+        except asyncpg.PostgresError as e:
+            if not recovery.refuses(e):
+                raise
+            appended = await self._isolate(batch)
         LEDGER_BATCH.observe(len(batch))
         LEDGER_LAG.observe(time.perf_counter() - started)
+        for link, refused in appended.refused.items():  # Redis forked from the ledger: rebuild it
+            await self._rebuild(link, recovery.FORKED, refused.reason)
+        if not appended.written:
+            return
         last = {entry.link_id: entry for entry in batch}  # each link's gauges show its newest balances
-        for entry in last.values():
-            for pool, bal in entry.balances.items():
-                POOL_CENTS.labels(entry.link_id, pool).set(bal // 1_000_000)
-        advanced = {link: head for link, head in heads.items() if head > self.durable.get(link, 0)}
-        if advanced:
-            self.durable.update(advanced)
-            await self.redis.announce_durable(advanced)
-        for link, head in heads.items():
-            if head % 1000 < len(batch):  # trim now and then; PostgreSQL holds everything up to head
+        for link in appended.written:
+            for pool, bal in last[link].balances.items():
+                POOL_CENTS.labels(link, pool).set(bal // 1_000_000)
+        await self.redis.announce_durable({link: self._durable(link, written)
+                                           for link, written in appended.written.items()}, self.retention_seconds)
+        for link, written in appended.written.items():
+            head = written[-1].seq
+            self.durable[link] = head
+            if head % 1000 < len(written):  # trim now and then; PostgreSQL holds everything up to head
                 await self.redis.trim_journal(link, head - 100)
 
+    @staticmethod
+    def _durable(link: str, written: list[ledger.Written]) -> Durable:
+        """The announcement of a link's appended entries, and the keys that may now leave Redis."""
+        expire = [keys.record(link, w.request_id) for w in written]
+        expire += [keys.round_(link, *w.finished_round) for w in written if w.finished_round is not None]
+        return Durable(written[0].seq, [w.request_hash[:HASH_PREFIX] for w in written], expire)
+
+    async def _isolate(self, batch: list[ledger.JournalEntry]) -> ledger.Appended:
+        """The ledger refused the batch for what it holds: append entry by entry, and fence the link whose
+        entry is refused. Every other link, and the fenced link's earlier entries, are appended."""
+        out = ledger.Appended()
+        by_link: dict[str, list[ledger.JournalEntry]] = {}
+        for e in batch:
+            by_link.setdefault(e.link_id, []).append(e)
+        for link, entries in by_link.items():
+            for e in sorted(entries, key=lambda x: x.seq):
+                try:
+                    one = await ledger.write_batch(self._conn, [e], self._heads)
+                except asyncpg.PostgresError as error:
+                    if not recovery.refuses(error):
+                        raise
+                    await self._fence(link, e.seq, f"the ledger refused entry {e.seq}: {error}")
+                    break
+                if link in one.refused:
+                    out.refused[link] = one.refused[link]
+                    break
+                out.heads.update(one.heads)
+                out.written.setdefault(link, []).extend(one.written.get(link, []))
+        return out
+
+    async def _fence(self, link: str, seq: int, reason: str) -> None:
+        self.fenced[link] = reason
+        LINK_FENCED.labels(link).set(1)
+        await recovery.fence(self.redis, self.pg, link, seq, reason)
+
+    async def _rebuild(self, link: str, why: str, detail: str) -> None:
+        LINK_REBUILDS.labels(link, why).inc()
+        log.error("link %s: Redis %s (%s); rebuilding it from the ledger", link, why, detail)
+        self.problems[link] = f"Redis {why}; rebuilding from the ledger"
+        try:
+            head = await recovery.rebuild(self.redis, self.pg, link)
+        except Exception as e:
+            self.problems[link] = f"Redis {why}; the rebuild failed and is retried: {e}"
+            log.error("link %s: rebuild failed: %s", link, e)
+            return
+        self._heads.pop(link, None)  # read afresh with the next batch
+        self.durable[link] = head
+        self.problems.pop(link, None)
+
+    async def probe(self) -> None:
+        """Compare each link's Redis state with the ledger, rebuild what Redis lost, lift fences an operator
+        resolved, and report the writer's health."""
+        self._probed_at = time.monotonic()
+        resolved = set(self.fenced) - set(await ledger.fences(self.pg))
+        for link in resolved:  # `jackpotd unfence` removed the fence: follow the link again
+            log.warning("link %s: fence lifted", link)
+            self.fenced.pop(link)
+            LINK_FENCED.labels(link).set(0)
+            await self.redis.set_fence(link, None)
+            self._heads.pop(link, None)
+            self.durable[link] = (await ledger.heads_of(self.pg, [link]))[link].seq
+        links = await self._links()
+        unknown = [link for link in links if link not in self._heads]
+        if unknown:
+            self._heads.update(await ledger.heads_of(self.pg, unknown))
+        probes = await self.redis.probe(links)
+        for link in links:
+            head = self._heads.get(link, ledger.Head(0, b"", {}))
+            state = recovery.classify(probes[link], head.seq, head.request_hash)
+            if state in (recovery.LOST, recovery.BEHIND, recovery.FORKED):
+                await self._rebuild(link, state, f"Redis at sequence {probes[link].seq}, the ledger at {head.seq}")
+        await self.redis.set_health({"at_ms": now_ms(), "problems": {
+            **{link: f"fenced: {why}" for link, why in self.fenced.items()}, **self.problems}})
 
     @staticmethod
-    def _entries(rows: list[tuple[str, list[tuple[str, dict[str, str]]]]],
-                 streams: dict[str, str]) -> list[ledger.JournalEntry]:
+    def _entries(rows: list[tuple[str, list[tuple[str, dict[str, str]]]]], streams: dict[str, str],
+                 names: dict[str, str]) -> list[ledger.JournalEntry]:
         """Parse XREAD rows and move each stream's read position past them."""
         batch: list[ledger.JournalEntry] = []
         for stream, entries in rows:
-            link = stream[len("{link:"):stream.index("}")]
-            batch += ledger.journal_entries(link, ((int(i.split("-")[1]), f) for i, f in entries))
+            batch += ledger.journal_entries(names[stream], ((int(i.split("-")[1]), f) for i, f in entries))
             if entries:
                 streams[stream] = entries[-1][0]
         return batch
 
 
+@dataclass(slots=True)
+class _Waiter:
+    seq: int
+    request_hash: str | None  # None: a read that waits only for the sequence to be durable
+    deadline: float
+    fut: asyncio.Future[None] = field(repr=False)
+
+
 class DurabilityWatcher:
-    """Lets a gRPC worker wait until an entry is committed in PostgreSQL (ARCHITECTURE write path 4)."""
+    """Lets a gRPC worker wait until the ledger holds an entry (ARCHITECTURE write path 4).
+
+    A caller is answered only when the ledger holds its very request at its sequence: a sequence number
+    alone could belong to another operation if Redis went back and reused it.
+    """
 
     POLL_SECONDS = 0.5
 
-    def __init__(self, redis: RedisPools, timeout: float = 10.0) -> None:
+    def __init__(self, redis: RedisPools, pg: asyncpg.Pool, timeout: float = 10.0) -> None:
         self.redis = redis
+        self.pg = pg
         self.timeout = timeout
         self.marks: dict[str, int] = {}
-        self._waiters: dict[str, list[tuple[int, float, asyncio.Future[None]]]] = {}
+        self._waiters: dict[str, list[_Waiter]] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._checks: set[asyncio.Future[None]] = set()
 
     async def start(self) -> None:
         pubsub = self.redis.client.pubsub()
-        await pubsub.subscribe(self.redis.DURABLE_CHANNEL)
+        await pubsub.subscribe(keys.DURABLE_CHANNEL)
+        self.marks = await ledger.heads(self.pg)  # the floor below which a Redis has gone back
         self._tasks = [asyncio.create_task(self._listen(pubsub), name="durability-listener"),
                        asyncio.create_task(self._poll(), name="durability-poller")]
 
@@ -162,26 +282,32 @@ class DurabilityWatcher:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         for waiters in self._waiters.values():
-            for _, _, fut in waiters:
-                if not fut.done():
-                    fut.set_exception(ConnectionError("shutting down"))
+            for w in waiters:
+                if not w.fut.done():
+                    w.fut.set_exception(ConnectionError("shutting down"))
 
-    async def wait_durable(self, link_id: str, seq: int) -> None:
-        """Return once entry `seq` of the link is in the ledger; TimeoutError if it is not in time."""
-        if self.marks.get(link_id, 0) >= seq:
-            return
+    def floor(self, link_id: str) -> int:
+        """The ledger's durable sequence of the link as this process knows it."""
+        return self.marks.get(link_id, 0)
+
+    async def wait_durable(self, link_id: str, seq: int, request_hash: str | None = None) -> None:
+        """Return once the ledger holds entry `seq` of the link (and, given a request hash, holds that very
+        request there); TimeoutError if not in time, LinkLost or LinkFenced if it never will."""
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-        self._waiters.setdefault(link_id, []).append((seq, loop.time() + self.timeout, fut))
-        await fut
+        if self.marks.get(link_id, 0) >= seq and request_hash is None:
+            return
+        waiter = _Waiter(seq, request_hash, loop.time() + self.timeout, loop.create_future())
+        self._waiters.setdefault(link_id, []).append(waiter)
+        if self.marks.get(link_id, 0) >= seq:  # announced before we asked (a retry): ask the ledger itself
+            await self._verify(link_id, [waiter])
+        await waiter.fut
 
     async def _listen(self, pubsub: Any) -> None:
         while True:
             try:
                 async for msg in pubsub.listen():
                     if msg["type"] == "message":
-                        link, _, seq = msg["data"].rpartition(" ")
-                        self._advance(link, int(seq))
+                        self._on_message(msg["data"])
             except asyncio.CancelledError:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
@@ -190,36 +316,105 @@ class DurabilityWatcher:
                 log.warning("durability watcher resubscribing after error: %s", e)
                 await asyncio.sleep(0.1)
                 with contextlib.suppress(Exception):
-                    await pubsub.subscribe(self.redis.DURABLE_CHANNEL)
+                    await pubsub.subscribe(keys.DURABLE_CHANNEL)
+
+    def _on_message(self, data: str) -> None:
+        link, kind, seq_text, *rest = data.split(" ")
+        seq = int(seq_text)
+        if kind == "d":  # entries seq.. appended, with their request hashes
+            self._durable(link, seq, rest)
+        elif kind == "rebuilt":
+            self.marks[link] = max(self.marks.get(link, 0), seq)
+            self._fail(link, lambda w: w.seq > seq, lambda w: LinkLost(
+                f"link {link}: Redis lost entry {w.seq} before the ledger recorded it and was rebuilt from the "
+                "ledger; retry with the same request_id"))
+            waiting = [w for w in self._waiters.get(link, []) if not w.fut.done()]
+            if waiting:
+                self._check(link, waiting)
+        elif kind == "fenced":
+            reason = " ".join(rest)
+            self._fail(link, lambda w: w.seq >= seq, lambda w: LinkFenced(
+                f"link {link} is fenced: the ledger refused entry {seq}: {reason}; see `jackpotd fenced`; "
+                "retry with the same request_id once it is resolved"))
+
+    def _durable(self, link: str, first: int, hashes: list[str]) -> None:
+        last = first + len(hashes) - 1
+        if last > self.marks.get(link, 0):
+            self.marks[link] = last
+        waiters = self._waiters.get(link)
+        if not waiters:
+            return
+        keep, missed = [], []
+        for w in waiters:
+            if w.fut.done():
+                continue
+            if w.seq > last:
+                keep.append(w)
+            elif w.request_hash is None:
+                w.fut.set_result(None)
+            elif w.seq < first:
+                missed.append(w)  # announced earlier, before this process listened: ask the ledger
+                keep.append(w)
+            elif w.request_hash.startswith(hashes[w.seq - first]):
+                w.fut.set_result(None)
+            else:
+                w.fut.set_exception(self._replaced(link, w.seq))
+        self._waiters[link] = keep
+        if missed:
+            self._check(link, missed)
+
+    @staticmethod
+    def _replaced(link: str, seq: int) -> LinkLost:
+        return LinkLost(f"link {link}: the ledger holds another operation at sequence {seq}; Redis lost this one "
+                        "before the ledger recorded it; retry with the same request_id")
+
+    def _fail(self, link: str, which: Any, error: Any) -> None:
+        keep = []
+        for w in self._waiters.get(link, []):
+            if w.fut.done():
+                continue
+            if which(w):
+                w.fut.set_exception(error(w))
+            else:
+                keep.append(w)
+        self._waiters[link] = keep
+
+    def _check(self, link: str, waiters: list[_Waiter]) -> None:
+        """Verify these waiters against the ledger in the background."""
+        task = asyncio.ensure_future(self._verify(link, waiters))
+        self._checks.add(task)
+        task.add_done_callback(self._checks.discard)
+
+    async def _verify(self, link: str, waiters: list[_Waiter]) -> None:
+        """Settle waiters from the ledger itself: their entry is there with their request, or another's."""
+        try:
+            held = await ledger.entry_hashes(self.pg, link, [w.seq for w in waiters])
+        except Exception as e:  # the poller asks again
+            log.warning("durability check of link %s failed: %s", link, e)
+            return
+        for w in waiters:
+            found = held.get(w.seq)
+            if w.fut.done() or found is None:
+                continue
+            if w.request_hash is None or found == w.request_hash:
+                DURABILITY_CHECKS.labels("held").inc()
+                w.fut.set_result(None)
+            else:
+                DURABILITY_CHECKS.labels("replaced").inc()
+                w.fut.set_exception(self._replaced(link, w.seq))
 
     async def _poll(self) -> None:
-        """Now and then read the marks of links with waiters (an announcement may predate our
-        subscription or be lost in a reconnect), and fail waiters past their deadline."""
+        """Now and then ask the ledger about waiters no announcement has settled (one may have been lost in
+        a reconnect), and fail waiters past their deadline."""
         while True:
             await asyncio.sleep(self.POLL_SECONDS)
             now = asyncio.get_running_loop().time()
             for link, waiters in list(self._waiters.items()):
-                if not waiters:
-                    continue
-                with contextlib.suppress(Exception):
-                    self._advance(link, await self.redis.durable_mark(link))
-                for want, deadline, fut in self._waiters.get(link, []):
-                    if deadline <= now and not fut.done():
-                        fut.set_exception(TimeoutError(f"entry {want} of link {link} is not in the ledger yet"))
-
-    def _advance(self, link: str, seq: int) -> None:
-        if seq > self.marks.get(link, 0):
-            self.marks[link] = seq
-        mark = self.marks.get(link, 0)
-        waiters = self._waiters.get(link)
-        if not waiters:
-            return
-        keep = []
-        for want, deadline, fut in waiters:
-            if fut.done():
-                continue
-            if want <= mark:
-                fut.set_result(None)
-            else:
-                keep.append((want, deadline, fut))
-        self._waiters[link] = keep
+                pending = [w for w in waiters if not w.fut.done()]
+                self._waiters[link] = pending
+                stale = [w for w in pending if w.deadline - self.timeout + self.POLL_SECONDS <= now]
+                if stale:
+                    await self._verify(link, stale)
+                for w in pending:
+                    if w.deadline <= now and not w.fut.done():
+                        w.fut.set_exception(TimeoutError(f"entry {w.seq} of link {link} is not in the ledger yet"))

@@ -1,0 +1,44 @@
+"""Ids and free text from callers (ARCHITECTURE.md, Ids and keys): one grammar, length limits, safe encodings.
+
+Every id a caller sends (request, link, table, round, pool) becomes a Redis key, a SQL value and part of a
+hit id, so it is checked here before anything else sees it. Keys and hit ids do not rely on the grammar
+alone: `escape` encodes each component so that no two different tuples of ids can ever join to one string.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+from .errors import InvalidInput
+
+ID_MAX = 64
+ID_GRAMMAR = f"1-{ID_MAX} characters from A-Z a-z 0-9 . _ -"
+_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")  # ID_MAX
+TEXT_MAX = 1000  # reasons, actors, approval references: any Unicode (NUL included), stored as escaped JSON
+
+
+def require_id(field_name: str, value: object) -> str:
+    """An id: 1-64 of A-Z a-z 0-9 . _ - (a UUID or ULID fits); anything else is refused before it is used."""
+    if not isinstance(value, str) or _ID.fullmatch(value) is None:
+        raise InvalidInput(field_name, value, f"must be {ID_GRAMMAR}")
+    return value
+
+
+def require_text(field_name: str, value: object, *, required: bool = False) -> str:
+    """Free text: at most TEXT_MAX characters; `required` text must have something besides white space."""
+    if not isinstance(value, str) or len(value) > TEXT_MAX:
+        raise InvalidInput(field_name, value, f"must be text of at most {TEXT_MAX} characters")
+    if required and not value.strip():
+        raise InvalidInput(field_name, value, "must not be empty")
+    return value
+
+
+def escape(value: str) -> str:
+    """One component of a key or hit id: ids as they are, anything else percent-encoded (so never ':' or '{}')."""
+    return value if _ID.fullmatch(value) else quote(value, safe="")
+
+
+def hit_id(link_id: str, table_id: str, round_id: str, seat: int) -> str:
+    """A hit is identified by (link, table, round, seat); each component is escaped, so ids never collide."""
+    return f"{escape(link_id)}:{escape(table_id)}:{escape(round_id)}:{seat}"

@@ -1,0 +1,77 @@
+"""The Redis key layout, in one place. Every key of a link carries the hash tag {link:<id>}, so one
+atomic step touches one Redis Cluster slot. Each caller-chosen component is escaped (domain.ids.escape),
+so no two different id tuples can build the same key, whatever the id grammar allows."""
+
+from __future__ import annotations
+
+from ..domain.ids import escape
+
+LINKS = "jackpot:links"  # every link the ledger writer follows
+HEALTH = "jackpot:health"  # the ledger writer's heartbeat: {"at_ms": ..., "problems": {link: why}}, expires in 3 s
+DURABLE_CHANNEL = "jackpot:durable"  # the writer's announcements: durable entries, rebuilt and fenced links
+
+
+def tag(link_id: str) -> str:
+    """The hash tag shared by every key of a link."""
+    return "{link:" + escape(link_id) + "}"
+
+
+def config(link_id: str) -> str:
+    return tag(link_id) + ":config"
+
+
+def balances(link_id: str) -> str:
+    return tag(link_id) + ":balances"
+
+
+def seq(link_id: str) -> str:
+    """The link's last sequence number: INCR gives the next one."""
+    return tag(link_id) + ":seq"
+
+
+def last(link_id: str) -> str:
+    """The request hash of the link's last entry: each journal entry names the one it follows."""
+    return tag(link_id) + ":last"
+
+
+def journal(link_id: str) -> str:
+    return tag(link_id) + ":journal"
+
+
+def record(link_id: str, request_id: str) -> str:
+    """The stored reply of a request (idempotency)."""
+    return tag(link_id) + ":req:" + escape(request_id)
+
+
+def round_(link_id: str, table_id: str, round_id: str) -> str:
+    return tag(link_id) + ":round:" + escape(table_id) + ":" + escape(round_id)
+
+
+def no_round(link_id: str) -> str:
+    """A key of the link's slot that no operation writes: the atomic step's round key when there is no round."""
+    return tag(link_id) + ":noround"
+
+
+def durable(link_id: str) -> str:
+    """The last sequence of the link committed in PostgreSQL, set by the ledger writer."""
+    return tag(link_id) + ":durable"
+
+
+def fence(link_id: str) -> str:
+    """Why the link is fenced (the ledger refused one of its entries); absent when it is not."""
+    return tag(link_id) + ":fence"
+
+
+def events(link_id: str) -> str:
+    """The pub/sub channel of the link's applied steps."""
+    return tag(link_id) + ":events"
+
+
+def table(table_id: str) -> str:
+    """Global index from a table to its link (not tagged: it is read before the link is known)."""
+    return "jackpot:table:" + escape(table_id)
+
+
+def link_pattern(link_id: str) -> str:
+    """A SCAN pattern for every key of the link (escaped ids hold no glob characters)."""
+    return tag(link_id) + "*"
