@@ -157,3 +157,33 @@ async def rebuild(redis: RedisPools, pg: asyncpg.Pool, link: str) -> int:
     await redis.announce(link, "rebuilt", snap.last_seq)
     log.warning("link %s rebuilt from the ledger at sequence %d", link, snap.last_seq)
     return snap.last_seq
+
+
+async def fenced_links(redis: RedisPools, pg: asyncpg.Pool) -> list[tuple[ledger.Fence, str]]:
+    """Each fenced link with a line on the entry the ledger refused (read from the Redis journal)."""
+    out = []
+    for f in (await ledger.fences(pg)).values():
+        rows = await redis.journal_after(f.link_id, f.seq - 1, count=1)
+        if rows and rows[0][0] == f.seq:
+            body = ledger.journal_entries(f.link_id, rows)[0].body
+            entry = f"{body.get('kind')} request {body.get('request_id')!r} at {body.get('ts_ms')} ms"
+        else:
+            entry = "no longer in Redis"
+        out.append((f, entry))
+    return out
+
+
+async def unfence(redis: RedisPools, pg: asyncpg.Pool, link: str, *, discard: bool) -> str:
+    """Lift a link's fence. Without `discard` the ledger writer tries the refused entry again (the cause was
+    fixed); with it the link is rebuilt from the ledger first, dropping every entry the ledger does not
+    hold (none of them was ever answered: a caller is answered only once its entry is in the ledger)."""
+    fences = await ledger.fences(pg)
+    if link not in fences:
+        return f"link {link} is not fenced"
+    if discard:
+        head = await rebuild(redis, pg, link)
+    await ledger.clear_fence(pg, link)
+    await redis.set_fence(link, None)
+    if discard:
+        return f"link {link}: entries after {head} discarded, Redis rebuilt from the ledger, fence lifted"
+    return f"link {link}: fence lifted; the ledger writer tries entry {fences[link].seq} again"
