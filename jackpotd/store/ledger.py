@@ -156,7 +156,7 @@ WITH h AS (
               pool_before_uc, rule, status)
 ), c AS (
     INSERT INTO link_configs (link_id, version, config)
-    SELECT link_id, version, config::jsonb FROM unnest($35::text[], $36::bigint[], $37::text[])
+    SELECT link_id, version, config::json FROM unnest($35::text[], $36::bigint[], $37::text[])
         AS t(link_id, version, config)
 ), t AS (
     INSERT INTO tables (table_id, link_id) SELECT * FROM unnest($38::text[], $39::text[])
@@ -354,9 +354,15 @@ async def snapshot(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> Lin
     rounds = [(r["table_id"], r["round_id"], int(r["rev"]), r["data"]) for r in await conn.fetch(
         "SELECT table_id, round_id, rev, data FROM rounds WHERE link_id = $1 AND state = 'COMMITTED'", link_id)]
     tables = [r["table_id"] for r in await conn.fetch("SELECT table_id FROM tables WHERE link_id = $1", link_id)]
-    fence = await conn.fetchval("SELECT reason FROM link_fences WHERE link_id = $1", link_id)
+    fenced = await conn.fetchrow("SELECT seq, reason FROM link_fences WHERE link_id = $1", link_id)
+    fence = None if fenced is None else refused_entry(int(fenced["seq"]), fenced["reason"])
     return LinkSnapshot(link_id, int(head["last_seq"]), head["rh"], int(cfg["version"]), cfg["config"], balances,
                         rounds, tables, fence)
+
+
+def refused_entry(seq: int, reason: str) -> str:
+    """Why a link is fenced, as calls on it are told."""
+    return f"the ledger refused entry {seq}: {reason}"[:500]
 
 
 async def stored_reply(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, request_id: str) -> str | None:

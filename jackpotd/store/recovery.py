@@ -70,7 +70,7 @@ async def recover(redis: RedisPools, pg: asyncpg.Pool) -> list[LinkRecovery]:
         state = classify(probe, head.seq, head.request_hash)
         action = state
         if link in fenced:
-            await redis.set_fence(link, fenced[link].reason)
+            await redis.set_fence(link, ledger.refused_entry(fenced[link].seq, fenced[link].reason))
             action = "fenced"
         elif state == AHEAD:
             action = await drain(redis, pg, link, head.seq)
@@ -101,7 +101,7 @@ async def drain(redis: RedisPools, pg: asyncpg.Pool, link: str, from_seq: int) -
         except asyncpg.PostgresError as e:
             if not refuses(e):
                 raise
-            await fence(redis, pg, link, head + 1, f"the ledger refused entry {head + 1}: {e}")
+            await fence(redis, pg, link, head + 1, str(e))
             return "fenced"
         if link in appended.refused:
             log.error("link %s: %s", link, appended.refused[link].reason)
@@ -118,9 +118,9 @@ async def drain(redis: RedisPools, pg: asyncpg.Pool, link: str, from_seq: int) -
 async def fence(redis: RedisPools, pg: asyncpg.Pool | asyncpg.Connection, link: str, seq: int, reason: str) -> None:
     """Stop one link: the ledger cannot take its entry `seq`. Recorded in both stores; every call on the
     link gets UNAVAILABLE saying why, and the other links go on."""
-    log.critical("link %s fenced: %s", link, reason)
+    log.critical("link %s fenced: the ledger refused entry %d: %s", link, seq, reason)
     await ledger.set_fence(pg, link, seq, reason)
-    await redis.set_fence(link, f"entry {seq}: {reason}"[:500])
+    await redis.set_fence(link, ledger.refused_entry(seq, reason))
     await redis.announce(link, "fenced", seq, reason[:200])
 
 

@@ -178,7 +178,7 @@ class LedgerWriter:
                 except asyncpg.PostgresError as error:
                     if not recovery.refuses(error):
                         raise
-                    await self._fence(link, e.seq, f"the ledger refused entry {e.seq}: {error}")
+                    await self._fence(link, e.seq, str(error))
                     break
                 if link in one.refused:
                     out.refused[link] = one.refused[link]

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest_asyncio
 
 from jackpotd.app import serve
-from jackpotd.embedded import free_port
+from jackpotd.embedded import EmbeddedValkey, free_port
 from jackpotd.settings import Settings
 
 from ..conftest import Isolated, Servers
@@ -49,3 +52,52 @@ async def proc_service(isolated: Isolated, tmp_path: Path) -> AsyncIterator[tupl
     await client.close()
     if server.proc and server.proc.poll() is None:
         server.interrupt()
+
+
+@dataclass
+class Private:
+    """jackpotd in-process on a Valkey of its own (to flush, stop or restart) and a database of its own."""
+
+    client: Client
+    valkey: EmbeddedValkey
+    settings: Settings
+    task: asyncio.Task[None]
+    stop: asyncio.Event
+
+    @property
+    def target(self) -> str:
+        return self.settings.listen
+
+
+async def start_private(settings: Settings) -> tuple[asyncio.Task[None], asyncio.Event]:
+    ready, stop = asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(serve(settings, ready=ready, stop=stop))
+    done, _ = await asyncio.wait([task, asyncio.create_task(ready.wait())], return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        task.result()
+    return task, stop
+
+
+@contextlib.asynccontextmanager
+async def open_private(isolated: Isolated, tmp_path: Path, **settings: Any) -> AsyncIterator[Private]:
+    """jackpotd in-process on a Valkey of its own and the isolated database; `settings` override defaults."""
+    valkey = EmbeddedValkey(tmp_path / "valkey").start()
+    config = Settings(**{"redis_url": valkey.url, "postgres_dsn": isolated.dsn, "listen": f"127.0.0.1:{free_port()}",
+                         "metrics_port": 0, "workers": 0, **settings})
+    task, stop = await start_private(config)
+    client = await Client.connect(config.listen, isolated.dsn, valkey.url)
+    p = Private(client, valkey, config, task, stop)
+    try:
+        yield p
+    finally:
+        await client.close()
+        p.stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(p.task, 30)
+        valkey.stop()
+
+
+@pytest_asyncio.fixture
+async def private(isolated: Isolated, tmp_path: Path) -> AsyncIterator[Private]:
+    async with open_private(isolated, tmp_path) as p:
+        yield p
