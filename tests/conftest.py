@@ -63,6 +63,11 @@ _next_db = itertools.cycle(range(1, 16))  # db 0 belongs to the shared in-proces
 
 @pytest_asyncio.fixture
 async def isolated(servers: Servers) -> AsyncIterator[Isolated]:
+    yield await isolated_stores(servers)
+
+
+async def isolated_stores(servers: Servers) -> Isolated:
+    """A new database and a flushed Redis db number, for stores of a test's own."""
     name = "t_" + uuid.uuid4().hex[:12]
     conn = await asyncpg.connect(servers.dsn())
     await conn.execute(f"CREATE DATABASE {name}")
@@ -73,7 +78,7 @@ async def isolated(servers: Servers) -> AsyncIterator[Isolated]:
     client = aioredis.Redis.from_url(servers.redis_url(db))
     await client.flushdb()
     await client.aclose()
-    yield Isolated(servers.dsn(name), servers.redis_url(db))
+    return Isolated(servers.dsn(name), servers.redis_url(db))
 
 
 @pytest.fixture

@@ -153,7 +153,7 @@ async def test_an_entry_the_ledger_refuses_fences_its_link_alone(isolated: Isola
     async with open_private(isolated, tmp_path) as p:
         c = p.client
         bad, bad_tables = await new_link(c, 1)
-        good, good_tables = await new_link(c, 1)
+        _, good_tables = await new_link(c, 1)
         conn = await asyncpg.connect(isolated.dsn)
         await conn.execute(REFUSE.format(link=bad))
         fund = admin_pb2.FundPoolRequest(request_id=rid(), link_id=bad, pool="MAJOR", amount_cents=700, audit=AUDIT)

@@ -31,7 +31,8 @@ def test_escape_is_one_to_one_and_never_yields_a_delimiter(a: str, b: str) -> No
 
 
 def test_valid_ids_are_their_own_key_components() -> None:
-    for value in ("demo", "demo-table-1", "01J9ZK3V8Q4X6R2N5M7B0C1D2E", "3f2b6c1e-8a4d-4e2f-9b7a-1c2d3e4f5a6b", "a.b_c"):
+    for value in ("demo", "demo-table-1", "01J9ZK3V8Q4X6R2N5M7B0C1D2E", "3f2b6c1e-8a4d-4e2f-9b7a-1c2d3e4f5a6b",
+                  "a.b_c"):
         assert require_id("x", value) == value == escape(value)
 
 
