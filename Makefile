@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test unit lint typecheck proto proto-check bench bench-domain bench-service audit clean
+.PHONY: install run test unit lint typecheck proto proto-check bench bench-domain bench-service bench-soak audit clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -46,6 +46,10 @@ bench-domain: install
 
 bench-service: install
 	$(BIN)/python bench/bench_service.py
+
+## bench-soak: 100,000 rounds with Valkey's memory sampled (it must stay flat)
+bench-soak: install
+	$(BIN)/python bench/bench_soak.py
 
 clean:
 	rm -rf $(VENV) state .pytest_cache .mypy_cache .ruff_cache .hypothesis
