@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NoReturn
 
 import asyncpg
 
@@ -304,7 +304,7 @@ class JackpotService:
                            + _difference(reply.content, req.content))
         raise _Replay(reply)
 
-    async def _replay_or(self, link_id: str, req: Request, error: Exception) -> None:
+    async def _replay_or(self, link_id: str, req: Request, error: Exception) -> NoReturn:
         """A request whose round has moved on may be a retry: answer it from its record, else raise."""
         raw = await self.redis.record(link_id, req.request_id)
         if raw is None:
@@ -504,7 +504,8 @@ class JackpotService:
                               result={"link_id": link_id})
 
         require_id("link_id", link_id)
-        await self.redis.add_link(link_id)  # before the step, so the ledger writer reads its journal
+        if create is not None:
+            await self.redis.add_link(link_id)  # before the step, so the ledger writer reads its journal
         done = await self.execute(link_id, req, build, create=create, ledger_first=True)
         if table is not None:
             await self.redis.set_table_link(table, link_id)
