@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import shutil
 import sys
+import tempfile
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 from .settings import Settings, load
@@ -50,6 +54,18 @@ def parser() -> argparse.ArgumentParser:
     a = sub.add_parser("audit", help="recompute every balance from the ledger and check Redis and the chain",
                        description="Exit status 0 when every link's ledger sums, chains and matches Redis.")
     _common(a)
+    f = sub.add_parser("fenced", help="list links stopped because the ledger refused one of their entries",
+                       description="Each fenced link, the entry the ledger refused and why. Exit status 1 when "
+                                   "any link is fenced. See README, 'A fenced link', for what to do.")
+    _common(f)
+    u = sub.add_parser("unfence", help="lift a link's fence once its cause is resolved",
+                       description="Without --discard the ledger writer tries the refused entry again (after the "
+                                   "cause was fixed, e.g. a constraint or trigger). With --discard the link is "
+                                   "rebuilt from the ledger, dropping the entries the ledger never took (none of "
+                                   "them was ever answered), and callers retry with their request ids.")
+    _common(u)
+    u.add_argument("link", help="the fenced link's id")
+    u.add_argument("--discard", action="store_true", help="drop the entries the ledger refused")
     p = sub.add_parser("pools", help="show a link's pools through the gRPC API",
                        description="Ask a running jackpotd for a link's pools (DisplayService.GetPools).")
     p.add_argument("--link", default="demo", help="link id (default demo)")
@@ -68,9 +84,30 @@ def main(argv: list[str] | None = None) -> int:
     settings = settings_of(args)
     logging.basicConfig(level=settings.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
-    from .app import run_loop
+    metrics_dir = None
+    if (args.command == "serve" and settings.workers > 0 and settings.metrics_port > 0
+            and not os.environ.get("PROMETHEUS_MULTIPROC_DIR")):
+        # Worker processes count requests, latency and hits: prometheus-client's multiprocess mode puts
+        # every process's metrics in files the supervisor's /metrics adds up. It must be chosen before
+        # prometheus_client is first imported (by .app), and workers inherit it.
+        root = Path(settings.state_dir).resolve() / "metrics"
+        for old in root.glob("*"):  # left by a killed jackpotd
+            if old.name.isdigit() and not Path(f"/proc/{old.name}").exists():
+                shutil.rmtree(old, ignore_errors=True)
+        metrics_dir = root / str(os.getpid())
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+        try:
+            metrics_dir.mkdir(parents=True)
+        except OSError:  # a read-only state directory: anywhere private will do
+            metrics_dir = Path(tempfile.mkdtemp(prefix="jackpotd-metrics-"))
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
+    try:
+        from .app import run_loop
 
-    result: int = run_loop(_run(args, settings))
+        result: int = run_loop(_run(args, settings))
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
     return result
 
 
@@ -89,6 +126,17 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         if args.command == "recover":
             for a in await recovery.recover(stores.redis, stores.pg):
                 print(f"{a.link_id}: {a.action} (Redis seq {a.redis_seq}, ledger seq {a.ledger_seq})")
+            return 0
+        if args.command == "fenced":
+            found = await recovery.fenced_links(stores.redis, stores.pg)
+            for fence, entry in found:
+                print(f"{fence.link_id}: fenced since {fence.fenced_at:%Y-%m-%d %H:%M:%S %Z} at entry {fence.seq} "
+                      f"({entry})\n  why: {fence.reason}")
+            if not found:
+                print("no link is fenced")
+            return 1 if found else 0
+        if args.command == "unfence":
+            print(await recovery.unfence(stores.redis, stores.pg, args.link, discard=args.discard))
             return 0
         failed = 0
         heads = await ledger.heads(stores.pg)

@@ -1,8 +1,15 @@
-"""Prometheus metrics a dashboard can use: request rates and latency, ledger batches, hits, pool amounts."""
+"""Prometheus metrics a dashboard can use: request rates and latency, ledger batches, hits, pool amounts.
+
+With gRPC worker processes (`jackpotd serve --workers N`) every process writes its metrics to files in
+PROMETHEUS_MULTIPROC_DIR (set by `jackpotd serve` before prometheus_client is imported) and the
+supervisor's /metrics adds them up (`registry()`); counts of a dead worker stay in the sums.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+import os
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, multiprocess
 
 REQUESTS = Counter("jackpotd_requests_total", "gRPC calls by method and status code", ["method", "code"])
 LATENCY = Histogram("jackpotd_request_seconds", "gRPC call latency by method", ["method"],
@@ -12,5 +19,35 @@ LEDGER_BATCH = Histogram("jackpotd_ledger_batch_entries", "journal entries per P
 LEDGER_LAG = Histogram("jackpotd_ledger_commit_seconds", "time to commit one ledger batch",
                        buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1))
 HITS = Counter("jackpotd_hits_total", "jackpot hits paid by link, hand and pool", ["link", "hand", "pool"])
-POOL_CENTS = Gauge("jackpotd_pool_cents", "pool amounts in cents as last seen by this replica", ["link", "pool"])
+# Set by the ledger writer as it commits; across processes the newest value wins.
+POOL_CENTS = Gauge("jackpotd_pool_cents", "pool amounts in cents as last committed to the ledger", ["link", "pool"],
+                   multiprocess_mode="mostrecent")
 CAS_RETRIES = Counter("jackpotd_price_retries_total", "settlements re-priced because the pools moved", ["link"])
+LINK_REBUILDS = Counter("jackpotd_link_rebuilds_total", "links rebuilt from the ledger because Redis forgot, went "
+                        "back or forked", ["link", "reason"])  # reason: lost, behind, forked
+LINK_FENCED = Gauge("jackpotd_link_fenced", "1 while a link is fenced because the ledger refused one of its entries",
+                    ["link"], multiprocess_mode="mostrecent")
+DURABILITY_CHECKS = Counter("jackpotd_durability_ledger_checks_total", "answers whose durability was confirmed by "
+                            "reading the ledger because no announcement named them", ["outcome"])
+RESTARTS = Counter("jackpotd_process_restarts_total", "processes the supervisor restarted after they died",
+                   ["process"])  # worker, valkey, postgres
+
+
+def multiprocess_dir() -> str | None:
+    """The directory worker processes write their metrics to, when serving with workers."""
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+
+
+def registry() -> CollectorRegistry:
+    """What /metrics serves: every process's metrics in multiprocess mode, else this process's own."""
+    if multiprocess_dir() is None:
+        return REGISTRY
+    aggregate = CollectorRegistry()
+    multiprocess.MultiProcessCollector(aggregate)  # type: ignore[no-untyped-call]
+    return aggregate
+
+
+def process_dead(pid: int) -> None:
+    """Drop a dead process's live gauges (its counters and histograms stay in the sums)."""
+    if multiprocess_dir() is not None:
+        multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import grpc
@@ -17,11 +18,12 @@ class ServerProcess:
     """`jackpotd serve` on given stores (or embedded ones under a state dir)."""
 
     def __init__(self, port: int, log: Path, *, redis_url: str = "", dsn: str = "", state_dir: str = "",
-                 demo: bool = False, workers: int | None = None) -> None:
+                 demo: bool = False, workers: int | None = None, metrics_port: int = 0) -> None:
         self.port = port
         self.log = log
+        self.metrics_port = metrics_port
         self.args = [sys.executable, "-m", "jackpotd.cli", "serve", "--listen", f"127.0.0.1:{port}",
-                     "--metrics-port", "0"]
+                     "--metrics-port", str(metrics_port)]
         if redis_url:
             self.args += ["--redis-url", redis_url, "--postgres-dsn", dsn]
         if state_dir:
@@ -35,6 +37,12 @@ class ServerProcess:
     @property
     def target(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    def metrics(self) -> str:
+        """The text of /metrics (needs a metrics_port)."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+            text: str = r.read().decode()
+        return text
 
     def start(self, timeout: float = 90) -> ServerProcess:
         out = open(self.log, "ab")  # noqa: SIM115 - the child writes to it

@@ -1,0 +1,366 @@
+"""Supervision: a dead gRPC worker or embedded Valkey comes back, health says when calls cannot succeed,
+and /metrics adds up what every worker process counted. Real processes and servers, never fakes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import grpc
+import psutil
+import redis.asyncio as aioredis
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from prometheus_client.parser import text_string_to_metric_families
+
+from jackpotd.api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
+from jackpotd.app import SERVICES, Restarts, jackpot_service, run_grpc, serve
+from jackpotd.embedded import EmbeddedValkey, free_port
+from jackpotd.settings import Settings
+from jackpotd.store import ledger
+from jackpotd.store import writer as writer_module
+from jackpotd.store.redis_pools import RedisPools
+
+from ..conftest import Isolated, unique
+from .harness import Client
+from .process import ServerProcess
+
+T = TypeVar("T")
+SERVING, NOT_SERVING = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
+HEALTH_KEY = "jackpot:health"  # the ledger writer's heartbeat (jackpotd.store.keys.HEALTH)
+
+
+async def eventually(check: Callable[[], Awaitable[T | None]], timeout: float, what: str) -> T:
+    """The first truthy result of `check` (errors count as not yet), or fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while True:
+        try:
+            result = await check()
+            if result:
+                return result
+            last = result
+        except Exception as e:
+            last = e
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s (last: {last!r})")
+        await asyncio.sleep(0.2)
+
+
+def _children(pid: int) -> list[psutil.Process]:
+    try:
+        return [p for p in psutil.Process(pid).children() if p.status() != psutil.STATUS_ZOMBIE]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _workers(pid: int) -> set[int]:
+    """The gRPC worker processes of a `jackpotd serve` (spawned by multiprocessing)."""
+    out = set()
+    for p in _children(pid):
+        with contextlib.suppress(psutil.Error):
+            if "spawn_main" in " ".join(p.cmdline()):
+                out.add(p.pid)
+    return out
+
+
+def _listens(pid: int, port: int) -> bool:
+    return any(c.status == psutil.CONN_LISTEN and c.laddr.port == port
+               for c in psutil.Process(pid).net_connections(kind="tcp"))
+
+
+def _valkeys(pid: int) -> set[int]:
+    out = set()
+    for p in _children(pid):
+        with contextlib.suppress(psutil.Error):
+            if "valkey" in p.name():
+                out.add(p.pid)
+    return out
+
+
+def _sample(text: str, name: str, **labels: str) -> float | None:
+    """A sample's value in /metrics text, None when it is absent."""
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+                return float(s.value)
+    return None
+
+
+async def _status(stub: health_pb2_grpc.HealthStub, service: str = "") -> int:
+    reply = await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=2)
+    return int(reply.status)
+
+
+FRESH = [("grpc.use_local_subchannel_pool", 1)]  # a connection of its own, not one shared with other channels
+
+
+async def _get_pools(target: str, link: str) -> bool:
+    """One GetPools on a new connection (the kernel picks the worker), waiting for a listener if needed."""
+    async with grpc.aio.insecure_channel(target, options=FRESH) as channel:
+        reply = await display_pb2_grpc.DisplayServiceStub(channel).GetPools(
+            display_pb2.GetPoolsRequest(link_id=link), timeout=5, wait_for_ready=True)
+    return reply.link_id == link
+
+
+async def test_killed_worker_is_respawned_and_calls_keep_succeeding(isolated: Isolated, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    server = ServerProcess(free_port(), tmp_path / "serve.log", redis_url=isolated.redis_url, dsn=isolated.dsn,
+                           state_dir=str(state), workers=2, metrics_port=free_port())
+    await asyncio.to_thread(server.start)
+    assert server.proc is not None
+    pid = server.proc.pid
+    client = await Client.connect(server.target, isolated.dsn, isolated.redis_url)
+    try:
+        link = unique("respawn")
+        await client.create_link(link)
+        workers = await eventually(lambda: _async(_workers(pid) if len(_workers(pid)) == 2 else None), 20,
+                                   "two workers")
+        for _ in range(10):
+            assert await _get_pools(server.target, link)
+        ok_before = await eventually(lambda: _async(_sample(server.metrics(), "jackpotd_requests_total",
+                                                             method="GetPools", code="OK")), 10, "counted")
+        victim = min(workers)
+        os.kill(victim, signal.SIGKILL)
+        # Calls on connections to the dying worker fail (UNAVAILABLE: clients retry with the same
+        # request id); once it is gone every new connection goes to a live worker.
+        await eventually(lambda: _async(not _running(victim)), 5, "the killed worker gone")
+        for _ in range(10):  # the other worker serves meanwhile
+            assert await _get_pools(server.target, link)
+        respawned = await eventually(
+            lambda: _async(w if len(w := _workers(pid)) == 2 and victim not in w else None), 15, "a new worker")
+        (new,) = respawned - workers
+        await eventually(lambda: _async(_listens(new, server.port)), 30, "the new worker listening")
+        for _ in range(20):  # new connections, spread over both workers by the kernel
+            assert await _get_pools(server.target, link)
+        # the new worker answered some of them: its own counter file is in the supervisor's metrics dir
+        await eventually(lambda: _async((state / "metrics" / str(pid) / f"counter_{new}.db").exists()), 5,
+                         "calls counted by the new worker")
+        async with grpc.aio.insecure_channel(server.target, options=FRESH) as channel:
+            assert await _status(health_pb2_grpc.HealthStub(channel)) == SERVING
+        text = server.metrics()
+        assert _sample(text, "jackpotd_process_restarts_total", process="worker") == 1
+        after = _sample(text, "jackpotd_requests_total", method="GetPools", code="OK")
+        assert after is not None and after >= ok_before  # the dead worker's counts stay in the sums
+        log = server.log.read_text()
+        assert f"(pid {victim}) was killed by SIGKILL" in log and "respawned as pid" in log
+    finally:
+        await client.close()
+        assert await asyncio.to_thread(server.interrupt) == 0
+    assert not list((state / "metrics").iterdir())  # the metrics files went with the supervisor
+
+
+async def test_requests_counted_in_workers_reach_metrics(isolated: Isolated, tmp_path: Path) -> None:
+    server = ServerProcess(free_port(), tmp_path / "serve.log", redis_url=isolated.redis_url, dsn=isolated.dsn,
+                           state_dir=str(tmp_path / "state"), workers=2, metrics_port=free_port())
+    await asyncio.to_thread(server.start)
+    client = await Client.connect(server.target, isolated.dsn, isolated.redis_url)
+    try:
+        link = unique("metrics")
+        await client.create_link(link)
+        for _ in range(20):
+            assert await _get_pools(server.target, link)
+
+        async def counted() -> str | None:
+            text = await asyncio.to_thread(server.metrics)
+            n = _sample(text, "jackpotd_requests_total", method="GetPools", code="OK")
+            return text if n is not None and n >= 20 else None
+
+        text = await eventually(counted, 10, "GetPools counted on /metrics")
+        assert (_sample(text, "jackpotd_request_seconds_count", method="GetPools") or 0) >= 20
+        assert (_sample(text, "jackpotd_requests_total", method="CreateLink", code="OK") or 0) >= 1
+    finally:
+        await client.close()
+        assert await asyncio.to_thread(server.interrupt) == 0
+
+
+async def test_killed_embedded_valkey_is_restarted(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    endpoints = state / "endpoints.json"
+    server = ServerProcess(free_port(), tmp_path / "serve.log", state_dir=str(state), demo=True,
+                           metrics_port=free_port())
+    await asyncio.to_thread(server.start, 120)
+    assert server.proc is not None
+    pid = server.proc.pid
+    running = json.loads(endpoints.read_text())
+    client = await Client.connect(server.target, running["postgres_dsn"], running["redis_url"])
+    try:
+        await client.fund("demo", "MAJOR", 12_345)  # answered once the ledger holds it
+        before = {p.pool: p.amount_cents for p in (await client.display.GetPools(
+            display_pb2.GetPoolsRequest(link_id="demo"))).pools}
+        assert before == {"MAJOR": 1_012_345, "MINOR": 100_000}
+        (old,) = _valkeys(pid)
+        os.kill(old, signal.SIGKILL)
+        await eventually(lambda: _async(_valkeys(pid) - {old}), 20, "a new valkey-server")
+        r = aioredis.Redis.from_url(running["redis_url"])  # the same URL: restarted on the same socket and port
+        try:
+            assert await eventually(r.ping, 10, "PING")
+        finally:
+            await r.aclose()
+        # Rebuilt: the ledger writer puts the link back from PostgreSQL; the clients of the supervisor and
+        # of the worker reconnect by themselves.
+        async with grpc.aio.insecure_channel(server.target, options=FRESH) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            await eventually(lambda: _equals(_status(stub), SERVING), 20, "SERVING after the restart")
+            await eventually(lambda: _equals(_status(stub, "link:demo"), SERVING), 20, "link:demo SERVING")
+            display = display_pb2_grpc.DisplayServiceStub(channel)
+
+            async def pools() -> dict[str, int]:
+                reply = await display.GetPools(display_pb2.GetPoolsRequest(link_id="demo"), timeout=5)
+                return {p.pool: p.amount_cents for p in reply.pools}
+
+            assert await eventually(lambda: _equals(pools(), before), 20, "the pools rebuilt")
+        text = await asyncio.to_thread(server.metrics)
+        assert _sample(text, "jackpotd_process_restarts_total", process="valkey") == 1
+        log = server.log.read_text()
+        assert f"embedded valkey (pid {old}" in log and "was killed by SIGKILL" in log
+        assert "embedded valkey restarted as pid" in log
+    finally:
+        await client.close()
+        assert await asyncio.to_thread(server.interrupt) == 0
+
+
+async def test_health_follows_redis(isolated: Isolated, tmp_path: Path) -> None:
+    valkey = EmbeddedValkey(tmp_path / "valkey").start()
+    listen = f"127.0.0.1:{free_port()}"
+    settings = Settings(redis_url=valkey.url, postgres_dsn=isolated.dsn, listen=listen, metrics_port=0, workers=0)
+    ready, stop = asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(serve(settings, ready=ready, stop=stop))
+    channel = grpc.aio.insecure_channel(listen)
+    try:
+        await asyncio.wait_for(ready.wait(), 60)
+        stub = health_pb2_grpc.HealthStub(channel)
+        for name in ("", *SERVICES):
+            await eventually(lambda n=name: _equals(_status(stub, n), SERVING), 10, f"{name!r} SERVING")
+        valkey.stop()
+        for name in ("", *SERVICES):
+            await eventually(lambda n=name: _equals(_status(stub, n), NOT_SERVING), 5,
+                             f"{name!r} NOT_SERVING without Redis")
+        valkey.start()
+        await eventually(lambda: _equals(_status(stub), SERVING), 15, "SERVING once Redis is back")
+    finally:
+        await channel.close()
+        stop.set()
+        await asyncio.wait_for(task, 60)
+        valkey.stop()
+
+
+async def test_link_health_follows_the_writers_problems(isolated: Isolated) -> None:
+    """run_grpc with no ledger writer at all: the heartbeat is the test's to set."""
+    await ledger.migrate(isolated.dsn)
+    redis, pg = RedisPools(isolated.redis_url), await ledger.connect_pool(isolated.dsn, size=2)
+    raw = aioredis.Redis.from_url(isolated.redis_url, decode_responses=True)
+    listen = f"127.0.0.1:{free_port()}"
+    problems: dict[str, str] | None = None  # None: no writer reports
+
+    async def beat() -> None:  # what the ledger writer does every 0.5 s
+        while True:
+            if problems is not None:
+                await redis.set_health({"at_ms": int(time.time() * 1000), "problems": problems})
+            await asyncio.sleep(0.2)
+
+    a, b, c = unique("ok"), unique("stuck"), unique("unknown")
+    await raw.sadd("jackpot:links", a, b)
+    beating = asyncio.create_task(beat())
+    ready, stop = asyncio.Event(), asyncio.Event()
+    try:
+        async with jackpot_service(redis, pg) as service:
+            task = asyncio.create_task(run_grpc(service, listen, stop, ready=ready))
+            await asyncio.wait_for(ready.wait(), 30)
+            async with grpc.aio.insecure_channel(listen) as channel:
+                stub = health_pb2_grpc.HealthStub(channel)
+
+                async def statuses(*names: str) -> tuple[int, ...]:
+                    return tuple([await _status(stub, n) for n in names])
+
+                names = ("", SERVICES[0], f"link:{a}", f"link:{b}")
+                # no heartbeat: nothing becomes durable, so nothing serves
+                assert await statuses(*names) == (NOT_SERVING,) * 4
+                problems = {}
+                await eventually(lambda: _equals(statuses(*names), (SERVING,) * 4), 5, "all SERVING")
+                problems = {b: "ledger disagrees with the pools", c: "not in Redis"}
+                await eventually(lambda: _equals(statuses(*names, f"link:{c}"),
+                                                 (SERVING, SERVING, SERVING, NOT_SERVING, NOT_SERVING)), 5,
+                                 "only the named links NOT_SERVING")
+                problems = None
+                await raw.delete(HEALTH_KEY)  # the writer stopped
+                await eventually(lambda: _equals(statuses(*names), (NOT_SERVING,) * 4), 5, "all NOT_SERVING")
+                stop.set()
+                await asyncio.wait_for(task, 30)
+    finally:
+        stop.set()
+        beating.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await beating
+        await raw.aclose()
+        await redis.close()
+        await pg.close()
+
+
+async def test_stopped_ledger_writer_turns_health_not_serving(isolated: Isolated) -> None:
+    redis, pg = RedisPools(isolated.redis_url), await ledger.connect_pool(isolated.dsn, size=4)
+    await ledger.migrate(isolated.dsn)
+    listen = f"127.0.0.1:{free_port()}"
+    writer = writer_module.LedgerWriter(redis, pg)
+    await writer.start()
+    ready, stop = asyncio.Event(), asyncio.Event()
+    try:
+        async with jackpot_service(redis, pg) as service:
+            task = asyncio.create_task(run_grpc(service, listen, stop, ready=ready))
+            await asyncio.wait_for(ready.wait(), 30)
+            async with grpc.aio.insecure_channel(listen) as channel:
+                stub = health_pb2_grpc.HealthStub(channel)
+                await eventually(lambda: _equals(_status(stub), SERVING), 5, "SERVING with a writer")
+                await writer.stop()
+                await eventually(lambda: _equals(_status(stub), NOT_SERVING), 8, "NOT_SERVING once it stopped")
+            stop.set()
+            await asyncio.wait_for(task, 30)
+    finally:
+        stop.set()
+        await writer.stop()
+        await redis.close()
+        await pg.close()
+
+
+def test_restarts_back_off_after_short_lives_then_give_up() -> None:
+    r = Restarts()
+    r.started(0)
+    r.died(500)  # a long life: at once
+    assert (r.next_try, r.given_up) == (500, False)
+    waits = []
+    for _ in range(Restarts.GIVE_UP_AFTER - 1):
+        r.started(r.next_try)
+        r.died(r.next_try + 1)  # dies a second after each start
+        waits.append(r.next_try - (r.started_at + 1))
+    assert waits == [2, 4, 8, 16, 30, 30, 30, 30, 30]
+    assert not r.given_up
+    r.started(r.next_try)
+    r.died(r.next_try + 1)
+    assert r.given_up
+    r2 = Restarts()
+    r2.started(0)
+    r2.died(1)
+    r2.started(1)
+    r2.died(1 + Restarts.STABLE_SECONDS)  # lived long enough: the series starts again
+    assert r2.short_runs == 1 and r2.next_try == 1 + Restarts.STABLE_SECONDS
+
+
+async def _async(value: T) -> T:
+    return value
+
+
+async def _equals(got: Awaitable[object], want: object) -> bool:
+    return await got == want
