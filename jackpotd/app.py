@@ -141,9 +141,11 @@ async def jackpot_service(redis: RedisPools, pg: asyncpg.Pool) -> AsyncIterator[
     """The service layer with its durability watcher running."""
     watcher = DurabilityWatcher(redis, pg)
     await watcher.start()
+    service = JackpotService(redis, pg, watcher)
     try:
-        yield JackpotService(redis, pg, watcher)
+        yield service
     finally:
+        await service.rounds.close()
         await watcher.stop()
 
 

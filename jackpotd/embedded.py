@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import hashlib
 import logging
 import os
@@ -52,6 +53,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("jackpotd.embedded")
 _PR_SET_PDEATHSIG = 1
@@ -77,6 +79,32 @@ def _child_setup(uid: int | None, gid: int | None) -> Callable[[], None]:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL if uid is None else signal.SIGQUIT)
     return setup
+
+
+@functools.cache
+def _setpriv() -> str | None:
+    """util-linux's setpriv, when it can set the parent-death signal."""
+    found = shutil.which("setpriv")
+    if found is None:
+        return None
+    usage = subprocess.run([found, "--help"], capture_output=True, text=True).stdout
+    return found if "--pdeathsig" in usage else None
+
+
+def _child(command: list[str], uid: int | None, gid: int | None) -> tuple[list[str], dict[str, Any]]:
+    """The command and Popen arguments that start a server in its own session, as `uid` when given, and
+    make it die with the thread that started it (PR_SET_PDEATHSIG).
+
+    With setpriv no Python runs between fork and exec: a preexec_fn in a process with gRPC's threads
+    running can crash the child there (seen: restarted Valkeys dying of SIGSEGV before they logged a line).
+    """
+    setpriv = _setpriv()
+    if setpriv is None:
+        return command, {"preexec_fn": _child_setup(uid, gid)}
+    options: dict[str, Any] = {"start_new_session": True}
+    if uid is not None and gid is not None:
+        options.update(user=uid, group=gid, extra_groups=[])  # done in C before exec; then setpriv sets the signal
+    return [setpriv, f"--pdeathsig={'KILL' if uid is None else 'QUIT'}", "--", *command], options
 
 
 def _wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str, log_path: Path, timeout: float = 60) -> None:
@@ -307,10 +335,10 @@ class EmbeddedPostgres:
         with _data_dir_for_server(self.data_dir, root=uid is not None) as (pgdata, fds):
             if not (self.data_dir / "PG_VERSION").exists():
                 log.info("initialising PostgreSQL cluster in %s", self.data_dir)
-                init = subprocess.run(
-                    [str(bin_dir / "initdb"), "-D", pgdata, "-U", "postgres", "--auth=trust", "--encoding=UTF8",
-                     "--locale=C", "-N"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=fds,
-                    preexec_fn=_child_setup(uid, gid))
+                command, options = _child([str(bin_dir / "initdb"), "-D", pgdata, "-U", "postgres", "--auth=trust",
+                                           "--encoding=UTF8", "--locale=C", "-N"], uid, gid)
+                init = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=fds,
+                                      **options)
                 if init.returncode:
                     raise RuntimeError(f"initdb failed with {init.returncode}:\n"
                                        f"{init.stderr.decode(errors='replace')}")
@@ -327,11 +355,12 @@ class EmbeddedPostgres:
             with open(log_path, "ab") as logf:  # the child keeps its own copy
                 if uid is not None and gid is not None:
                     os.chown(log_path, uid, gid)
-                self.proc = subprocess.Popen(
+                command, options = _child(
                     [str(bin_dir / "postgres"), "-D", pgdata, "-p", str(self.port),
                      "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
                      "-c", "max_connections=200", "-c", "shared_buffers=128MB", "-c", "logging_collector=off"],
-                    stdout=logf, stderr=logf, pass_fds=fds, preexec_fn=_child_setup(uid, gid))
+                    uid, gid)
+                self.proc = subprocess.Popen(command, stdout=logf, stderr=logf, pass_fds=fds, **options)
         _wait_for_port(self.port, self.proc, "PostgreSQL", log_path)
         self._wait_ready(bin_dir)
         log.info("embedded PostgreSQL on 127.0.0.1:%d (data %s)", self.port, self.data_dir)
@@ -395,12 +424,12 @@ class EmbeddedValkey:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.port = self.port or free_port()
         log_path = self.data_dir / "valkey.log"
-        self.proc = subprocess.Popen(
+        command, options = _child(
             [str(binary), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.data_dir),
              *(["--unixsocket", str(self.socket), "--unixsocketperm", "700"] if self.socket else []),
              "--appendonly", "no", "--save", "", "--logfile", str(log_path),
-             "--protected-mode", "yes", "--daemonize", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_child_setup(None, None))
+             "--protected-mode", "yes", "--daemonize", "no"], None, None)
+        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **options)
         _wait_for_port(self.port, self.proc, "Valkey", log_path)
         log.info("embedded Valkey on %s and 127.0.0.1:%d (data %s)", self.socket or "no socket", self.port,
                  self.data_dir)

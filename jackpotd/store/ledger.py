@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 from collections.abc import Iterable, Sequence
@@ -392,12 +393,23 @@ async def round_state(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, tab
 
 
 class RoundStates:
-    """Every commit asks the ledger whether its round id was ever used; concurrent questions share a query."""
+    """Every commit asks the ledger whether its round id was ever used; the questions of one moment share a
+    query, on a connection held for the purpose (a pooled one costs a reset round trip on every release)."""
+
+    # A subquery per row is an index lookup in any plan; a join may turn into a scan of every round once
+    # the prepared statement's generic plan guesses the array's size.
+    QUERY = ("SELECT q.i, (SELECT r.state FROM rounds r WHERE r.link_id = q.link_id AND r.table_id = q.table_id "
+             "AND r.round_id = q.round_id) AS state FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY "
+             "AS q(link_id, table_id, round_id, i)")
+
+    LINGER = 0.001
 
     def __init__(self, pg: asyncpg.Pool) -> None:
         self.pg = pg
         self._queue: list[tuple[tuple[str, str, str], asyncio.Future[str | None]]] = []
         self._flusher: asyncio.Future[None] | None = None
+        self._conn: Any = None
+        self._last_flush = -1.0
 
     async def get(self, link_id: str, table_id: str, round_id: str) -> str | None:
         fut: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
@@ -406,20 +418,33 @@ class RoundStates:
             self._flusher = asyncio.ensure_future(self._flush())
         return await fut
 
+    async def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            with contextlib.suppress(Exception):
+                await self.pg.release(conn)
+
     async def _flush(self) -> None:
+        loop = asyncio.get_running_loop()
+        if loop.time() - self._last_flush < self.LINGER:
+            # Busy: commits come one at a time, and a query each would cost PostgreSQL more than the rest
+            # of the commit, so gather for a moment. A commit on a quiet link is asked about at once.
+            await asyncio.sleep(self.LINGER)
+        self._last_flush = loop.time()
         while self._queue:
             batch, self._queue = self._queue, []
             try:
-                rows = await self.pg.fetch(
-                    "SELECT q.i, r.state FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY "
-                    "AS q(link_id, table_id, round_id, i) JOIN rounds r USING (link_id, table_id, round_id)",
-                    *_columns([k for k, _ in batch], 3))
+                if self._conn is None or self._conn.is_closed():
+                    await self.close()
+                    self._conn = await self.pg.acquire()
+                rows = await self._conn.fetch(self.QUERY, *_columns([k for k, _ in batch], 3))
             except Exception as e:
+                await self.close()
                 for _, fut in batch:
                     if not fut.done():
                         fut.set_exception(e)
                 continue
-            found = {int(r["i"]) - 1: r["state"] for r in rows}
+            found = {int(r["i"]) - 1: r["state"] for r in rows if r["state"] is not None}
             for i, (_, fut) in enumerate(batch):
                 if not fut.done():
                     fut.set_result(found.get(i))
