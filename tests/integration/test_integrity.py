@@ -155,23 +155,29 @@ async def test_malformed_request_bytes_are_invalid_argument(client: Client, worl
     assert await ledger_state(client) == before
 
 
-async def test_tables_whose_joined_ids_once_collided_have_distinct_hits(client: Client) -> None:
-    """Hit ids were table:round:seat: table c.x round 1 and table c round x.1 are two hits now too, on two
-    links, each keyed by (link, table, round, seat)."""
+async def test_the_ids_that_once_collided_are_refused_and_hits_are_keyed_by_their_tuple(client: Client) -> None:
+    """Hit ids were table:round:seat and round keys table:round, so table c:x round 1 and table c round x:1
+    made one hit id on two links, and one round key on one link. Those ids are refused now (tests/unit/
+    test_ids.py shows keys and hit ids stay distinct even for ids the grammar refuses), and a hit is
+    keyed by (link, table, round, seat): the same table, round and seat names on two links are two hits."""
+    table, round_id = unique("c"), "r.1"
     links = [unique("hx"), unique("hx")]
-    tables = [unique("c") + ".x", None]
-    tables[1] = tables[0].removesuffix(".x")
-    rounds = ["1", "x.1"]
-    for link, table, round_id in zip(links, tables, rounds, strict=True):
-        assert table is not None
-        await client.create_link(link, resets={"MAJOR": 1_000_000})
-        await client.register(table, link)
+    await client.create_link(links[0], resets={"MAJOR": 1_000_000})
+    await client.register(table, links[0])
+    for bad_table, bad_round in ((f"{table}:x", "1"), (table, "x:1")):
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await client.commit(bad_table, bad_round, [4])
+        assert err.value.code() == S.INVALID_ARGUMENT
+    await client.create_link(links[1], resets={"MAJOR": 1_000_000})
+    twin = table + ".x"  # one more table on the other link with a look-alike name
+    await client.register(twin, links[1])
+    for link, t in zip(links, (table, twin), strict=True):
         await client.fund(link, "MAJOR", 2_000_000)
-        await client.commit(table, round_id, [4])
-        paid = await client.settle(table, round_id, {4: STRAIGHT_FLUSH})
-        assert [p.hit_id for p in paid.payouts] == [hit_id(link, table, round_id, 4)]
+        await client.commit(t, round_id, [4])
+        paid = await client.settle(t, round_id, {4: STRAIGHT_FLUSH})
+        assert [p.hit_id for p in paid.payouts] == [hit_id(link, t, round_id, 4)]
     rows = await client.pg.fetch("SELECT link_id, table_id, round_id, seat FROM hits WHERE link_id = ANY($1)", links)
     assert sorted((r["link_id"], r["table_id"], r["round_id"], r["seat"]) for r in rows) == sorted(
-        zip(links, tables, rounds, [4, 4], strict=True))
+        [(links[0], table, round_id, 4), (links[1], twin, round_id, 4)])
     for link in links:
         await assert_audit_ok(client, link)
