@@ -25,6 +25,8 @@ _STATUS: list[tuple[type[BaseException], grpc.StatusCode]] = [
     (Unavailable, grpc.StatusCode.UNAVAILABLE),
     (redis.exceptions.ConnectionError, grpc.StatusCode.UNAVAILABLE),
     (redis.exceptions.TimeoutError, grpc.StatusCode.UNAVAILABLE),
+    (redis.exceptions.ReadOnlyError, grpc.StatusCode.UNAVAILABLE),  # a demoted master during a failover
+    (redis.exceptions.BusyLoadingError, grpc.StatusCode.UNAVAILABLE),
     (asyncpg.InterfaceError, grpc.StatusCode.UNAVAILABLE),
     (asyncpg.exceptions.ConnectionDoesNotExistError, grpc.StatusCode.UNAVAILABLE),
     (asyncpg.exceptions.CannotConnectNowError, grpc.StatusCode.UNAVAILABLE),

@@ -21,7 +21,7 @@ from redis.exceptions import ResponseError
 
 from ..canonical import canonical_json
 from . import keys
-from .errors import LinkFenced, LinkLost
+from .errors import LinkFenced, LinkLost, Unavailable
 from .resp import RespPipeline
 
 SAFETY_TTL_SECONDS = 24 * 3600  # until the writer shortens it to the retention once the entry is durable
@@ -128,6 +128,16 @@ def refusal(link_id: str, status: str, detail: str) -> LinkLost | LinkFenced | N
         return LinkLost(f"link {link_id}: Redis went back to sequence {detail}, behind the ledger; it is being "
                         "rebuilt from the ledger, retry with the same request_id")
     return None
+
+
+# Replies of a Redis that cannot take the step now but will (a replica, a failover, a load from disk).
+_PASSING = ("READONLY", "LOADING", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS")
+
+
+def _reply_error(text: str) -> Exception:
+    if text.startswith(_PASSING):
+        return Unavailable(f"Redis cannot take the step now ({text}); retry with the same request_id")
+    return ResponseError(text)
 
 
 class RedisPools:
@@ -247,7 +257,7 @@ class RedisPools:
                            ) -> list[Any]:
         results = await self._resp.execute(
             [["EVALSHA", sha, len(keys_), *keys_, *args] for sha, keys_, args, _ in batch])
-        return [ResponseError(str(r)) if isinstance(r, hiredis.ReplyError) else r for r in results]
+        return [_reply_error(str(r)) if isinstance(r, hiredis.ReplyError) else r for r in results]
 
     async def record(self, link_id: str, request_id: str) -> str | None:
         """The stored reply of a request id, while Redis keeps it."""

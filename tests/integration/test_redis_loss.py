@@ -17,6 +17,7 @@ import redis.asyncio as aioredis
 from prometheus_client import REGISTRY
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2, table_pb2
+from jackpotd.embedded import EmbeddedValkey
 from jackpotd.store import recovery
 from jackpotd.store.redis_pools import RedisPools
 
@@ -122,6 +123,47 @@ async def test_redis_that_went_back_is_refused_and_rebuilt(private: Private) -> 
     await asyncio.gather(*(run_table(private.target, t, 3, tally, seed=20 + i, prefix="after-")
                            for i, t in enumerate(tables)))
     await assert_consistent(c.pg, c.redis, link, tally)
+
+
+async def test_a_replica_that_missed_the_last_writes_taking_over_is_rebuilt(private: Private,
+                                                                            tmp_path: Path) -> None:
+    """A real failover: a replica stops following (promoted), the old master goes on taking writes the
+    replica never sees, then the service's Redis becomes that replica's data (the old master re-syncs
+    from it, as a demoted master does). Everything acknowledged in between must survive."""
+    c = private.client
+    link, tables = await new_link(c, 2)
+    tally = Tally()
+    await asyncio.gather(*(run_table(private.target, t, 5, tally, seed=i) for i, t in enumerate(tables)))
+    replica = EmbeddedValkey(tmp_path / "replica").start()
+    master = aioredis.Redis(host="127.0.0.1", port=private.valkey.port)
+    follower = aioredis.Redis(host="127.0.0.1", port=replica.port)
+    try:
+        await follower.replicaof("127.0.0.1", private.valkey.port)
+        await wait_until(lambda: _synced(follower, master), 30)
+        await follower.replicaof("NO", "ONE")  # promoted: from here on it misses every write
+        await asyncio.gather(*(run_table(private.target, t, 5, tally, seed=10 + i, prefix="missed-")
+                               for i, t in enumerate(tables)))
+        before = await c.pools(link)
+        await master.replicaof("127.0.0.1", replica.port)  # the service's Redis now holds the replica's data
+        await wait_until(lambda: _synced(master, follower), 30)
+        await master.replicaof("NO", "ONE")
+        assert int(await c.redis.get("{link:" + link + "}:seq")) < before["_seq"]  # it went back
+        codes = await watch_signs(c, link, 2)
+        assert codes[0] == "UNAVAILABLE" or codes == ["OK"] * len(codes), codes
+        after = await c.pools(link)
+        assert {k: str(v) for k, v in after.items()} == {k: str(v) for k, v in before.items()}
+        await asyncio.gather(*(run_table(private.target, t, 3, tally, seed=20 + i, prefix="after-")
+                               for i, t in enumerate(tables)))
+        await assert_consistent(c.pg, c.redis, link, tally)
+    finally:
+        await master.aclose()
+        await follower.aclose()
+        replica.stop()
+
+
+async def _synced(replica: aioredis.Redis, master: aioredis.Redis) -> bool:
+    info = await replica.info("replication")
+    return bool(info.get("master_link_status") == "up" and await replica.dbsize() == await master.dbsize())
 
 
 async def test_valkey_restart_under_load_is_rebuilt(private: Private) -> None:
