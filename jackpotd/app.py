@@ -145,7 +145,7 @@ async def jackpot_service(redis: RedisPools, pg: asyncpg.Pool) -> AsyncIterator[
     try:
         yield service
     finally:
-        await service.rounds.close()
+        await service.lookups.close()
         await watcher.stop()
 
 

@@ -5,7 +5,8 @@ Every gRPC server (each worker process, or the supervisor when it serves in-proc
 
 - overall (`""` and each service name): SERVING iff Redis answers PING, PostgreSQL answers `SELECT 1`
   and the ledger writer's heartbeat (`jackpot:health`, `RedisPools.set_health`: set every 0.5 s with a
-  3 s expiry) is there. Without a writer nothing becomes durable, so no mutation can answer.
+  3 s expiry) is there and does not say the writer has been failing to append for seconds. Without a
+  writer nothing becomes durable, so no mutation can answer.
 - per link (`link:<link_id>`, every link in `jackpot:links` and every link the writer names as a
   problem): NOT_SERVING when overall is NOT_SERVING or the writer names the link, else SERVING.
   A link seen before and missing now (an emptied Redis not yet rebuilt) is NOT_SERVING.
@@ -82,6 +83,8 @@ async def check(redis: RedisPools, pg: asyncpg.Pool, known_links: Sequence[str] 
         reasons.append(f"ledger writer: no heartbeat in the last {HEARTBEAT_TTL_MS / 1000:g} s")
     else:
         problems = {str(k): str(v) for k, v in (writer_r.get("problems") or {}).items()}
+        if writer_r.get("stalled"):  # alive, but nothing reaches the ledger: no mutation can be answered
+            reasons.append(f"ledger writer: {writer_r['stalled']}")
     serving = not reasons
     current = set() if isinstance(links_r, BaseException) else set(links_r)
     names = current | set(problems) | set(known_links)

@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 import asyncpg
 
-from ..canonical import canonical_json
+from ..canonical import canonical_json, request_identity
 from ..domain.contributions import SeatContribution, contribute, reversal
 from ..domain.errors import Conflict, FailedPrecondition, InvalidInput, NotFound
 from ..domain.ids import hit_id, require_id, require_text
@@ -48,12 +48,15 @@ class Request:
     request_id: str
     content: Mapping[str, Any]
     canonical: str = field(init=False)
-    hash: str = field(init=False)
+    hash: str = field(init=False)  # of the content: the same id with other content is refused
+    identity: str = field(init=False)  # of the id and the content: what the ledger must hold to answer
 
     def __post_init__(self) -> None:
         canonical = canonical_json(self.content)
+        digest = hashlib.sha256(canonical.encode()).hexdigest()
         object.__setattr__(self, "canonical", canonical)  # frozen: computed once, here
-        object.__setattr__(self, "hash", hashlib.sha256(canonical.encode()).hexdigest())
+        object.__setattr__(self, "hash", digest)
+        object.__setattr__(self, "identity", request_identity(self.request_id, digest))
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +140,7 @@ class JackpotService:
         self.clock = clock
         self._configs: dict[str, tuple[str, LinkConfig]] = {}
         self._table_links: dict[str, str] = {}  # a table never moves to another link (register_table refuses)
-        self.rounds = ledger.RoundStates(pg)
+        self.lookups = ledger.Lookups(pg)
 
     # ---- reading -------------------------------------------------------------------------------
 
@@ -264,7 +267,7 @@ class JackpotService:
                 raise refused
             if outcome.status in ("ok", "dup"):
                 assert outcome.reply is not None
-                await self._durable(link_id, outcome.reply.seq, req.hash)
+                await self._durable(link_id, outcome.reply.seq, req.identity)
                 if outcome.status == "ok" and step.new_config:
                     self._configs.pop(link_id, None)
                 if create is None and outcome.status == "dup":
@@ -285,10 +288,10 @@ class JackpotService:
             # read again and re-price against the pools as they now stand
         raise Unavailable(f"link {link_id} is too busy to apply request {req.request_id}; retry with the same id")
 
-    async def _durable(self, link_id: str, seq: int, request_hash: str | None) -> None:
-        """Wait until the ledger holds entry `seq` (with this request, when one is given)."""
+    async def _durable(self, link_id: str, seq: int, identity: str | None) -> None:
+        """Wait until the ledger holds entry `seq` (as this request, when its identity is given)."""
         try:
-            await self.durability.wait_durable(link_id, seq, request_hash)
+            await self.durability.wait_durable(link_id, seq, identity)
         except (TimeoutError, ConnectionError) as e:
             raise Unavailable(f"the ledger has not committed entry {seq} of link {link_id} yet: {e}; "
                               "retry with the same request_id") from e
@@ -323,7 +326,7 @@ class JackpotService:
         try:
             return await self._execute(link_id, req, build, create=create, ledger_first=ledger_first)
         except _Replay as r:
-            await self._durable(link_id, r.reply.seq, r.reply.hash)
+            await self._durable(link_id, r.reply.seq, req.identity)  # the replayed hash is req.hash
             _, config = await self.config(link_id)
             return Done(r.reply, config)
 
@@ -332,7 +335,8 @@ class JackpotService:
         legs = merge(postings)
         entry = {"kind": kind, "ts_ms": self.clock(), "request_id": req.request_id, "request_hash": req.hash,
                  "postings": [[p.account, p.amount_uc] for p in legs], **(extra or {})}
-        return Step(link_id=link_id, request_id=req.request_id, request_hash=req.hash, content=req.content,
+        return Step(link_id=link_id, request_id=req.request_id, request_hash=req.hash, identity=req.identity,
+                    content=req.content,
                     canonical_content=req.canonical,
                     config_version=version, entry=entry, result=result or {}, deltas=_pool_deltas(legs), **kw)
 
@@ -348,10 +352,11 @@ class JackpotService:
             if table.suspended:
                 raise FailedPrecondition("table_id", table_id, "jackpot wagers are suspended at this table")
             seats = validate_wagers(wagers, table.seats, config.wager_cents)
-            # A round id is used once (API.md): Redis lets finished rounds go, the ledger keeps them all.
-            used = await self.rounds.get(link_id, table_id, round_id)
-            if used is not None:
-                await self._replay_or(link_id, req, FailedPrecondition("round_id", round_id, f"the round is {used}"))
+            # A request id and a round id are used once (API.md): Redis lets them go, the ledger keeps them all.
+            seen = await self._seen(link_id, table_id, round_id, req)
+            if seen.round_state is not None:
+                await self._replay_or(link_id, req, FailedPrecondition("round_id", round_id,
+                                                                       f"the round is {seen.round_state}"))
             rates = rates_in_force(config.rate_sets, self.clock())  # §3: the rates in force now
             capped = {p.name for p in config.pools if p.cap_cents is not None}
             balances = (await self.read(link_id)).balances if capped else {}
@@ -384,8 +389,9 @@ class JackpotService:
             table = config.table(table_id)
             all_seats = [hand.seat for hand in hands]
             evaluated = evaluate_round(table.game, table.seats, all_seats, hands, board_cards, dealer_cards)
+            seen = await self._seen(link_id, table_id, round_id, req)
             state = await self.read(link_id, (table_id, round_id))
-            rnd = state.round or await self._finished_round(link_id, req, table_id, round_id)
+            rnd = state.round or await self._finished_round(link_id, req, table_id, round_id, seen.round_state)
             if rnd.get("state") != COMMITTED:
                 await self._replay_or(link_id, req, FailedPrecondition("round_id", round_id,
                                                                        f"the round is {rnd.get('state')}"))
@@ -438,7 +444,8 @@ class JackpotService:
 
         async def build(version: str, config: LinkConfig) -> Step:
             state = await self.read(link_id, (table_id, round_id))
-            rnd = state.round or await self._finished_round(link_id, req, table_id, round_id)
+            rnd = state.round or await self._finished_round(
+                link_id, req, table_id, round_id, await ledger.round_state(self.pg, link_id, table_id, round_id))
             if rnd.get("state") != COMMITTED:
                 await self._replay_or(link_id, req, FailedPrecondition(
                     "round_id", round_id,
@@ -447,8 +454,9 @@ class JackpotService:
             active = sorted({int(s) for s in data["seats"]} - set(data["voided"]))
             chosen = sorted(set(seats)) if seats else active
             for i, s in enumerate(seats):
-                if s not in active:
-                    raise InvalidInput(f"seats[{i}]", s, "holds no open jackpot wager in this round")
+                if s not in active:  # or this very void was applied already and awaits the ledger
+                    await self._replay_or(link_id, req, InvalidInput(f"seats[{i}]", s,
+                                                                     "holds no open jackpot wager in this round"))
             undo = reversal([_decode_seat(data, s) for s in chosen], state.balances)
             data["voided"] = sorted(set(data["voided"]) | set(chosen))
             data.setdefault("void_reasons", []).append({"seats": chosen, "reason": reason})
@@ -464,9 +472,17 @@ class JackpotService:
         # A partial void leaves its round open, so only the ledger can tell a late retry from a new void.
         return await self.execute(link_id, req, build, ledger_first=True)
 
-    async def _finished_round(self, link_id: str, req: Request, table_id: str, round_id: str) -> dict[str, str]:
-        """A round Redis does not hold: finished and let go (the ledger says how), or never committed."""
-        state = await ledger.round_state(self.pg, link_id, table_id, round_id)
+    async def _seen(self, link_id: str, table_id: str, round_id: str, req: Request) -> ledger.Seen:
+        """What the ledger holds of this call's request id and round; a request id it holds is answered from
+        there (or refused, for other content) whatever Redis still remembers."""
+        seen = await self.lookups.get(link_id, table_id, round_id, req.request_id)
+        if seen.request_hash is not None:
+            await self._answered(link_id, req)
+        return seen
+
+    async def _finished_round(self, link_id: str, req: Request, table_id: str, round_id: str,
+                              state: str | None) -> dict[str, str]:
+        """A round Redis does not hold: finished and let go (`state`, from the ledger), or never committed."""
         if state is None:
             await self._replay_or(link_id, req, NotFound("round_id", round_id, "no wagers were committed"))
         if state == COMMITTED:  # an open round must be in Redis: it lost it

@@ -10,26 +10,30 @@
 --       7 new config ("" unchanged)  8 entry JSON  9 result JSON  10 safety TTL (s) of the record and of a
 --       finished round (the ledger writer shortens it once the entry is durable)  11 channel
 --       12 request content JSON  13 floor: the ledger's durable sequence as the caller knows it
---       14 n guards, then n (pool, balance) pairs, then n deltas and (pool, delta) pairs
+--       14 the request's identity (of its id and content)
+--       15 n guards, then n (pool, balance) pairs, then n deltas and (pool, delta) pairs
 
 -- A store that forgot or went back answers nothing (ARCHITECTURE.md, Recovery): the link is rebuilt first.
 local fence = redis.call('GET', KEYS[8])
 if fence then return {'fenced', fence} end
 local version = redis.call('HGET', KEYS[1], 'version')
 local current = redis.call('GET', KEYS[3])
-if ARGV[2] == 'new' then
-  if version or current or tonumber(ARGV[13]) > 0 then return {'exists', ''} end
-else
+if ARGV[2] ~= 'new' then
   if not version or not current then return {'lost', ''} end
   if tonumber(current) < tonumber(ARGV[13]) then return {'behind', current} end
 end
 
+-- A retry is answered from its record (the caller then waits until the ledger holds that very request).
 local record = redis.call('GET', KEYS[5])
 if record then  -- every record starts {"hash":"<request hash>"
   if string.sub(record, 10, 9 + #ARGV[1]) == ARGV[1] then return {'dup', record} end
   return {'conflict', record}
 end
-if ARGV[2] ~= 'new' and version ~= ARGV[2] then return {'stale_config', version} end
+if ARGV[2] == 'new' then
+  if version or current or tonumber(ARGV[13]) > 0 then return {'exists', ''} end
+elseif version ~= ARGV[2] then
+  return {'stale_config', version}
+end
 
 if ARGV[3] ~= '' then
   local state = redis.call('HGET', KEYS[6], 'state')
@@ -41,7 +45,7 @@ if ARGV[3] ~= '' then
   end
 end
 
-local i = 14
+local i = 15
 local n = tonumber(ARGV[i])
 for k = 1, n do
   local pool, expected = ARGV[i + 2 * k - 1], ARGV[i + 2 * k]
@@ -66,7 +70,7 @@ end
 -- forked from one that continues the ledger.
 local after = redis.call('GET', KEYS[7]) or ''
 local seq = redis.call('INCR', KEYS[3])
-redis.call('SET', KEYS[7], ARGV[1])
+redis.call('SET', KEYS[7], ARGV[14])
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[1], 'version', tostring(seq), 'config', ARGV[7])
 end

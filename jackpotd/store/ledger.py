@@ -15,7 +15,7 @@ from typing import Any
 import asyncpg
 import orjson
 
-from ..canonical import canonical_json
+from ..canonical import canonical_json, request_identity
 from ..domain.postings import PAYOUTS, pool_account
 from .redis_pools import pairs
 
@@ -91,12 +91,12 @@ class JournalEntry:
 @dataclass(slots=True)
 class Head:
     """A link's chain head as the ledger holds it: last sequence, its hash, every account's balance, and the
-    request hash of its last entry (which the next journal entry must name as the one it follows)."""
+    identity of its last entry's request (which the next journal entry must name as the one it follows)."""
 
     seq: int
     hash: bytes
     balances: dict[str, int]
-    request_hash: str = ""
+    identity: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +105,7 @@ class Written:
 
     seq: int
     request_id: str
-    request_hash: str
+    identity: str  # canonical.request_identity of the entry's request
     finished_round: tuple[str, str] | None  # (table, round) of a round now settled or voided
 
 
@@ -116,6 +116,7 @@ class Refused:
 
     seq: int
     reason: str
+    malformed: bool = False  # the entry cannot be read: a fault to stop at, not a Redis to rebuild
 
 
 @dataclass
@@ -188,10 +189,10 @@ async def heads_of(conn: Any, link_ids: Sequence[str] | None) -> HeadCache:
     out = {link: Head(0, b"", {}) for link in link_ids or ()}
     where = "" if link_ids is None else "WHERE l.link_id = ANY($1)"
     args = [] if link_ids is None else [list(link_ids)]
-    for r in await conn.fetch("SELECT l.link_id, l.last_seq, l.last_hash, coalesce(e.request_hash, '') AS rh "
+    for r in await conn.fetch("SELECT l.link_id, l.last_seq, l.last_hash, e.request_id, e.request_hash "
                               "FROM links l LEFT JOIN entries e ON e.link_id = l.link_id AND e.seq = l.last_seq "
                               + where, *args):
-        out[r["link_id"]] = Head(int(r["last_seq"]), bytes(r["last_hash"]), {}, r["rh"])
+        out[r["link_id"]] = Head(int(r["last_seq"]), bytes(r["last_hash"]), {}, _identity_of(r))
     for r in await conn.fetch("SELECT link_id, account, balance_uc FROM account_balances b "
                               + where.replace("l.link_id", "b.link_id"), *args):
         out[r["link_id"]].balances[r["account"]] = int(r["balance_uc"])
@@ -223,7 +224,7 @@ def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head) -> tupl
     """One link's entries after its head as ledger rows, or why they cannot be appended: the journal does
     not follow the ledger's last entry, or Redis's balances are not what the postings make them."""
     rows = _Rows()
-    last_seq, last_hash, balances, last_request = start.seq, start.hash, dict(start.balances), start.request_hash
+    last_seq, last_hash, balances, last_request = start.seq, start.hash, dict(start.balances), start.identity
     for e in items:
         if e.seq <= last_seq:
             continue
@@ -263,10 +264,12 @@ def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head) -> tupl
                                   hit["hand"], ",".join(hit["cards"]), hit["pool"], hit["amount_cents"],
                                   hit["funded_by_operator_cents"], hit["pool_before_uc"], hit["rule"],
                                   hit["status"]))
-            rows.written.append(Written(e.seq, body["request_id"], body["request_hash"], finished))
+            identity = request_identity(body["request_id"], body["request_hash"])
+            rows.written.append(Written(e.seq, body["request_id"], identity, finished))
         except (KeyError, TypeError, ValueError, AttributeError) as error:  # a journal entry we cannot read
-            return Refused(e.seq, f"journal entry {e.seq} is malformed: {type(error).__name__}: {error}")
-        last_seq, last_hash, last_request = e.seq, digest, body["request_hash"]
+            return Refused(e.seq, f"journal entry {e.seq} is malformed: {type(error).__name__}: {error}",
+                           malformed=True)
+        last_seq, last_hash, last_request = e.seq, digest, identity
     return rows, Head(last_seq, last_hash, balances, last_request)
 
 
@@ -332,7 +335,7 @@ class LinkSnapshot:
 
     link_id: str
     last_seq: int
-    last_request_hash: str
+    last_identity: str
     config_version: int
     config: str
     pool_balances: dict[str, int]
@@ -344,7 +347,7 @@ class LinkSnapshot:
 async def snapshot(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> LinkSnapshot:
     """Read a link's state from PostgreSQL (recovery: Redis behind, empty or forked). Finished rounds and
     answered requests stay in the ledger: late retries are answered from it."""
-    head = await conn.fetchrow("SELECT l.last_seq, coalesce(e.request_hash, '') AS rh FROM links l LEFT JOIN "
+    head = await conn.fetchrow("SELECT l.last_seq, e.request_id, e.request_hash FROM links l LEFT JOIN "
                                "entries e ON e.link_id = l.link_id AND e.seq = l.last_seq WHERE l.link_id = $1",
                                link_id)
     cfg = await conn.fetchrow("SELECT version, config::text AS config FROM link_configs WHERE link_id = $1 "
@@ -357,8 +360,8 @@ async def snapshot(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> Lin
     tables = [r["table_id"] for r in await conn.fetch("SELECT table_id FROM tables WHERE link_id = $1", link_id)]
     fenced = await conn.fetchrow("SELECT seq, reason FROM link_fences WHERE link_id = $1", link_id)
     fence = None if fenced is None else refused_entry(int(fenced["seq"]), fenced["reason"])
-    return LinkSnapshot(link_id, int(head["last_seq"]), head["rh"], int(cfg["version"]), cfg["config"], balances,
-                        rounds, tables, fence)
+    return LinkSnapshot(link_id, int(head["last_seq"]), _identity_of(head), int(cfg["version"]), cfg["config"],
+                        balances, rounds, tables, fence)
 
 
 def refused_entry(seq: int, reason: str) -> str:
@@ -392,28 +395,39 @@ async def round_state(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, tab
     return v
 
 
-class RoundStates:
-    """Every commit asks the ledger whether its round id was ever used; the questions of one moment share a
-    query, on a connection held for the purpose (a pooled one costs a reset round trip on every release)."""
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """What the ledger holds of a request id and a round: the request's content hash and the round's state
+    (None where it holds nothing). Redis lets both go after the retention; the ledger keeps them forever."""
 
-    # A subquery per row is an index lookup in any plan; a join may turn into a scan of every round once
-    # the prepared statement's generic plan guesses the array's size.
-    QUERY = ("SELECT q.i, (SELECT r.state FROM rounds r WHERE r.link_id = q.link_id AND r.table_id = q.table_id "
-             "AND r.round_id = q.round_id) AS state FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY "
-             "AS q(link_id, table_id, round_id, i)")
+    request_hash: str | None
+    round_state: str | None
 
-    LINGER = 0.001
+
+class Lookups:
+    """Every table call asks the ledger whether its request id and round id were ever used; the questions
+    of one moment share a query, on a connection held for the purpose (a pooled one costs a reset round
+    trip on every release)."""
+
+    LINGER = 0.002
+    # Subqueries per row are index lookups in any plan; a join may turn into a scan of every round once
+    # the prepared statement's generic plan guesses the arrays' size.
+    QUERY = ("SELECT q.i, (SELECT e.request_hash FROM entries e WHERE e.link_id = q.link_id "
+             "AND e.request_id = q.request_id) AS request_hash, (SELECT r.state FROM rounds r "
+             "WHERE r.link_id = q.link_id AND r.table_id = q.table_id AND r.round_id = q.round_id) AS state "
+             "FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY "
+             "AS q(link_id, table_id, round_id, request_id, i)")
 
     def __init__(self, pg: asyncpg.Pool) -> None:
         self.pg = pg
-        self._queue: list[tuple[tuple[str, str, str], asyncio.Future[str | None]]] = []
+        self._queue: list[tuple[tuple[str, str, str, str], asyncio.Future[Seen]]] = []
         self._flusher: asyncio.Future[None] | None = None
         self._conn: Any = None
         self._last_flush = -1.0
 
-    async def get(self, link_id: str, table_id: str, round_id: str) -> str | None:
-        fut: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        self._queue.append(((link_id, table_id, round_id), fut))
+    async def get(self, link_id: str, table_id: str, round_id: str, request_id: str) -> Seen:
+        fut: asyncio.Future[Seen] = asyncio.get_running_loop().create_future()
+        self._queue.append(((link_id, table_id, round_id, request_id), fut))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.ensure_future(self._flush())
         return await fut
@@ -427,8 +441,8 @@ class RoundStates:
     async def _flush(self) -> None:
         loop = asyncio.get_running_loop()
         if loop.time() - self._last_flush < self.LINGER:
-            # Busy: commits come one at a time, and a query each would cost PostgreSQL more than the rest
-            # of the commit, so gather for a moment. A commit on a quiet link is asked about at once.
+            # Busy: calls come one at a time, and a query each would cost PostgreSQL more than the rest of
+            # the call, so gather for a moment. A call on a quiet link is asked about at once.
             await asyncio.sleep(self.LINGER)
         self._last_flush = loop.time()
         while self._queue:
@@ -437,23 +451,30 @@ class RoundStates:
                 if self._conn is None or self._conn.is_closed():
                     await self.close()
                     self._conn = await self.pg.acquire()
-                rows = await self._conn.fetch(self.QUERY, *_columns([k for k, _ in batch], 3))
+                rows = await self._conn.fetch(self.QUERY, *_columns([k for k, _ in batch], 4))
             except Exception as e:
                 await self.close()
                 for _, fut in batch:
                     if not fut.done():
                         fut.set_exception(e)
                 continue
-            found = {int(r["i"]) - 1: r["state"] for r in rows if r["state"] is not None}
+            found = {int(r["i"]) - 1: Seen(r["request_hash"], r["state"]) for r in rows}
             for i, (_, fut) in enumerate(batch):
                 if not fut.done():
-                    fut.set_result(found.get(i))
+                    fut.set_result(found.get(i, Seen(None, None)))
 
 
-async def entry_hashes(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, seqs: Sequence[int]) -> dict[int, str]:
-    """The request hash of each of these entries the ledger holds."""
-    return {int(r["seq"]): r["request_hash"] for r in await conn.fetch(
-        "SELECT seq, request_hash FROM entries WHERE link_id = $1 AND seq = ANY($2::bigint[])", link_id, list(seqs))}
+async def entry_identities(conn: asyncpg.Connection | asyncpg.Pool, link_id: str,
+                           seqs: Sequence[int]) -> dict[int, str]:
+    """The request identity of each of these entries the ledger holds."""
+    return {int(r["seq"]): _identity_of(r) for r in await conn.fetch(
+        "SELECT seq, request_id, request_hash FROM entries WHERE link_id = $1 AND seq = ANY($2::bigint[])",
+        link_id, list(seqs))}
+
+
+def _identity_of(row: Any) -> str:
+    """The request identity of an entry row ('' for none: a link without entries)."""
+    return "" if row["request_id"] is None else request_identity(row["request_id"], row["request_hash"])
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,14 +27,23 @@ IN_STEP, AHEAD, LOST, BEHIND, FORKED = "in-step", "ahead", "lost", "behind", "fo
 _REFUSED_CLASSES = frozenset({"22", "23", "27", "44", "P0"})
 
 
+# Unique keys a second writer collides on when it appends the same entries: its head moved, nothing is wrong.
+_RACED = frozenset({"entries_pkey", "postings_pkey"})
+
+
 def refuses(error: BaseException) -> bool:
-    """Whether the ledger refused a statement for its content, so retrying it unchanged cannot succeed."""
+    """Whether the ledger refused a statement for what it carries, so retrying it unchanged cannot succeed.
+    Values the driver cannot even encode count too; a key another writer got to first does not."""
+    if isinstance(error, asyncpg.InterfaceError) and isinstance(error, ValueError):
+        return True  # asyncpg's own DataError: a value it cannot encode, before PostgreSQL sees it
     state = getattr(error, "sqlstate", None)
+    if getattr(error, "constraint_name", None) in _RACED:
+        return False
     return isinstance(error, asyncpg.PostgresError) and isinstance(state, str) and state[:2] in _REFUSED_CLASSES
 
 
-def classify(probe: Probe, head: int, head_request: str) -> str:
-    """What Redis holds of a link against the ledger's head (its sequence and last request hash)."""
+def classify(probe: Probe, head: int, head_identity: str) -> str:
+    """What Redis holds of a link against the ledger's head (its sequence and its last request's identity)."""
     if head == 0:
         return AHEAD if probe.seq else IN_STEP  # a link Redis created that the ledger has not seen yet
     if not probe.has_config or probe.seq is None:
@@ -42,7 +51,7 @@ def classify(probe: Probe, head: int, head_request: str) -> str:
     if probe.seq < head:
         return BEHIND
     if probe.seq == head:
-        return IN_STEP if probe.last in ("", head_request) or not head_request else FORKED
+        return IN_STEP if probe.last == head_identity else FORKED
     return AHEAD
 
 
@@ -67,7 +76,7 @@ async def recover(redis: RedisPools, pg: asyncpg.Pool) -> list[LinkRecovery]:
     for link in links:
         head = heads.get(link, ledger.Head(0, b"", {}))
         probe = probes[link]
-        state = classify(probe, head.seq, head.request_hash)
+        state = classify(probe, head.seq, head.identity)
         action = state
         if link in fenced:
             await redis.set_fence(link, ledger.refused_entry(fenced[link].seq, fenced[link].reason))
@@ -140,8 +149,8 @@ async def rebuild(redis: RedisPools, pg: asyncpg.Pool, link: str) -> int:
     if snap.pool_balances:
         pipe.hset(keys.balances(link), mapping={k: str(v) for k, v in snap.pool_balances.items()})
     pipe.set(keys.seq(link), snap.last_seq)
-    if snap.last_request_hash:
-        pipe.set(keys.last(link), snap.last_request_hash)
+    if snap.last_identity:
+        pipe.set(keys.last(link), snap.last_identity)
     pipe.set(keys.durable(link), snap.last_seq)
     pipe.xadd(keys.journal(link), {"entry": "{}", "balances": "[]", "reply": ""}, id=f"0-{snap.last_seq}")
     pipe.xtrim(keys.journal(link), minid=f"0-{snap.last_seq + 1}")  # an empty stream whose last id is the head
@@ -152,9 +161,11 @@ async def rebuild(redis: RedisPools, pg: asyncpg.Pool, link: str) -> int:
     if snap.fence is not None:
         pipe.set(keys.fence(link), snap.fence)
     pipe.sadd(keys.LINKS, link)
+    # Announced inside the transaction, before the config lets steps in again: a waiter of an entry this
+    # rebuild erased learns it at once, and one of a later step is rarely mistaken for it.
+    pipe.publish(keys.DURABLE_CHANNEL, f"{link} rebuilt {snap.last_seq}")
     pipe.hset(keys.config(link), mapping={"version": str(snap.config_version), "config": snap.config})
     await pipe.execute()
-    await redis.announce(link, "rebuilt", snap.last_seq)
     log.warning("link %s rebuilt from the ledger at sequence %d", link, snap.last_seq)
     return snap.last_seq
 

@@ -70,6 +70,7 @@ class Step:
     link_id: str
     request_id: str
     request_hash: str
+    identity: str  # canonical.request_identity: what the next journal entry names as the one it follows
     content: Mapping[str, Any]
     canonical_content: str
     config_version: str  # "new" to create the link
@@ -186,7 +187,7 @@ class RedisPools:
             step.request_hash, step.config_version, step.round_expect, step.round_rev, step.round_new_state,
             step.round_data, step.new_config, canonical_json(step.entry),
             canonical_json(step.result), SAFETY_TTL_SECONDS, keys.events(link), step.canonical_content, floor,
-            len(step.guards)]
+            step.identity, len(step.guards)]
         for pool, bal in sorted(step.guards.items()):
             args += [pool, str(bal)]
         args.append(len(step.deltas))

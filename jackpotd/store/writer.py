@@ -37,6 +37,9 @@ class LedgerWriter:
 
     LINKS_REFRESH = 0.2
     PROBE_EVERY = 0.5
+    STALLED_AFTER = 3.0  # seconds of failing appends before health says the writer cannot serve
+    REBUILDS_BEFORE_FENCE = 3  # rebuilds of one link within REBUILD_WINDOW seconds: stop rebuilding, fence it
+    REBUILD_WINDOW = 60.0
 
     def __init__(self, redis: RedisPools, pg: asyncpg.Pool, batch: int = 2000, linger: float = 0.005,
                  retention_seconds: int = 60) -> None:
@@ -46,7 +49,7 @@ class LedgerWriter:
         self.linger = linger  # group commit: a batch with company waits this long for more
         self.retention_seconds = retention_seconds
         self.durable: dict[str, int] = {}  # each link's ledger head, as announced
-        self.fenced: dict[str, str] = {}  # link -> why the ledger refused its entry
+        self.fenced: dict[str, str] = {}  # link -> which entry the ledger refused, and why
         self.problems: dict[str, str] = {}  # link -> why it cannot be served right now (a failed rebuild)
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -55,12 +58,16 @@ class LedgerWriter:
         self._links_cache: list[str] = []
         self._links_read_at = -1e9
         self._probed_at = -1e9
+        self._failing: tuple[float, str] | None = None  # since when, and why, appends fail
+        self._unannounced: dict[str, list[ledger.Written]] = {}  # appended, not yet announced
+        self._rebuilt_at: dict[str, list[float]] = {}
 
     async def start(self) -> None:
         """Load the heads and fences from PostgreSQL and start the loop."""
         self._heads = await ledger.heads_of(self.pg, None)
         self.durable = {link: head.seq for link, head in self._heads.items()}
-        self.fenced = {link: f.reason for link, f in (await ledger.fences(self.pg)).items()}
+        fences = await ledger.fences(self.pg)
+        self.fenced = {link: ledger.refused_entry(f.seq, f.reason) for link, f in fences.items()}
         for link in self.fenced:
             LINK_FENCED.labels(link).set(1)
         self._task = asyncio.create_task(self._run(), name="ledger-writer")
@@ -90,13 +97,24 @@ class LedgerWriter:
             try:
                 await self._once()
                 backoff = 0.05
+                self._failing = None
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # a store hiccup: callers wait, the loop retries
                 log.warning("ledger writer retrying after error: %s", e)
+                if self._failing is None:
+                    self._failing = (time.monotonic(), str(e))
+                else:
+                    self._failing = (self._failing[0], str(e))
                 await self._drop_connection()
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)
+
+    def stalled(self) -> str | None:
+        """Why nothing has been appended for STALLED_AFTER seconds or more, while the writer keeps failing."""
+        if self._failing is None or time.monotonic() - self._failing[0] < self.STALLED_AFTER:
+            return None
+        return f"appending has failed for {time.monotonic() - self._failing[0]:.0f} s: {self._failing[1][:300]}"
 
     async def _links(self) -> list[str]:
         """The links to follow: every link the ledger holds and every link Redis announces (a new one waits
@@ -135,34 +153,44 @@ class LedgerWriter:
             self._conn = await self.pg.acquire()
         try:
             appended = await ledger.write_batch(self._conn, batch, self._heads)
-        except asyncpg.PostgresError as e:
+        except Exception as e:
             if not recovery.refuses(e):
                 raise
             appended = await self._isolate(batch)
         LEDGER_BATCH.observe(len(batch))
         LEDGER_LAG.observe(time.perf_counter() - started)
-        for link, refused in appended.refused.items():  # Redis forked from the ledger: rebuild it
-            await self._rebuild(link, recovery.FORKED, refused.reason)
-        if not appended.written:
-            return
-        last = {entry.link_id: entry for entry in batch}  # each link's gauges show its newest balances
-        for link in appended.written:
-            for pool, bal in last[link].balances.items():
+        for link, written in appended.written.items():  # in the ledger now, whatever happens next
+            self.durable[link] = written[-1].seq
+            self._unannounced.setdefault(link, []).extend(written)
+        for link, refused in appended.refused.items():
+            if refused.malformed:  # a fault in what we wrote ourselves: stop the link, never guess
+                await self._fence(link, refused.seq, refused.reason)
+            else:  # Redis forked from the ledger, or its balances are not the postings': rebuild it
+                await self._rebuild(link, recovery.FORKED, refused.reason)
+        by_entry = {(e.link_id, e.seq): e for e in batch}
+        for link, written in appended.written.items():  # each link's gauges show its newest balances
+            for pool, bal in by_entry[(link, written[-1].seq)].balances.items():
                 POOL_CENTS.labels(link, pool).set(bal // 1_000_000)
+        await self._announce()
+
+    async def _announce(self) -> None:
+        """Tell the workers what the ledger now holds, and let answered keys expire; kept until it succeeds."""
+        if not self._unannounced:
+            return
         await self.redis.announce_durable({link: self._durable(link, written)
-                                           for link, written in appended.written.items()}, self.retention_seconds)
-        for link, written in appended.written.items():
+                                           for link, written in self._unannounced.items()}, self.retention_seconds)
+        for link, written in self._unannounced.items():
             head = written[-1].seq
-            self.durable[link] = head
             if head % 1000 < len(written):  # trim now and then; PostgreSQL holds everything up to head
                 await self.redis.trim_journal(link, head - 100)
+        self._unannounced = {}
 
     @staticmethod
     def _durable(link: str, written: list[ledger.Written]) -> Durable:
         """The announcement of a link's appended entries, and the keys that may now leave Redis."""
         expire = [keys.record(link, w.request_id) for w in written]
         expire += [keys.round_(link, *w.finished_round) for w in written if w.finished_round is not None]
-        return Durable(written[0].seq, [w.request_hash[:HASH_PREFIX] for w in written], expire)
+        return Durable(written[0].seq, [w.identity[:HASH_PREFIX] for w in written], expire)
 
     async def _isolate(self, batch: list[ledger.JournalEntry]) -> ledger.Appended:
         """The ledger refused the batch for what it holds: append entry by entry, and fence the link whose
@@ -175,7 +203,7 @@ class LedgerWriter:
             for e in sorted(entries, key=lambda x: x.seq):
                 try:
                     one = await ledger.write_batch(self._conn, [e], self._heads)
-                except asyncpg.PostgresError as error:
+                except Exception as error:
                     if not recovery.refuses(error):
                         raise
                     await self._fence(link, e.seq, str(error))
@@ -188,11 +216,18 @@ class LedgerWriter:
         return out
 
     async def _fence(self, link: str, seq: int, reason: str) -> None:
-        self.fenced[link] = reason
+        self.fenced[link] = ledger.refused_entry(seq, reason)
         LINK_FENCED.labels(link).set(1)
         await recovery.fence(self.redis, self.pg, link, seq, reason)
 
     async def _rebuild(self, link: str, why: str, detail: str) -> None:
+        now = time.monotonic()
+        recent = [t for t in self._rebuilt_at.get(link, []) if now - t < self.REBUILD_WINDOW] + [now]
+        self._rebuilt_at[link] = recent
+        if len(recent) > self.REBUILDS_BEFORE_FENCE:  # rebuilding does not cure it: stop and let a person look
+            await self._fence(link, self.durable.get(link, 0) + 1,
+                              f"Redis {why} {len(recent)} times in {self.REBUILD_WINDOW:.0f} s; last: {detail}")
+            return
         LINK_REBUILDS.labels(link, why).inc()
         log.error("link %s: Redis %s (%s); rebuilding it from the ledger", link, why, detail)
         self.problems[link] = f"Redis {why}; rebuilding from the ledger"
@@ -222,14 +257,22 @@ class LedgerWriter:
         unknown = [link for link in links if link not in self._heads]
         if unknown:
             self._heads.update(await ledger.heads_of(self.pg, unknown))
-        probes = await self.redis.probe(links)
+        probes = await self.redis.probe([*links, *self.fenced])
         for link in links:
             head = self._heads.get(link, ledger.Head(0, b"", {}))
-            state = recovery.classify(probes[link], head.seq, head.request_hash)
+            state = recovery.classify(probes[link], head.seq, head.identity)
             if state in (recovery.LOST, recovery.BEHIND, recovery.FORKED):
                 await self._rebuild(link, state, f"Redis at sequence {probes[link].seq}, the ledger at {head.seq}")
-        await self.redis.set_health({"at_ms": now_ms(), "problems": {
-            **{link: f"fenced: {why}" for link, why in self.fenced.items()}, **self.problems}})
+        for link in self.fenced:  # Redis may have lost the fence with the rest: say it again every time
+            if not probes[link].has_config:
+                await recovery.rebuild(self.redis, self.pg, link)  # the fence comes back with the link
+            await self.redis.set_fence(link, self.fenced[link])
+        report: dict[str, Any] = {"at_ms": now_ms(), "problems": {
+            **{link: f"fenced: {why}" for link, why in self.fenced.items()}, **self.problems}}
+        stalled = self.stalled()
+        if stalled is not None:
+            report["stalled"] = stalled
+        await self.redis.set_health(report)
 
     @staticmethod
     def _entries(rows: list[tuple[str, list[tuple[str, dict[str, str]]]]], streams: dict[str, str],
@@ -246,7 +289,7 @@ class LedgerWriter:
 @dataclass(slots=True)
 class _Waiter:
     seq: int
-    request_hash: str | None  # None: a read that waits only for the sequence to be durable
+    identity: str | None  # of the request; None: a read that waits only for the sequence to be durable
     deadline: float
     fut: asyncio.Future[None] = field(repr=False)
 
@@ -290,13 +333,13 @@ class DurabilityWatcher:
         """The ledger's durable sequence of the link as this process knows it."""
         return self.marks.get(link_id, 0)
 
-    async def wait_durable(self, link_id: str, seq: int, request_hash: str | None = None) -> None:
-        """Return once the ledger holds entry `seq` of the link (and, given a request hash, holds that very
-        request there); TimeoutError if not in time, LinkLost or LinkFenced if it never will."""
+    async def wait_durable(self, link_id: str, seq: int, identity: str | None = None) -> None:
+        """Return once the ledger holds entry `seq` of the link (and, given a request's identity, holds that
+        very request there); TimeoutError if not in time, LinkLost or LinkFenced if it never will."""
         loop = asyncio.get_running_loop()
-        if self.marks.get(link_id, 0) >= seq and request_hash is None:
+        if self.marks.get(link_id, 0) >= seq and identity is None:
             return
-        waiter = _Waiter(seq, request_hash, loop.time() + self.timeout, loop.create_future())
+        waiter = _Waiter(seq, identity, loop.time() + self.timeout, loop.create_future())
         self._waiters.setdefault(link_id, []).append(waiter)
         if self.marks.get(link_id, 0) >= seq:  # announced before we asked (a retry): ask the ledger itself
             await self._verify(link_id, [waiter])
@@ -350,12 +393,12 @@ class DurabilityWatcher:
                 continue
             if w.seq > last:
                 keep.append(w)
-            elif w.request_hash is None:
+            elif w.identity is None:
                 w.fut.set_result(None)
             elif w.seq < first:
                 missed.append(w)  # announced earlier, before this process listened: ask the ledger
                 keep.append(w)
-            elif w.request_hash.startswith(hashes[w.seq - first]):
+            elif w.identity.startswith(hashes[w.seq - first]):
                 w.fut.set_result(None)
             else:
                 w.fut.set_exception(self._replaced(link, w.seq))
@@ -388,7 +431,7 @@ class DurabilityWatcher:
     async def _verify(self, link: str, waiters: list[_Waiter]) -> None:
         """Settle waiters from the ledger itself: their entry is there with their request, or another's."""
         try:
-            held = await ledger.entry_hashes(self.pg, link, [w.seq for w in waiters])
+            held = await ledger.entry_identities(self.pg, link, [w.seq for w in waiters])
         except Exception as e:  # the poller asks again
             log.warning("durability check of link %s failed: %s", link, e)
             return
@@ -396,7 +439,7 @@ class DurabilityWatcher:
             found = held.get(w.seq)
             if w.fut.done() or found is None:
                 continue
-            if w.request_hash is None or found == w.request_hash:
+            if w.identity is None or found == w.identity:
                 DURABILITY_CHECKS.labels("held").inc()
                 w.fut.set_result(None)
             else:

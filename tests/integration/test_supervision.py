@@ -198,6 +198,11 @@ async def test_killed_embedded_valkey_is_restarted(tmp_path: Path) -> None:
     running = json.loads(endpoints.read_text())
     client = await Client.connect(server.target, running["postgres_dsn"], running["redis_url"])
     try:
+        async def seeded() -> bool:  # the demo is loaded just after the service starts serving
+            reply = await client.display.GetPools(display_pb2.GetPoolsRequest(link_id="demo"), timeout=5)
+            return {p.pool: p.amount_cents for p in reply.pools} == {"MAJOR": 1_000_000, "MINOR": 100_000}
+
+        await eventually(seeded, 30, "the demo seeded")
         await client.fund("demo", "MAJOR", 12_345)  # answered once the ledger holds it
         before = {p.pool: p.amount_cents for p in (await client.display.GetPools(
             display_pb2.GetPoolsRequest(link_id="demo"))).pools}
