@@ -213,6 +213,9 @@ async def test_an_entry_the_ledger_refuses_fences_its_link_alone(isolated: Isola
         await wait_until(lambda: _health_names(p, bad), 5)
         listed = await recovery.fenced_links(RedisPools(p.valkey.url), c.pg)
         assert [(f.link_id, entry.split(" ")[0]) for f, entry in listed] == [(bad, "fund")]
+        await c.redis.flushall()  # Redis forgets the fence with the rest: the writer says it again
+        await wait_until(lambda: _fenced_again(c, bad), 10)
+        await wait_until(lambda: _health_names(p, bad), 5)
         # a restart still starts, and the link stays fenced
         p.stop.set()
         await p.task
@@ -234,6 +237,14 @@ async def test_an_entry_the_ledger_refuses_fences_its_link_alone(isolated: Isola
         out = subprocess.run([sys.executable, "-m", "jackpotd.cli", "fenced", "--redis-url", p.valkey.url,
                               "--postgres-dsn", isolated.dsn], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0 and "no link is fenced" in out.stdout, out.stdout + out.stderr
+
+
+async def _fenced_again(c: Client, link: str) -> bool:
+    try:
+        await c.pools(link)
+    except grpc.aio.AioRpcError as e:
+        return e.code() == S.UNAVAILABLE and "fenced" in (e.details() or "")
+    return False
 
 
 async def _health_names(p: Private, link: str) -> bool:
@@ -284,6 +295,16 @@ async def test_finished_rounds_and_answers_leave_redis_and_retries_are_answered_
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await c.settle(table, "never", {3: FLUSH})
         assert err.value.code() == S.NOT_FOUND
+        # a request id used once and let go by Redis is still taken: another call with it is refused, and the
+        # link is not fenced for it
+        await c.commit(table, "r3", [4])
+        for reuse in (lambda: c.settle(table, "r3", {4: FLUSH}, request_id=commit.request_id),
+                      lambda: c.commit(table, "r4", [4], request_id=settle.request_id)):
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await reuse()
+            assert err.value.code() == S.ALREADY_EXISTS, err.value.details()
+        await c.settle(table, "r3", {4: FLUSH})
+        assert await c.pg.fetchval("SELECT count(*) FROM link_fences") == 0
         rows = await c.pg.fetch("SELECT request_id, count(*) AS n FROM entries WHERE link_id = $1 "
                                 "GROUP BY request_id HAVING count(*) > 1", link)
         assert rows == []
@@ -293,3 +314,52 @@ async def _only_link_keys_left(c: Client, link: str) -> bool:
     """Only the link's own keys remain: no round and no request record."""
     left = await c.redis.keys("{link:" + link + "}:*")
     return bool(left) and not [k for k in left if ":round:" in k or ":req:" in k]
+
+
+async def test_a_writer_that_keeps_failing_turns_health_not_serving_and_fences_nothing(
+        isolated: Isolated, tmp_path: Path) -> None:
+    """A fault that is no entry's (the service's role lost its grant): every call waits, health says so,
+    no link is fenced for it, and everything goes on once it is repaired."""
+    async with open_private(isolated, tmp_path) as p:
+        c = p.client
+        _, (table,) = await new_link(c, 1)
+        conn = await asyncpg.connect(isolated.dsn)
+        await conn.execute("REVOKE INSERT ON entries FROM jackpotd_app")
+        request = table_pb2.CommitWagersRequest(request_id=rid(), table_id=table, round_id="r1",
+                                                wagers=[table_pb2.Wager(seat=1, amount_cents=100, ante_placed=True)])
+        pending = asyncio.ensure_future(c.table.CommitWagers(request))
+        await wait_until(lambda: _stalled(p), 15)
+        await conn.execute("GRANT INSERT ON entries TO jackpotd_app")
+        await conn.close()
+        try:
+            first = await pending
+        except grpc.aio.AioRpcError as e:  # the wait for the ledger may have run out: the retry is answered
+            assert e.code() == S.UNAVAILABLE, e.details()
+            first = await _retry(lambda: c.table.CommitWagers(request))
+        again = await c.table.CommitWagers(request)
+        assert again.SerializeToString(deterministic=True) == first.SerializeToString(deterministic=True)
+        assert await c.pg.fetchval("SELECT count(*) FROM link_fences") == 0
+        await wait_until(lambda: _not_stalled(p), 10)
+
+
+async def _stalled(p: Private) -> bool:
+    report = await RedisPools(p.valkey.url).writer_health()
+    return report is not None and "stalled" in report
+
+
+async def _not_stalled(p: Private) -> bool:
+    report = await RedisPools(p.valkey.url).writer_health()
+    return report is not None and "stalled" not in report
+
+
+async def test_a_journal_entry_the_writer_cannot_read_fences_its_link(private: Private) -> None:
+    c = private.client
+    bad, _ = await new_link(c, 1)
+    _, (good_table,) = await new_link(c, 1)
+    tag = "{link:" + bad + "}"
+    seq = int(await c.redis.incr(tag + ":seq"))  # as a faulty step would leave it
+    await c.redis.xadd(tag + ":journal", {"entry": "{not json", "balances": "[]", "reply": "",
+                                          "after": await c.redis.get(tag + ":last")}, id=f"0-{seq}")
+    await wait_until(lambda: _fenced_again(c, bad), 10)
+    assert await c.pg.fetchval("SELECT seq FROM link_fences WHERE link_id = $1", bad) == seq
+    await c.commit(good_table, "r1", [1])  # the others go on
