@@ -395,6 +395,27 @@ async def round_state(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, tab
     return v
 
 
+class HeldConnection:
+    """A pooled connection kept between uses by one busy task: acquiring and releasing a pooled one costs a
+    reset round trip each time. Released on close, or after an error so the next use starts afresh."""
+
+    def __init__(self, pg: asyncpg.Pool) -> None:
+        self.pg = pg
+        self._conn: Any = None
+
+    async def get(self) -> Any:
+        if self._conn is None or self._conn.is_closed():
+            await self.release()
+            self._conn = await self.pg.acquire()
+        return self._conn
+
+    async def release(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            with contextlib.suppress(Exception):
+                await self.pg.release(conn)
+
+
 @dataclass(frozen=True, slots=True)
 class Seen:
     """What the ledger holds of a request id and a round: the request's content hash and the round's state
@@ -406,8 +427,7 @@ class Seen:
 
 class Lookups:
     """Every table call asks the ledger whether its request id and round id were ever used; the questions
-    of one moment share a query, on a connection held for the purpose (a pooled one costs a reset round
-    trip on every release)."""
+    of one moment share a query, on a connection held for the purpose."""
 
     LINGER = 0.002
     # Subqueries per row are index lookups in any plan; a join may turn into a scan of every round once
@@ -422,7 +442,7 @@ class Lookups:
         self.pg = pg
         self._queue: list[tuple[tuple[str, str, str, str], asyncio.Future[Seen]]] = []
         self._flusher: asyncio.Future[None] | None = None
-        self._conn: Any = None
+        self._held = HeldConnection(pg)
         self._last_flush = -1.0
 
     async def get(self, link_id: str, table_id: str, round_id: str, request_id: str) -> Seen:
@@ -433,10 +453,7 @@ class Lookups:
         return await fut
 
     async def close(self) -> None:
-        if self._conn is not None:
-            conn, self._conn = self._conn, None
-            with contextlib.suppress(Exception):
-                await self.pg.release(conn)
+        await self._held.release()
 
     async def _flush(self) -> None:
         loop = asyncio.get_running_loop()
@@ -448,12 +465,9 @@ class Lookups:
         while self._queue:
             batch, self._queue = self._queue, []
             try:
-                if self._conn is None or self._conn.is_closed():
-                    await self.close()
-                    self._conn = await self.pg.acquire()
-                rows = await self._conn.fetch(self.QUERY, *_columns([k for k, _ in batch], 4))
+                rows = await (await self._held.get()).fetch(self.QUERY, *_columns([k for k, _ in batch], 4))
             except Exception as e:
-                await self.close()
+                await self._held.release()
                 for _, fut in batch:
                     if not fut.done():
                         fut.set_exception(e)

@@ -54,7 +54,7 @@ class LedgerWriter:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._heads: ledger.HeadCache = {}
-        self._conn: Any = None  # held between batches: acquiring and resetting a pooled one costs a round trip
+        self._held = ledger.HeldConnection(pg)
         self._links_cache: list[str] = []
         self._links_read_at = -1e9
         self._probed_at = -1e9
@@ -83,13 +83,7 @@ class LedgerWriter:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        await self._drop_connection()
-
-    async def _drop_connection(self) -> None:
-        if self._conn is not None:
-            conn, self._conn = self._conn, None
-            with contextlib.suppress(Exception):
-                await self.pg.release(conn)
+        await self._held.release()
 
     async def _run(self) -> None:
         backoff = 0.05
@@ -106,7 +100,7 @@ class LedgerWriter:
                     self._failing = (time.monotonic(), str(e))
                 else:
                     self._failing = (self._failing[0], str(e))
-                await self._drop_connection()
+                await self._held.release()
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)
 
@@ -149,14 +143,13 @@ class LedgerWriter:
 
     async def _append(self, batch: list[ledger.JournalEntry]) -> None:
         started = time.perf_counter()
-        if self._conn is None or self._conn.is_closed():
-            self._conn = await self.pg.acquire()
+        conn = await self._held.get()
         try:
-            appended = await ledger.write_batch(self._conn, batch, self._heads)
+            appended = await ledger.write_batch(conn, batch, self._heads)
         except Exception as e:
             if not recovery.refuses(e):
                 raise
-            appended = await self._isolate(batch)
+            appended = await self._isolate(conn, batch)
         LEDGER_BATCH.observe(len(batch))
         LEDGER_LAG.observe(time.perf_counter() - started)
         for link, written in appended.written.items():  # in the ledger now, whatever happens next
@@ -192,7 +185,7 @@ class LedgerWriter:
         expire += [keys.round_(link, *w.finished_round) for w in written if w.finished_round is not None]
         return Durable(written[0].seq, [w.identity[:HASH_PREFIX] for w in written], expire)
 
-    async def _isolate(self, batch: list[ledger.JournalEntry]) -> ledger.Appended:
+    async def _isolate(self, conn: Any, batch: list[ledger.JournalEntry]) -> ledger.Appended:
         """The ledger refused the batch for what it holds: append entry by entry, and fence the link whose
         entry is refused. Every other link, and the fenced link's earlier entries, are appended."""
         out = ledger.Appended()
@@ -202,7 +195,7 @@ class LedgerWriter:
         for link, entries in by_link.items():
             for e in sorted(entries, key=lambda x: x.seq):
                 try:
-                    one = await ledger.write_batch(self._conn, [e], self._heads)
+                    one = await ledger.write_batch(conn, [e], self._heads)
                 except Exception as error:
                     if not recovery.refuses(error):
                         raise
