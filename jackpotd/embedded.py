@@ -95,16 +95,18 @@ def _child(command: list[str], uid: int | None, gid: int | None) -> tuple[list[s
     """The command and Popen arguments that start a server in its own session, as `uid` when given, and
     make it die with the thread that started it (PR_SET_PDEATHSIG).
 
-    With setpriv no Python runs between fork and exec: a preexec_fn in a process with gRPC's threads
-    running can crash the child there (seen: restarted Valkeys dying of SIGSEGV before they logged a line).
+    With setpriv nothing runs between fork and exec: a preexec_fn (or Popen's own user switch, which
+    makes it fork rather than vfork, so that gRPC's fork handlers run) in a process with gRPC's threads
+    running can crash the child there (seen: restarted Valkeys and initdb dying of SIGSEGV).
     """
     setpriv = _setpriv()
     if setpriv is None:
         return command, {"preexec_fn": _child_setup(uid, gid)}
-    options: dict[str, Any] = {"start_new_session": True}
-    if uid is not None and gid is not None:
-        options.update(user=uid, group=gid, extra_groups=[])  # done in C before exec; then setpriv sets the signal
-    return [setpriv, f"--pdeathsig={'KILL' if uid is None else 'QUIT'}", "--", *command], options
+    # setpriv changes the user too: asked of Popen, that would make it fork() instead of vfork(), and
+    # gRPC's fork handlers then run (and crash, seen: initdb dying of SIGSEGV) in the child.
+    who = [] if uid is None or gid is None else [f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+    signal_name = "KILL" if uid is None else "QUIT"
+    return [setpriv, *who, f"--pdeathsig={signal_name}", "--", *command], {"start_new_session": True}
 
 
 def _wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str, log_path: Path, timeout: float = 60) -> None:
