@@ -97,13 +97,10 @@ def _assert_nobody_stays_in_the_data_directory(pid: int, data: Path) -> None:
     via = f"/proc/{pid}/fd/{fds[0]}"
 
     def as_nobody(command: str) -> int:
+        # setpriv rather than a preexec_fn: nothing may run between fork and exec beside gRPC's threads
         who = pwd.getpwnam("nobody")
-
-        def drop() -> None:
-            os.setgroups([])
-            os.setgid(who.pw_gid)
-            os.setuid(who.pw_uid)
-        return subprocess.run(["sh", "-c", command], preexec_fn=drop, capture_output=True).returncode
+        return subprocess.run(["setpriv", f"--reuid={who.pw_uid}", f"--regid={who.pw_gid}", "--clear-groups",
+                               "sh", "-c", command], capture_output=True).returncode
 
     assert as_nobody(f"ls {via}/PG_VERSION") == 0
     assert as_nobody(f"ls {via}/..") != 0  # state/postgres is root's and 0700
