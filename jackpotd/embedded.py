@@ -85,10 +85,11 @@ def _child_setup(uid: int | None, gid: int | None) -> Callable[[], None]:
 def _setpriv() -> str | None:
     """util-linux's setpriv, when it can set the parent-death signal."""
     found = shutil.which("setpriv")
-    if found is None:
-        return None
-    usage = subprocess.run([found, "--help"], capture_output=True, text=True).stdout
-    return found if "--pdeathsig" in usage else None
+    if found is not None and "--pdeathsig" in subprocess.run([found, "--help"], capture_output=True, text=True).stdout:
+        return found
+    log.warning("util-linux setpriv (2.33 or newer) is not installed: embedded servers start through a Python "
+                "preexec_fn, which can crash a server started while gRPC threads run")
+    return None
 
 
 def _child(command: list[str], uid: int | None, gid: int | None) -> tuple[list[str], dict[str, Any]]:

@@ -258,7 +258,12 @@ class JackpotService:
                 version, config = "new", create
             else:
                 version, config = await self.config(link_id, fresh=attempt > 0)
-            step = await build(version, config)
+            try:
+                step = await build(version, config)
+            except (InvalidInput, FailedPrecondition, NotFound) as e:
+                # A retry of a request applied earlier may not pass today's checks (its table suspended
+                # since, a new wager amount): its record answers it. Anything else gets the error.
+                await self._replay_or(link_id, req, e)
             outcome = await self.redis.apply(step, self.durability.floor(link_id))
             refused = refusal(link_id, outcome.status, outcome.detail)
             if refused is not None:

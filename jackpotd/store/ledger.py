@@ -80,7 +80,8 @@ class JournalEntry:
     entry: str  # canonical JSON written by the service
     balances: dict[str, int]  # pool balances after, from Redis
     reply: str
-    after: str | None = None  # the request hash of the entry this one follows in Redis (None: not recorded)
+    after: str | None = None  # the identity of the request this one follows in Redis (None: not recorded)
+    problem: str | None = None  # why the stream entry could not be read, when it could not
 
     @property
     def body(self) -> dict[str, Any]:
@@ -230,6 +231,8 @@ def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head) -> tupl
             continue
         if e.seq != last_seq + 1:
             break  # a gap: wait for the missing entry rather than record out of order
+        if e.problem is not None:
+            return Refused(e.seq, f"journal entry {e.seq} is malformed: {e.problem}", malformed=True)
         if e.after is not None and e.after != last_request:
             return Refused(e.seq, f"journal entry {e.seq} follows request {e.after[:16] or '(none)'} but the "
                                   f"ledger's entry {last_seq} is request {last_request[:16] or '(none)'}")
@@ -430,6 +433,7 @@ class Lookups:
     of one moment share a query, on a connection held for the purpose."""
 
     LINGER = 0.002
+    TIMEOUT = 5.0  # a half-open connection must not hold every commit of the process
     # Subqueries per row are index lookups in any plan; a join may turn into a scan of every round once
     # the prepared statement's generic plan guesses the arrays' size.
     QUERY = ("SELECT q.i, (SELECT e.request_hash FROM entries e WHERE e.link_id = q.link_id "
@@ -444,8 +448,11 @@ class Lookups:
         self._flusher: asyncio.Future[None] | None = None
         self._held = HeldConnection(pg)
         self._last_flush = -1.0
+        self._closed = False
 
     async def get(self, link_id: str, table_id: str, round_id: str, request_id: str) -> Seen:
+        if self._closed:
+            raise ConnectionError("shutting down")
         fut: asyncio.Future[Seen] = asyncio.get_running_loop().create_future()
         self._queue.append(((link_id, table_id, round_id, request_id), fut))
         if self._flusher is None or self._flusher.done():
@@ -453,6 +460,14 @@ class Lookups:
         return await fut
 
     async def close(self) -> None:
+        self._closed = True
+        if self._flusher is not None and not self._flusher.done():
+            self._flusher.cancel()
+            with contextlib.suppress(BaseException):
+                await self._flusher
+        for _, fut in self._queue:
+            if not fut.done():
+                fut.set_exception(ConnectionError("shutting down"))
         await self._held.release()
 
     async def _flush(self) -> None:
@@ -465,7 +480,8 @@ class Lookups:
         while self._queue:
             batch, self._queue = self._queue, []
             try:
-                rows = await (await self._held.get()).fetch(self.QUERY, *_columns([k for k, _ in batch], 4))
+                rows = await (await self._held.get()).fetch(self.QUERY, *_columns([k for k, _ in batch], 4),
+                                                            timeout=self.TIMEOUT)
             except Exception as e:
                 await self._held.release()
                 for _, fut in batch:
@@ -590,6 +606,10 @@ def journal_entries(link_id: str, rows: Iterable[tuple[int, dict[str, str]]]) ->
     """Journal stream rows as entries."""
     out = []
     for seq, fields in rows:
-        balances = pairs(orjson.loads(fields["balances"]))
-        out.append(JournalEntry(link_id, seq, fields["entry"], balances, fields["reply"], fields.get("after")))
+        try:
+            balances = pairs(orjson.loads(fields["balances"]))
+            out.append(JournalEntry(link_id, seq, fields["entry"], balances, fields["reply"], fields.get("after")))
+        except (KeyError, TypeError, ValueError, IndexError) as e:  # the writer fences the link on it
+            out.append(JournalEntry(link_id, seq, str(fields.get("entry", "")), {}, "", fields.get("after"),
+                                    f"{type(e).__name__}: {e}"))
     return out

@@ -107,13 +107,17 @@ async def drain(redis: RedisPools, pg: asyncpg.Pool, link: str, from_seq: int) -
         try:
             async with pg.acquire() as conn:
                 appended = await ledger.write_batch(conn, ledger.journal_entries(link, rows))
-        except asyncpg.PostgresError as e:
+        except Exception as e:
             if not refuses(e):
                 raise
             await fence(redis, pg, link, head + 1, str(e))
             return "fenced"
-        if link in appended.refused:
-            log.error("link %s: %s", link, appended.refused[link].reason)
+        refused = appended.refused.get(link)
+        if refused is not None:
+            if refused.malformed:  # a fault to stop at, as the running writer does
+                await fence(redis, pg, link, refused.seq, refused.reason)
+                return "fenced"
+            log.error("link %s: %s", link, refused.reason)
             return FORKED
         if appended.heads.get(link, head) == head:
             break  # a gap in the journal: what follows cannot be recorded in order

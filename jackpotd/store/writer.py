@@ -120,6 +120,7 @@ class LedgerWriter:
         return [link for link in self._links_cache if link not in self.fenced]
 
     async def _once(self) -> None:
+        await self._announce()  # what an earlier pass appended but could not announce
         if time.monotonic() - self._probed_at >= self.PROBE_EVERY:
             await self.probe()
         links = await self._links()
@@ -215,11 +216,13 @@ class LedgerWriter:
 
     async def _rebuild(self, link: str, why: str, detail: str) -> None:
         now = time.monotonic()
-        recent = [t for t in self._rebuilt_at.get(link, []) if now - t < self.REBUILD_WINDOW] + [now]
-        self._rebuilt_at[link] = recent
-        if len(recent) > self.REBUILDS_BEFORE_FENCE:  # rebuilding does not cure it: stop and let a person look
+        recent = [t for t in self._rebuilt_at.get(link, []) if now - t < self.REBUILD_WINDOW]
+        if why == recovery.FORKED and len(recent) >= self.REBUILDS_BEFORE_FENCE:
+            # A Redis that keeps forking from the ledger is not cured by rebuilding: stop, let a person look.
+            # (A Redis that lost everything, a restarted one, is simply rebuilt however often it happens.)
             await self._fence(link, self.durable.get(link, 0) + 1,
-                              f"Redis {why} {len(recent)} times in {self.REBUILD_WINDOW:.0f} s; last: {detail}")
+                              f"Redis forked from the ledger {len(recent) + 1} times in "
+                              f"{self.REBUILD_WINDOW:.0f} s; last: {detail}")
             return
         LINK_REBUILDS.labels(link, why).inc()
         log.error("link %s: Redis %s (%s); rebuilding it from the ledger", link, why, detail)
@@ -233,6 +236,8 @@ class LedgerWriter:
         self._heads.pop(link, None)  # read afresh with the next batch
         self.durable[link] = head
         self.problems.pop(link, None)
+        if why == recovery.FORKED:
+            self._rebuilt_at[link] = [*recent, now]
 
     async def probe(self) -> None:
         """Compare each link's Redis state with the ledger, rebuild what Redis lost, lift fences an operator
@@ -242,6 +247,7 @@ class LedgerWriter:
         for link in resolved:  # `jackpotd unfence` removed the fence: follow the link again
             log.warning("link %s: fence lifted", link)
             self.fenced.pop(link)
+            self._rebuilt_at.pop(link, None)
             LINK_FENCED.labels(link).set(0)
             await self.redis.set_fence(link, None)
             self._heads.pop(link, None)
@@ -257,9 +263,12 @@ class LedgerWriter:
             if state in (recovery.LOST, recovery.BEHIND, recovery.FORKED):
                 await self._rebuild(link, state, f"Redis at sequence {probes[link].seq}, the ledger at {head.seq}")
         for link in self.fenced:  # Redis may have lost the fence with the rest: say it again every time
-            if not probes[link].has_config:
-                await recovery.rebuild(self.redis, self.pg, link)  # the fence comes back with the link
-            await self.redis.set_fence(link, self.fenced[link])
+            try:
+                if not probes[link].has_config and self.durable.get(link, 0) > 0:
+                    await recovery.rebuild(self.redis, self.pg, link)  # the fence comes back with the link
+                await self.redis.set_fence(link, self.fenced[link])
+            except Exception as e:  # one link's trouble must not silence the heartbeat of all
+                log.error("link %s: restating its fence failed: %s", link, e)
         report: dict[str, Any] = {"at_ms": now_ms(), "problems": {
             **{link: f"fenced: {why}" for link, why in self.fenced.items()}, **self.problems}}
         stalled = self.stalled()

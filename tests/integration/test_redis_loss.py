@@ -363,3 +363,38 @@ async def test_a_journal_entry_the_writer_cannot_read_fences_its_link(private: P
     await wait_until(lambda: _fenced_again(c, bad), 10)
     assert await c.pg.fetchval("SELECT seq FROM link_fences WHERE link_id = $1", bad) == seq
     await c.commit(good_table, "r1", [1])  # the others go on
+
+
+async def test_redis_lost_again_and_again_is_rebuilt_every_time_and_fences_nothing(private: Private) -> None:
+    """A Valkey that keeps restarting empty (the supervisor restarts it) is no fault of a link's."""
+    c = private.client
+    link, (table,) = await new_link(c, 1)
+    for n in range(5):
+        await c.redis.flushall()
+        await wait_until(lambda n=n: _major_is(c, link, 2_000_000 + 20 * n), 10)
+        await _retry(lambda n=n: c.commit(table, f"r{n}", [1]))
+    assert await c.pg.fetchval("SELECT count(*) FROM link_fences") == 0
+
+
+async def test_a_retry_of_an_applied_commit_is_answered_after_its_table_was_suspended(private: Private) -> None:
+    c = private.client
+    _, (table,) = await new_link(c, 1)
+    request = table_pb2.CommitWagersRequest(request_id=rid(), table_id=table, round_id="r1",
+                                            wagers=[table_pb2.Wager(seat=2, amount_cents=100, ante_placed=True)])
+    first = await c.table.CommitWagers(request)
+    await c.admin.SuspendTable(admin_pb2.SuspendTableRequest(request_id=rid(), table_id=table, audit=AUDIT))
+    again = await c.table.CommitWagers(request)
+    assert again.SerializeToString(deterministic=True) == first.SerializeToString(deterministic=True)
+    with pytest.raises(grpc.aio.AioRpcError) as err:  # a new commit is refused, as it should be
+        await c.commit(table, "r2", [2])
+    assert err.value.code() == S.FAILED_PRECONDITION
+
+
+async def test_a_journal_entry_with_unreadable_balances_fences_its_link(private: Private) -> None:
+    c = private.client
+    bad, _ = await new_link(c, 1)
+    tag = "{link:" + bad + "}"
+    seq = int(await c.redis.incr(tag + ":seq"))
+    await c.redis.xadd(tag + ":journal", {"entry": "{}", "balances": "[1, 2, 3", "reply": ""}, id=f"0-{seq}")
+    await wait_until(lambda: _fenced_again(c, bad), 10)
+    assert await c.pg.fetchval("SELECT seq FROM link_fences WHERE link_id = $1", bad) == seq
