@@ -31,7 +31,7 @@ from ..domain.rounds import COMMITTED, SETTLED, VOIDED, SeatHand, Wager, evaluat
 from ..metrics import CAS_RETRIES, HITS
 from ..store import ledger
 from ..store.errors import LinkLost, Unavailable
-from ..store.redis_pools import LinkRead, RedisPools, Reply, Step, refusal
+from ..store.redis_pools import LinkRead, RedisPools, Reply, Step, lost, refusal
 from ..store.writer import DurabilityWatcher
 
 log = logging.getLogger("jackpotd.service")
@@ -152,7 +152,7 @@ class JackpotService:
         found = await self.redis.config(link_id)
         if found is None:
             if await ledger.link_known(self.pg, link_id):  # Redis forgot it: never answer NOT_FOUND for it
-                raise refusal(link_id, "lost", "") or LinkLost(link_id)
+                raise lost(link_id)
             raise NotFound("link_id", link_id, "no such link")
         version, raw = found
         cached = (version, LinkConfig.from_dict(raw))
@@ -169,7 +169,7 @@ class JackpotService:
         if link is None:
             known = await ledger.table_link(self.pg, table_id)
             if known is not None:  # Redis forgot the table's link
-                raise refusal(known, "lost", "") or LinkLost(known)
+                raise lost(known)
             raise NotFound("table_id", table_id, "no such table")
         self._table_links[table_id] = link
         return link

@@ -117,14 +117,19 @@ class Durable:
 HASH_PREFIX = 16  # hex digits of a request hash in durability announcements (64 bits)
 
 
+def lost(link_id: str) -> LinkLost:
+    """The error for a link whose keys Redis no longer holds."""
+    return LinkLost(f"link {link_id}: Redis has lost its state; it is being rebuilt from the ledger, "
+                    "retry with the same request_id")
+
+
 def refusal(link_id: str, status: str, detail: str) -> LinkLost | LinkFenced | None:
     """The error for a step or read that found the link's Redis state unfit to answer from."""
     if status == "fenced":
         return LinkFenced(f"link {link_id} is fenced: {detail}; an operator must resolve it "
                           "(jackpotd fenced), then retry with the same request_id")
     if status == "lost":
-        return LinkLost(f"link {link_id}: Redis has lost its state; it is being rebuilt from the ledger, "
-                        "retry with the same request_id")
+        return lost(link_id)
     if status == "behind":
         return LinkLost(f"link {link_id}: Redis went back to sequence {detail}, behind the ledger; it is being "
                         "rebuilt from the ledger, retry with the same request_id")
