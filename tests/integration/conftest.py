@@ -25,11 +25,7 @@ async def target(servers: Servers) -> AsyncIterator[str]:
     listen = f"127.0.0.1:{free_port()}"
     settings = Settings(redis_url=servers.redis_url(0), postgres_dsn=servers.dsn(), listen=listen, metrics_port=0,
                         workers=0)
-    ready, stop = asyncio.Event(), asyncio.Event()
-    task = asyncio.create_task(serve(settings, ready=ready, stop=stop))
-    done, _ = await asyncio.wait([task, asyncio.create_task(ready.wait())], return_when=asyncio.FIRST_COMPLETED)
-    if task in done:
-        task.result()
+    task, stop = await start_private(settings)
     yield listen
     stop.set()
     await task
@@ -70,6 +66,7 @@ class Private:
 
 
 async def start_private(settings: Settings) -> tuple[asyncio.Task[None], asyncio.Event]:
+    """`serve` in this process; returns once it serves (or raises why it could not), with its stop event."""
     ready, stop = asyncio.Event(), asyncio.Event()
     task = asyncio.create_task(serve(settings, ready=ready, stop=stop))
     done, _ = await asyncio.wait([task, asyncio.create_task(ready.wait())], return_when=asyncio.FIRST_COMPLETED)

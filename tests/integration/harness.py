@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,14 @@ class Client:
         return Client(channel, table_pb2_grpc.TableServiceStub(channel), display_pb2_grpc.DisplayServiceStub(channel),
                       admin_pb2_grpc.AdminServiceStub(channel), pg,
                       aioredis.Redis.from_url(redis_url, decode_responses=True))
+
+    def method(self, name: str) -> Callable[[Any], Awaitable[Any]]:
+        """The stub method of that name, whichever service has it."""
+        for stub in (self.table, self.display, self.admin):
+            if hasattr(stub, name):
+                fn: Callable[[Any], Awaitable[Any]] = getattr(stub, name)
+                return fn
+        raise AssertionError(name)
 
     async def close(self) -> None:
         await self.channel.close()
