@@ -15,10 +15,8 @@ import multiprocessing
 import os
 import statistics
 import sys
-import tempfile
 import time
 import uuid
-import warnings
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -28,10 +26,11 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from stack import start_stack  # noqa: E402  (bench/stack.py)
+
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, table_pb2, table_pb2_grpc  # noqa: E402
 from jackpotd.app import run_loop  # noqa: E402
-from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey, free_port  # noqa: E402
-from tests.integration.process import ServerProcess  # noqa: E402
+from jackpotd.embedded import free_port  # noqa: E402
 
 AUDIT = admin_pb2.Audit(actor="bench", reason="bench", approval_ref="BENCH")
 
@@ -118,17 +117,10 @@ def pct(values: list[float], p: float) -> float:
 
 
 async def run(args: argparse.Namespace) -> None:
-    root = Path(tempfile.mkdtemp(prefix="jackpotd-bench-"))
-    os.chmod(root, 0o755)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pg = EmbeddedPostgres(root / "postgres" / "data").start()
-        valkey = EmbeddedValkey(root / "valkey").start()
-    server = ServerProcess(free_port(), root / "jackpotd.log", redis_url=valkey.url, dsn=pg.dsn,
-                           workers=args.workers)
+    stack = start_stack("jackpotd-bench-", args.workers)
+    pg, valkey, server = stack.pg, stack.valkey, stack.server
     echo_port = free_port()
     try:
-        server.start()
         channel = grpc.aio.insecure_channel(server.target)
         admin = admin_pb2_grpc.AdminServiceStub(channel)
         table_stub = table_pb2_grpc.TableServiceStub(channel)
@@ -215,10 +207,7 @@ async def run(args: argparse.Namespace) -> None:
         await channel.close()
         await echo_channel.close()
     finally:
-        if server.proc and server.proc.poll() is None:
-            server.interrupt()
-        valkey.stop()
-        pg.stop()
+        stack.stop()
 
 
 def main() -> None:

@@ -13,13 +13,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import os
 import random
 import sys
-import tempfile
 import time
 import uuid
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,10 +27,10 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from stack import start_stack  # noqa: E402  (bench/stack.py)
+
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, table_pb2, table_pb2_grpc  # noqa: E402
 from jackpotd.domain.cards import card_name  # noqa: E402
-from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey, free_port  # noqa: E402
-from tests.integration.process import ServerProcess  # noqa: E402
 
 AUDIT = admin_pb2.Audit(actor="soak", reason="soak", approval_ref="SOAK")
 DECK = [card_name(c) for c in range(52)]
@@ -89,17 +86,10 @@ def per_round(a: Sample, b: Sample) -> float:
 
 
 async def run(args: argparse.Namespace) -> int:
-    root = Path(tempfile.mkdtemp(prefix="jackpotd-soak-"))
-    os.chmod(root, 0o755)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pg = EmbeddedPostgres(root / "postgres" / "data").start()
-        valkey = EmbeddedValkey(root / "valkey").start()
-    server = ServerProcess(free_port(), root / "jackpotd.log", redis_url=valkey.url, dsn=pg.dsn, workers=args.workers)
-    server.args += ["--retention-seconds", str(args.retention_seconds)]
-    redis = aioredis.Redis.from_url(valkey.url)
+    stack = start_stack("jackpotd-soak-", args.workers, "--retention-seconds", str(args.retention_seconds))
+    server = stack.server
+    redis = aioredis.Redis.from_url(stack.valkey.url)
     try:
-        server.start()
         async with grpc.aio.insecure_channel(server.target) as channel:
             admin = admin_pb2_grpc.AdminServiceStub(channel)
             link = "soak"
@@ -146,10 +136,7 @@ async def run(args: argparse.Namespace) -> int:
         return 0 if whole < TARGET_BYTES_PER_ROUND else 1
     finally:
         await redis.aclose()
-        if server.proc and server.proc.poll() is None:
-            server.interrupt()
-        valkey.stop()
-        pg.stop()
+        stack.stop()
 
 
 def main() -> None:
