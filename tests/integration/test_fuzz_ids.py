@@ -177,6 +177,8 @@ SCENARIOS: list[Call] = [commit_request_id, commit_round_id, settle_request_id, 
 
 
 LOOKUPS = {fund_link_id}  # the fuzzed id names something that must already exist
+# Scenarios whose value lands in one namespace: a request id drawn by one of them is a repeat for the others.
+NAMESPACE = {commit_request_id: "request_id", settle_request_id: "request_id", void_request_id: "request_id"}
 ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
@@ -190,8 +192,9 @@ async def ledger_size(c: Client) -> tuple[int, int]:
 async def test_arbitrary_ids_and_text_are_refused_or_durable(private: Private, scenario: Call, value: str) -> None:
     c = private.client
     w = await _world(private)
-    repeat = (scenario.__name__, value) in w.seen
-    w.seen.add((scenario.__name__, value))
+    used = (NAMESPACE.get(scenario, scenario.__name__), value)
+    repeat = used in w.seen
+    w.seen.add(used)
     method, request = await scenario(w, value)
     before = await ledger_size(c)
     try:

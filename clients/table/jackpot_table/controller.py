@@ -18,7 +18,10 @@ from jackpotd.api.gen.jackpot.v1 import table_pb2, table_pb2_grpc
 from .outbox import Outbox
 
 log = logging.getLogger("jackpot_table")
-RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+# CANCELLED reaches a client when the server shuts down mid-call: the outcome is unknown, so ask again with
+# the same request id, which answers the first outcome or applies it now, never twice.
+RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+                       grpc.StatusCode.CANCELLED})
 R = TypeVar("R")
 
 
@@ -159,7 +162,7 @@ class TableController:
         return response
 
     async def _retry(self, call: Callable[[Any], Awaitable[R]], request: Any) -> R:
-        """Retry UNAVAILABLE and DEADLINE_EXCEEDED with jittered exponential backoff, same request id."""
+        """Retry UNAVAILABLE, DEADLINE_EXCEEDED and CANCELLED with jittered exponential backoff, same request id."""
         deadline = time.monotonic() + self.config.retry_for
         delay = 0.1
         while True:
