@@ -15,12 +15,12 @@ from typing import Any
 import asyncpg
 import orjson
 
-from ..canonical import canonical_json, request_identity
-from ..domain.postings import PAYOUTS, pool_account
-from .redis_pools import pairs
+from ...canonical import canonical_json, request_identity
+from ...domain.postings import PAYOUTS, pool_account
+from ..redis_pools import pairs
 
 log = logging.getLogger("jackpotd.ledger")
-MIGRATIONS = Path(__file__).parent / "migrations"
+MIGRATIONS = Path(__file__).parent.parent / "migrations"
 APP_ROLE = "jackpotd_app"
 
 
