@@ -19,7 +19,7 @@ import signal
 import socket
 import time
 from collections.abc import AsyncIterator, Coroutine
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -274,8 +274,8 @@ class Supervisor:
         self.restarts: dict[str, Restarts] = {}
         self.failure: str | None = None  # why the supervisor gave up and stopped
         self._ctx = multiprocessing.get_context("spawn")
-        self._worker_settings = asdict(replace(settings, redis_url=stores.redis_url, postgres_dsn=stores.dsn,
-                                               listen=self.listen))
+        self._worker_settings = settings.model_copy(update={"redis_url": stores.redis_url, "postgres_dsn": stores.dsn,
+                                                            "listen": self.listen}).model_dump()
 
     def start_workers(self) -> None:
         self.workers = [self._spawn(n) for n in range(self.settings.workers)]
@@ -400,7 +400,7 @@ def worker_main(settings_dict: dict[str, object], number: int) -> None:
     """Entry point of a gRPC worker process: stateless, dies with its supervisor."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: a killed supervisor takes its workers along
-    settings = Settings(**settings_dict)  # type: ignore[arg-type]
+    settings = Settings.model_validate(settings_dict)
     logging.basicConfig(level=settings.log_level, format=f"%(asctime)s %(levelname)-7s worker-{number} "
                                                          "%(name)s: %(message)s")
 

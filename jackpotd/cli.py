@@ -8,11 +8,10 @@ import os
 import shutil
 import sys
 import tempfile
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from .settings import Settings, load
+from .settings import Settings, SettingsError, load
 
 EPILOG = """With neither --redis-url nor --postgres-dsn, jackpotd starts embedded PostgreSQL and Valkey
 servers under --state-dir and stops them when it exits. Settings may also come from JACKPOTD_* variables
@@ -74,14 +73,18 @@ def parser() -> argparse.ArgumentParser:
 
 
 def settings_of(args: argparse.Namespace) -> Settings:
-    return load(getattr(args, "config", None), **{f.name: getattr(args, f.name, None) for f in fields(Settings)})
+    return load(getattr(args, "config", None), **{name: getattr(args, name, None) for name in Settings.model_fields})
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "pools":
         return _pools(args.link, args.target)
-    settings = settings_of(args)
+    try:
+        settings = settings_of(args)
+    except SettingsError as e:
+        print(f"jackpotd: {e}", file=sys.stderr)
+        return 2
     logging.basicConfig(level=settings.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
     metrics_dir = None

@@ -4,49 +4,117 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """Where the stores are and where the service listens. No store configured: embedded servers."""
+class SettingsError(ValueError):
+    """The configuration cannot be used; the message names the setting and where it came from."""
+
+
+class Settings(BaseSettings):
+    """Where the stores are and where the service listens. No store configured: embedded servers.
+
+    `Settings(...)` holds exactly what it is given (tests, worker processes); `load` layers the sources.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="JACKPOTD_", extra="forbid", frozen=True)
 
     redis_url: str = ""
     postgres_dsn: str = ""
     listen: str = "127.0.0.1:50051"
-    metrics_port: int = 9464
+    metrics_port: int = Field(9464, ge=0, le=65535)  # 0: no metrics endpoint
     state_dir: str = "state"
-    log_level: str = "INFO"
-    workers: int = 1  # gRPC worker processes beside the supervisor's ledger writer; 0: all in one process
-    group_commit_ms: float = 5.0  # under load, how long the ledger writer gathers entries into one commit
-    retention_seconds: int = 60  # how long Redis keeps settled rounds and answered requests once the ledger has them
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    # gRPC worker processes beside the supervisor's ledger writer; 0: all in one process
+    workers: int = Field(1, ge=0)
+    # under load, how long the ledger writer gathers entries into one commit
+    group_commit_ms: float = Field(5.0, ge=0)
+    # how long Redis keeps settled rounds and answered requests once the ledger has them
+    retention_seconds: int = Field(60, ge=1)
 
     @property
     def embedded(self) -> bool:
         return not self.redis_url and not self.postgres_dsn
 
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, level: object) -> object:
+        return level.upper() if isinstance(level, str) else level
 
-_NUMBERS: dict[str, type[int] | type[float]] = {"metrics_port": int, "workers": int, "group_commit_ms": float,
-                                                "retention_seconds": int}
+    @model_validator(mode="after")
+    def _both_stores_or_neither(self) -> Settings:
+        if bool(self.redis_url) != bool(self.postgres_dsn):
+            given, missing = ("redis_url", "postgres_dsn") if self.redis_url else ("postgres_dsn", "redis_url")
+            raise ValueError(f"{given} is set but {missing} is not: configure both --redis-url and --postgres-dsn, "
+                             "or neither for the embedded servers")
+        return self
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)  # the environment and the file are read by `load` only
+
+
+NAMES = tuple(Settings.model_fields)
 
 
 def load(config_file: str | None = None, **flags: Any) -> Settings:
-    """TOML file, then JACKPOTD_<NAME> variables, then flags that were given (not None)."""
-    s = Settings()
-    names = {f.name for f in fields(Settings)}
+    """TOML file (`config_file` or $JACKPOTD_CONFIG), then JACKPOTD_<NAME> variables, then flags that were given
+    (not None). Raises SettingsError for an unknown key or flag, a value of the wrong type, or one store without
+    the other."""
+    given = {name: value for name, value in flags.items() if value is not None}
+    _refuse_unknown(given, "flag", "load()")
     path = config_file or os.environ.get("JACKPOTD_CONFIG")
-    if path:
-        data = tomllib.loads(Path(path).read_text())
-        s = replace(s, **{k.replace("-", "_"): v for k, v in data.items() if k.replace("-", "_") in names})
-    env: dict[str, Any] = {n: os.environ[f"JACKPOTD_{n.upper()}"] for n in names
-                           if f"JACKPOTD_{n.upper()}" in os.environ}
-    for name, kind in _NUMBERS.items():  # the environment holds text
-        if name in env:
-            env[name] = kind(env[name])
-    s = replace(s, **env)
-    s = replace(s, **{k: v for k, v in flags.items() if v is not None and k in names})
-    if bool(s.redis_url) != bool(s.postgres_dsn):
-        raise SystemExit("configure both --redis-url and --postgres-dsn, or neither for the embedded servers")
-    return s
+    file = _read_toml(Path(path)) if path else {}
+    env = EnvSettingsSource(Settings)()  # JACKPOTD_<NAME>, any case; numbers are parsed by validation
+    try:
+        return Settings(**{**file, **env, **given})
+    except ValidationError as e:
+        raise SettingsError(_explain(e, given, env, path)) from None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise SettingsError(f"cannot read the configuration file {path}: {e.strerror or e}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise SettingsError(f"{path} is not valid TOML: {e}") from None
+    settings: dict[str, Any] = {}
+    for key, value in data.items():
+        name = key.replace("-", "_")
+        if name in settings:
+            raise SettingsError(f"{path}: {key!r} is given twice (with '-' and with '_')")
+        settings[name] = value
+    _refuse_unknown(settings, "key", str(path))
+    return settings
+
+
+def _refuse_unknown(values: Mapping[str, object], what: str, where: str) -> None:
+    unknown = sorted(set(values) - set(NAMES))
+    if unknown:
+        listed = ", ".join(repr(u) for u in unknown)
+        raise SettingsError(f"{where}: unknown {what}{'s' if len(unknown) > 1 else ''} {listed}; "
+                            f"valid: {', '.join(NAMES)}")
+
+
+def _explain(error: ValidationError, flags: Mapping[str, object], env: Mapping[str, object], path: str | None) -> str:
+    problems = []
+    for e in error.errors():
+        if not e["loc"]:  # a check of the whole (both stores or neither)
+            problems.append(e["msg"].removeprefix("Value error, "))
+            continue
+        name = str(e["loc"][0])
+        source = (f"flag --{name.replace('_', '-')}" if name in flags else
+                  f"${Settings.model_config.get('env_prefix', '')}{name.upper()}" if name in env else
+                  f"{path}" if path else "default")
+        problems.append(f"{name} = {e['input']!r} (from {source}): {e['msg']}")
+    return "invalid settings: " + "; ".join(problems)
