@@ -1,42 +1,42 @@
-"""PostgreSQL adapter: migrations, the group-committing ledger writer, and reads for recovery and audit."""
+"""PostgreSQL adapter: migrations, the group-committing ledger writer, reads for recovery and audit, and the
+service's Ledger port. The only package that imports asyncpg or holds SQL; callers use `ledger.X`.
 
+schema: migrate, connect_pool · chain: the hash chain and write_batch · reads: heads, snapshot and single
+lookups · lookups: the batched request-id/round lookup · fences · audit · service_port: PostgresLedger.
+"""
+
+from ...service.ports import Seen  # ports.Seen, what Lookups answers; named here for `ledger.Seen` callers
+from .audit import AuditReport, audit_link
 from .chain import (
-    APP_ROLE,
-    MIGRATIONS,
     Appended,
-    AuditReport,
-    Fence,
     Head,
     HeadCache,
-    HeldConnection,
     JournalEntry,
-    LinkSnapshot,
-    Lookups,
     Refused,
-    Seen,
     Written,
-    audit_link,
     chain_hash,
-    clear_fence,
-    connect_pool,
-    entry_identities,
-    fences,
-    heads,
     heads_of,
     journal_entries,
+    write_batch,
+)
+from .fences import Fence, clear_fence, fences, refused_entry, set_fence
+from .lookups import HeldConnection, Lookups
+from .reads import (
+    LinkSnapshot,
+    entry_identities,
+    heads,
+    last_hit,
     link_known,
-    migrate,
-    refused_entry,
     round_state,
-    set_fence,
     snapshot,
     stored_reply,
     table_link,
-    write_batch,
 )
+from .schema import APP_ROLE, MIGRATIONS, connect_pool, migrate
+from .service_port import DRIVER_ERRORS, PostgresLedger, unavailable
 
-__all__ = ["APP_ROLE", "MIGRATIONS", "Appended", "AuditReport", "Fence", "Head", "HeadCache", "HeldConnection",
-           "JournalEntry", "LinkSnapshot", "Lookups", "Refused", "Seen", "Written", "audit_link", "chain_hash",
-           "clear_fence", "connect_pool", "entry_identities", "fences", "heads", "heads_of", "journal_entries",
-           "link_known", "migrate", "refused_entry", "round_state", "set_fence", "snapshot", "stored_reply",
-           "table_link", "write_batch"]
+__all__ = ["APP_ROLE", "DRIVER_ERRORS", "MIGRATIONS", "Appended", "AuditReport", "Fence", "Head", "HeadCache",
+           "HeldConnection", "JournalEntry", "LinkSnapshot", "Lookups", "PostgresLedger", "Refused", "Seen",
+           "Written", "audit_link", "chain_hash", "clear_fence", "connect_pool", "entry_identities", "fences",
+           "heads", "heads_of", "journal_entries", "last_hit", "link_known", "migrate", "refused_entry",
+           "round_state", "set_fence", "snapshot", "stored_reply", "table_link", "unavailable", "write_batch"]

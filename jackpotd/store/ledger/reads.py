@@ -1,0 +1,97 @@
+"""Reads of what the ledger holds: heads, a link's snapshot for recovery, and the answers that outlive
+Redis's retention (stored replies, links, tables, rounds, hits)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import asyncpg
+
+from ...service.ports import LastHit
+from .chain import _identity_of
+from .fences import refused_entry
+
+
+async def heads(conn: asyncpg.Connection | asyncpg.Pool) -> dict[str, int]:
+    """Last committed sequence per link."""
+    return {r["link_id"]: int(r["last_seq"]) for r in await conn.fetch("SELECT link_id, last_seq FROM links")}
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSnapshot:
+    """Everything needed to rebuild a link's Redis keys from the ledger."""
+
+    link_id: str
+    last_seq: int
+    last_identity: str
+    config_version: int
+    config: str
+    pool_balances: dict[str, int]
+    open_rounds: list[tuple[str, str, int, str]]  # (table, round, rev, data) of rounds still COMMITTED
+    tables: list[str]
+    fence: str | None
+
+
+async def snapshot(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> LinkSnapshot:
+    """Read a link's state from PostgreSQL (recovery: Redis behind, empty or forked). Finished rounds and
+    answered requests stay in the ledger: late retries are answered from it."""
+    head = await conn.fetchrow("SELECT l.last_seq, e.request_id, e.request_hash FROM links l LEFT JOIN "
+                               "entries e ON e.link_id = l.link_id AND e.seq = l.last_seq WHERE l.link_id = $1",
+                               link_id)
+    cfg = await conn.fetchrow("SELECT version, config::text AS config FROM link_configs WHERE link_id = $1 "
+                              "ORDER BY version DESC LIMIT 1", link_id)
+    assert head is not None and cfg is not None
+    balances = {r["account"][5:]: int(r["balance_uc"]) for r in await conn.fetch(
+        "SELECT account, balance_uc FROM account_balances WHERE link_id = $1 AND account LIKE 'pool:%'", link_id)}
+    rounds = [(r["table_id"], r["round_id"], int(r["rev"]), r["data"]) for r in await conn.fetch(
+        "SELECT table_id, round_id, rev, data FROM rounds WHERE link_id = $1 AND state = 'COMMITTED'", link_id)]
+    tables = [r["table_id"] for r in await conn.fetch("SELECT table_id FROM tables WHERE link_id = $1", link_id)]
+    fenced = await conn.fetchrow("SELECT seq, reason FROM link_fences WHERE link_id = $1", link_id)
+    fence = None if fenced is None else refused_entry(int(fenced["seq"]), fenced["reason"])
+    return LinkSnapshot(link_id, int(head["last_seq"]), _identity_of(head), int(cfg["version"]), cfg["config"],
+                        balances, rounds, tables, fence)
+
+
+async def stored_reply(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, request_id: str) -> str | None:
+    """The reply recorded forever for a request id (Redis keeps it only for the retention)."""
+    v: str | None = await conn.fetchval("SELECT reply FROM entries WHERE link_id = $1 AND request_id = $2",
+                                        link_id, request_id)
+    return v
+
+
+async def link_known(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> bool:
+    """Whether the ledger holds the link: then Redis not knowing it means Redis forgot it."""
+    return bool(await conn.fetchval("SELECT EXISTS (SELECT 1 FROM links WHERE link_id = $1)", link_id))
+
+
+async def table_link(conn: asyncpg.Connection | asyncpg.Pool, table_id: str) -> str | None:
+    """The link the ledger has the table on."""
+    v: str | None = await conn.fetchval("SELECT link_id FROM tables WHERE table_id = $1", table_id)
+    return v
+
+
+async def round_state(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: str,
+                      round_id: str) -> str | None:
+    """A round's state as the ledger holds it (Redis lets finished rounds go after the retention)."""
+    v: str | None = await conn.fetchval("SELECT state FROM rounds WHERE link_id = $1 AND table_id = $2 "
+                                        "AND round_id = $3", link_id, table_id, round_id)
+    return v
+
+
+async def last_hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> LastHit | None:
+    """The link's latest hit (signs show it on connecting)."""
+    row = await conn.fetchrow("SELECT hit_id, table_id, seat, hand, amount_cents, pool, seq FROM hits "
+                              "WHERE link_id = $1 ORDER BY seq DESC, hit_id DESC LIMIT 1", link_id)
+    if row is None:
+        return None
+    return LastHit(row["hit_id"], row["table_id"], int(row["seat"]), row["hand"], int(row["amount_cents"]),
+                   row["pool"], int(row["seq"]))
+
+
+async def entry_identities(conn: asyncpg.Connection | asyncpg.Pool, link_id: str,
+                           seqs: Sequence[int]) -> dict[int, str]:
+    """The request identity of each of these entries the ledger holds."""
+    return {int(r["seq"]): _identity_of(r) for r in await conn.fetch(
+        "SELECT seq, request_id, request_hash FROM entries WHERE link_id = $1 AND seq = ANY($2::bigint[])",
+        link_id, list(seqs))}

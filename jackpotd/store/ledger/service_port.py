@@ -1,0 +1,93 @@
+"""The service's Ledger port over PostgreSQL, with the one place where a driver or connection failure
+becomes errors.Unavailable: the service layer never sees an asyncpg exception."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
+
+import asyncpg
+
+from ...service.errors import Unavailable
+from ...service.ports import LastHit, Seen
+from . import reads
+from .lookups import Lookups
+
+# What means "PostgreSQL cannot be used right now", not "this request is wrong". ConnectionError and
+# TimeoutError are OSErrors; they are named for the reader (Lookups raises ConnectionError on shutdown).
+DRIVER_ERRORS: tuple[type[BaseException], ...] = (
+    asyncpg.InterfaceError,  # a closed pool or connection
+    asyncpg.PostgresConnectionError,  # ConnectionDoesNotExistError, ConnectionFailureError, ...
+    asyncpg.CannotConnectNowError,  # the server is starting or shutting down
+    asyncpg.TooManyConnectionsError,
+    OSError,
+    ConnectionError,
+    TimeoutError,
+)
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def unavailable(error: BaseException) -> Unavailable:
+    """The Unavailable a driver or connection failure is reported as: safe to retry with the same id."""
+    return Unavailable(f"the ledger (PostgreSQL) is unavailable: {str(error) or type(error).__name__}; "
+                       "retry with the same request_id")
+
+
+def translated(method: Callable[_P, Awaitable[_T]]) -> Callable[_P, Coroutine[Any, Any, _T]]:
+    """The method with driver and connection failures raised as Unavailable (the original as its cause)."""
+
+    @functools.wraps(method)
+    async def call(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return await method(*args, **kwargs)
+        except DRIVER_ERRORS as error:
+            raise unavailable(error) from error
+
+    return call
+
+
+class PostgresLedger:
+    """ports.Ledger: what the service reads of the ledger, the answers that outlive Redis's retention.
+    Request-id and round questions go through the batched Lookups; the rest are single queries on the pool."""
+
+    def __init__(self, pg: asyncpg.Pool) -> None:
+        self.pg = pg
+        self.lookups = Lookups(pg)
+
+    @translated
+    async def seen(self, link_id: str, table_id: str, round_id: str, request_id: str) -> Seen:
+        """The request id's content hash and the round's state, through the batched lookup."""
+        return await self.lookups.get(link_id, table_id, round_id, request_id)
+
+    @translated
+    async def stored_reply(self, link_id: str, request_id: str) -> str | None:
+        """The reply recorded forever for a request id."""
+        return await reads.stored_reply(self.pg, link_id, request_id)
+
+    @translated
+    async def link_known(self, link_id: str) -> bool:
+        """Whether the ledger holds the link (then Redis not knowing it means Redis forgot it)."""
+        return await reads.link_known(self.pg, link_id)
+
+    @translated
+    async def table_link(self, table_id: str) -> str | None:
+        """The link the ledger has the table on."""
+        return await reads.table_link(self.pg, table_id)
+
+    @translated
+    async def round_state(self, link_id: str, table_id: str, round_id: str) -> str | None:
+        """Not in ports.Ledger (yet): the void path asks for a round's state without a request id."""
+        return await reads.round_state(self.pg, link_id, table_id, round_id)
+
+    @translated
+    async def last_hit(self, link_id: str) -> LastHit | None:
+        """The link's latest hit, or None before its first."""
+        return await reads.last_hit(self.pg, link_id)
+
+    @translated
+    async def close(self) -> None:
+        """Stops the lookups (pending ones fail as Unavailable); the pool is its owner's to close."""
+        await self.lookups.close()
