@@ -13,7 +13,7 @@ import redis.exceptions
 
 from ..domain.errors import Conflict, DomainError, FailedPrecondition, InvalidInput, NotFound
 from ..metrics import LATENCY, REQUESTS
-from ..store.errors import Unavailable
+from ..service.errors import Unavailable
 
 log = logging.getLogger("jackpotd.api")
 

@@ -13,3 +13,9 @@ class LinkLost(Unavailable):
 
 class LinkFenced(Unavailable):
     """The ledger refused one of the link's entries: the link alone is stopped until an operator acts."""
+
+
+def lost(link_id: str) -> LinkLost:
+    """The error for a link whose keys the live store no longer holds."""
+    return LinkLost(f"link {link_id}: Redis has lost its state; it is being rebuilt from the ledger, "
+                    "retry with the same request_id")

@@ -30,7 +30,7 @@ from ..domain.rates import RateSet, rates_in_force
 from ..domain.rounds import COMMITTED, SETTLED, VOIDED, SeatHand, Wager, evaluate_round, validate_wagers
 from ..metrics import CAS_RETRIES, HITS
 from ..store import ledger
-from ..store.errors import LinkLost, Unavailable
+from .errors import LinkLost, Unavailable
 from ..store.redis_pools import LinkRead, RedisPools, Reply, Step, lost, refusal
 from ..store.writer import DurabilityWatcher
 

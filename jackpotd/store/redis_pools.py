@@ -21,7 +21,7 @@ from redis.exceptions import ResponseError
 
 from ..canonical import canonical_json
 from . import keys
-from .errors import LinkFenced, LinkLost, Unavailable
+from ..service.errors import LinkFenced, LinkLost, Unavailable
 from .resp import RespPipeline
 
 SAFETY_TTL_SECONDS = 24 * 3600  # until the writer shortens it to the retention once the entry is durable

@@ -22,7 +22,7 @@ import asyncpg
 
 from ..metrics import DURABILITY_CHECKS, LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS
 from . import keys, ledger, recovery
-from .errors import LinkFenced, LinkLost
+from ..service.errors import LinkFenced, LinkLost
 from .redis_pools import HASH_PREFIX, Durable, RedisPools
 
 log = logging.getLogger("jackpotd.writer")

@@ -1,0 +1,179 @@
+"""The ports: what the service layer needs of the live store, the ledger and the durability watcher.
+
+Adapters implement them (store/redis_pools.py, store/ledger/, store/durability.py) and alone import their
+drivers; every adapter raises errors.Unavailable (or LinkLost, LinkFenced) for a store it cannot use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import orjson
+
+
+def pairs(flat: Sequence[str]) -> dict[str, int]:
+    """A flat [k, v, k, v] of integer strings (HGETALL's shape) as a dict."""
+    return {flat[i]: int(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What the atomic step stored for a request: identical on every retry, kept by Redis for the retention
+    and by the ledger forever."""
+
+    seq: int
+    result: Mapping[str, Any]
+    balances: dict[str, int]
+    content: Mapping[str, Any]  # the request content the id was first used for
+    hash: str
+
+    @staticmethod
+    def parse(raw: str | bytes) -> Reply:
+        """A stored reply, as the step wrote it (result, balances and content embedded as JSON)."""
+        d = orjson.loads(raw)
+        return Reply(int(d["seq"]), d["result"], pairs(d["balances"]), d["content"], d["hash"])
+
+
+@dataclass
+class Step:
+    """One atomic step: the checks it makes and the movement it applies (made by a decision function)."""
+
+    link_id: str
+    request_id: str
+    request_hash: str
+    identity: str  # canonical.request_identity: what the next journal entry names as the one it follows
+    content: Mapping[str, Any]
+    canonical_content: str
+    config_version: str  # "new" to create the link
+    entry: Mapping[str, Any]
+    result: Mapping[str, Any]
+    round: tuple[str, str] | None = None  # (table_id, round_id)
+    round_expect: str = ""
+    round_rev: str = ""
+    round_new_state: str = ""
+    round_data: str = ""
+    new_config: str = ""
+    guards: Mapping[str, int] = field(default_factory=dict)
+    deltas: Sequence[tuple[str, int]] = ()
+
+
+# ---- what applying a step can come to (the adapter's verdicts, as the service needs them) ----------
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """The step is applied: now (`first`), or earlier under the same request id and content."""
+
+    reply: Reply
+    first: bool
+
+
+@dataclass(frozen=True, slots=True)
+class IdReused:
+    """The request id was used before for different content; `reply` is what it was used for."""
+
+    reply: Reply
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """What the step was decided on has changed (config, round, pools): decide again on fresh state.
+    `contended` when pools another request moved are the reason (a CAS retry, counted)."""
+
+    contended: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RoundNotOpen:
+    """The step's round is not in the state it expects (`state`: what it is)."""
+
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class LinkExists:
+    """A create found the link there already."""
+
+
+Outcome = Applied | IdReused | Moved | RoundNotOpen | LinkExists
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRead:
+    """A checked read of a link: its sequence, pool balances and (when asked) one round's fields."""
+
+    seq: int
+    balances: dict[str, int]
+    round: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """What the ledger holds of a request id and a round: the request's content hash and the round's state
+    (None where it holds nothing). Redis lets both go after the retention; the ledger keeps them forever."""
+
+    request_hash: str | None
+    round_state: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LastHit:
+    """The link's latest hit as the ledger holds it (signs show it on connecting)."""
+
+    hit_id: str
+    table_id: str
+    seat: int
+    hand: str
+    amount_cents: int
+    pool: str
+    seq: int
+
+
+class LiveStore(Protocol):
+    """The live pools (Redis): atomic steps, checked reads, stored replies, the link catalogue."""
+
+    async def apply(self, step: Step, floor: int) -> Outcome: ...
+
+    async def read(self, link_id: str, floor: int, round_: tuple[str, str] | None = None) -> LinkRead: ...
+
+    async def record(self, link_id: str, request_id: str) -> str | None: ...
+
+    async def config(self, link_id: str) -> tuple[str, dict[str, Any]] | None: ...
+
+    async def link_of_table(self, table_id: str) -> str | None: ...
+
+    async def set_table_link(self, table_id: str, link_id: str) -> None: ...
+
+    async def add_link(self, link_id: str) -> None: ...
+
+    def subscribe(self, link_id: str) -> AbstractAsyncContextManager[Callable[[float], Awaitable[Reply | None]]]: ...
+
+
+class Ledger(Protocol):
+    """What the service reads of the PostgreSQL ledger: answers that outlive Redis's retention."""
+
+    async def seen(self, link_id: str, table_id: str, round_id: str, request_id: str) -> Seen: ...
+
+    async def stored_reply(self, link_id: str, request_id: str) -> str | None: ...
+
+    async def link_known(self, link_id: str) -> bool: ...
+
+    async def table_link(self, table_id: str) -> str | None: ...
+
+    async def last_hit(self, link_id: str) -> LastHit | None: ...
+
+    async def close(self) -> None: ...
+
+
+class Durability(Protocol):
+    """The ledger's durable mark per link, as the writer announces it."""
+
+    def floor(self, link_id: str) -> int: ...
+
+    async def wait_durable(self, link_id: str, seq: int, identity: str | None = None) -> None: ...
+
+
+__all__ = ["Applied", "Durability", "IdReused", "LastHit", "Ledger", "LinkExists", "LinkRead", "LiveStore",
+           "Moved", "Outcome", "Reply", "RoundNotOpen", "Seen", "Step", "pairs"]
