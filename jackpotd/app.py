@@ -36,11 +36,13 @@ from .api.servicers import AdminServicer, DisplayServicer, TableServicer
 from .embedded import EmbeddedPostgres, EmbeddedValkey, free_port
 from .health import HealthReporter
 from .metrics import RESTARTS, multiprocess_dir, process_dead, registry
-from .service.operations import JackpotService
+from .service.services import Services
 from .settings import Settings
 from .store import ledger, recovery
+from .store.durability import DurabilityWatcher
+from .store.ledger import PostgresLedger
 from .store.redis_pools import RedisPools
-from .store.writer import DurabilityWatcher, LedgerWriter
+from .store.writer import LedgerWriter
 
 log = logging.getLogger("jackpotd")
 SERVICES = ("jackpot.v1.TableService", "jackpot.v1.DisplayService", "jackpot.v1.AdminService")
@@ -112,9 +114,9 @@ async def run_grpc(service: JackpotService, listen: str, stop: asyncio.Event, *,
     """Serve the three services plus health and reflection until `stop` is set."""
     server = grpc.aio.server(interceptors=[ErrorInterceptor()],
                              options=[("grpc.so_reuseport", int(reuse_port)), ("grpc.max_concurrent_streams", 1000)])
-    table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(service), server)
-    display_pb2_grpc.add_DisplayServiceServicer_to_server(DisplayServicer(service), server)
-    admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(service), server)
+    table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(service.services), server)
+    display_pb2_grpc.add_DisplayServiceServicer_to_server(DisplayServicer(service.services), server)
+    admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(service.services), server)
     health_servicer = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name,
@@ -136,16 +138,25 @@ async def run_grpc(service: JackpotService, listen: str, stop: asyncio.Event, *,
     await server.stop(grace=5)
 
 
+@dataclass(frozen=True, slots=True)
+class JackpotService:
+    """The service layer wired to its stores: what the servicers call, and the stores health checks."""
+
+    services: Services
+    redis: RedisPools
+    pg: asyncpg.Pool
+
+
 @contextlib.asynccontextmanager
 async def jackpot_service(redis: RedisPools, pg: asyncpg.Pool) -> AsyncIterator[JackpotService]:
     """The service layer with its durability watcher running."""
     watcher = DurabilityWatcher(redis, pg)
     await watcher.start()
-    service = JackpotService(redis, pg, watcher)
+    postgres = PostgresLedger(pg)
     try:
-        yield service
+        yield JackpotService(Services.build(redis, postgres, watcher), redis, pg)
     finally:
-        await service.lookups.close()
+        await postgres.close()
         await watcher.stop()
 
 
@@ -190,7 +201,7 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
                 if demo:
                     from .demo import load_demo
 
-                    await load_demo(service)
+                    await load_demo(service.services)
                 if ready is not None:
                     ready.set()
                 await stop.wait()

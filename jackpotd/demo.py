@@ -10,14 +10,15 @@ from .domain.link import LinkConfig, TableConfig
 from .domain.paytable import default_paytable
 from .domain.pools import MAJOR, MINOR, RESERVE, SPLIT, PoolSpec
 from .domain.rates import RateSet
-from .service.operations import Audit, JackpotService, Request
+from .service.commands import Audit, CreateLink, Fund, RegisterTable, Request
+from .service.services import Services
 
 log = logging.getLogger("jackpotd.demo")
 DEMO_LINK = "demo"
 AUDIT = Audit("demo", "demo configuration", "DEMO-APPROVAL-1")
 
 
-async def load_demo(service: JackpotService) -> None:
+async def load_demo(services: Services) -> None:
     """Idempotent: fixed request ids, so a restart changes nothing."""
     config = LinkConfig(
         link_id=DEMO_LINK, mode=SPLIT, wager_cents=100,
@@ -25,11 +26,12 @@ async def load_demo(service: JackpotService) -> None:
         rate_sets=(RateSet({MAJOR: 200_000, MINOR: 75_000, RESERVE: 25_000}, 700_000, 1, 0, "DEMO-APPROVAL-1"),),
         paytables={"caribbean-stud": default_paytable("caribbean-stud", SPLIT)})
     with contextlib.suppress(FailedPrecondition):  # created on an earlier run
-        await service.create_link(Request("demo-create-link", {"demo": "link"}), config, AUDIT)
+        await services.admin.change(CreateLink(Request("demo-create-link", {"demo": "link"}), config, AUDIT))
     for n in range(1, 7):
         table = TableConfig(f"demo-table-{n}", "caribbean-stud", 7)
-        await service.register_table(Request(f"demo-register-{n}", {"demo": table.table_id}), table, DEMO_LINK, AUDIT)
+        await services.admin.change(RegisterTable(Request(f"demo-register-{n}", {"demo": table.table_id}),
+                                                  DEMO_LINK, table, AUDIT))
     for pool, cents in ((MAJOR, 1_000_000), (MINOR, 100_000)):
-        await service.fund_pool(Request(f"demo-seed-{pool}", {"demo": pool}), DEMO_LINK, pool, cents, AUDIT)
+        await services.admin.fund(Fund(Request(f"demo-seed-{pool}", {"demo": pool}), DEMO_LINK, pool, cents, AUDIT))
     log.info("demo link %r ready: six Caribbean Stud tables demo-table-1..6; try `jackpotd pools --link demo`",
              DEMO_LINK)

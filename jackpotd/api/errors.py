@@ -7,11 +7,9 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import asyncpg
 import grpc
-import redis.exceptions
 
-from ..domain.errors import Conflict, DomainError, FailedPrecondition, InvalidInput, NotFound
+from ..domain.errors import Conflict, FailedPrecondition, InvalidInput, NotFound
 from ..metrics import LATENCY, REQUESTS
 from ..service.errors import Unavailable
 
@@ -22,15 +20,7 @@ _STATUS: list[tuple[type[BaseException], grpc.StatusCode]] = [
     (NotFound, grpc.StatusCode.NOT_FOUND),
     (FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
     (Conflict, grpc.StatusCode.ALREADY_EXISTS),
-    (Unavailable, grpc.StatusCode.UNAVAILABLE),
-    (redis.exceptions.ConnectionError, grpc.StatusCode.UNAVAILABLE),
-    (redis.exceptions.TimeoutError, grpc.StatusCode.UNAVAILABLE),
-    (redis.exceptions.ReadOnlyError, grpc.StatusCode.UNAVAILABLE),  # a demoted master during a failover
-    (redis.exceptions.BusyLoadingError, grpc.StatusCode.UNAVAILABLE),
-    (asyncpg.InterfaceError, grpc.StatusCode.UNAVAILABLE),
-    (asyncpg.exceptions.ConnectionDoesNotExistError, grpc.StatusCode.UNAVAILABLE),
-    (asyncpg.exceptions.CannotConnectNowError, grpc.StatusCode.UNAVAILABLE),
-    (OSError, grpc.StatusCode.UNAVAILABLE),
+    (Unavailable, grpc.StatusCode.UNAVAILABLE),  # adapters raise it for every store failure
 ]
 
 
@@ -38,9 +28,7 @@ def status_of(error: BaseException) -> tuple[grpc.StatusCode, str]:
     """The status and message for an error; unknown errors are INTERNAL and logged."""
     for kind, code in _STATUS:
         if isinstance(error, kind):
-            if isinstance(error, DomainError | Unavailable):
-                return code, str(error)[:MESSAGE_MAX]
-            return code, f"store unavailable, safe to retry with the same request_id: {error}"[:MESSAGE_MAX]
+            return code, str(error)[:MESSAGE_MAX]
     log.exception("internal error", exc_info=error)
     return grpc.StatusCode.INTERNAL, f"internal error: {type(error).__name__}"
 

@@ -15,9 +15,17 @@ PAYOUTS = "payouts"  # jackpot prizes paid to players
 OPERATOR_FUNDING = "operator_funding"  # seed, top-ups and shortfalls (NZ 11.6(b)); goes negative
 
 
+POOL_PREFIX = "pool:"
+
+
 def pool_account(pool: str) -> str:
     """Ledger account of a pool."""
-    return f"pool:{pool}"
+    return POOL_PREFIX + pool
+
+
+def pool_legs(postings: Iterable[Posting]) -> list[tuple[str, int]]:
+    """The legs that move pools, as (pool name, µ¢)."""
+    return [(p.account[len(POOL_PREFIX):], p.amount_uc) for p in postings if p.account.startswith(POOL_PREFIX)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from . import keys, ledger
+from . import ledger
 from .redis_pools import Probe, RedisPools
 
 log = logging.getLogger("jackpotd.recovery")
@@ -144,32 +144,7 @@ async def rebuild(redis: RedisPools, pg: asyncpg.Pool, link: str) -> int:
     in one transaction: nothing applied on the old state can survive into the new one.
     """
     snap = await ledger.snapshot(pg, link)
-    client = redis.client
-    await client.delete(keys.config(link))
-    stale = [k async for k in client.scan_iter(match=keys.link_pattern(link), count=1000)]
-    pipe = client.pipeline(transaction=True)
-    if stale:
-        pipe.delete(*stale)
-    if snap.pool_balances:
-        pipe.hset(keys.balances(link), mapping={k: str(v) for k, v in snap.pool_balances.items()})
-    pipe.set(keys.seq(link), snap.last_seq)
-    if snap.last_identity:
-        pipe.set(keys.last(link), snap.last_identity)
-    pipe.set(keys.durable(link), snap.last_seq)
-    pipe.xadd(keys.journal(link), {"entry": "{}", "balances": "[]", "reply": ""}, id=f"0-{snap.last_seq}")
-    pipe.xtrim(keys.journal(link), minid=f"0-{snap.last_seq + 1}")  # an empty stream whose last id is the head
-    for table_id, round_id, rev, data in snap.open_rounds:
-        pipe.hset(keys.round_(link, table_id, round_id), mapping={"state": "COMMITTED", "rev": str(rev), "data": data})
-    for table_id in snap.tables:
-        pipe.set(keys.table(table_id), link)
-    if snap.fence is not None:
-        pipe.set(keys.fence(link), snap.fence)
-    pipe.sadd(keys.LINKS, link)
-    # Announced inside the transaction, before the config lets steps in again: a waiter of an entry this
-    # rebuild erased learns it at once, and one of a later step is rarely mistaken for it.
-    pipe.publish(keys.DURABLE_CHANNEL, f"{link} rebuilt {snap.last_seq}")
-    pipe.hset(keys.config(link), mapping={"version": str(snap.config_version), "config": snap.config})
-    await pipe.execute()
+    await redis.replace_link(snap)
     log.warning("link %s rebuilt from the ledger at sequence %d", link, snap.last_seq)
     return snap.last_seq
 

@@ -15,15 +15,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
 
-from ..metrics import DURABILITY_CHECKS, LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS
-from . import keys, ledger, recovery
-from ..service.errors import LinkFenced, LinkLost
-from .redis_pools import HASH_PREFIX, Durable, RedisPools
+from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS
+from . import ledger, recovery
+from .redis_pools import Durable, Journal, RedisPools
 
 log = logging.getLogger("jackpotd.writer")
 
@@ -127,19 +125,18 @@ class LedgerWriter:
         if not links:
             await asyncio.sleep(0.05)
             return
-        streams = {keys.journal(link): f"0-{self.durable.get(link, 0)}" for link in links}
-        names = {keys.journal(link): link for link in links}
-        rows = await self.redis.read_journals(streams, self.batch, block_ms=50)
+        after = {link: self.durable.get(link, 0) for link in links}
+        rows = await self.redis.read_journals(after, self.batch, block_ms=50)
         if not rows:
             return
-        batch = self._entries(rows, streams, names)
+        batch = self._entries(rows, after)
         if 1 < len(batch) < self.batch // 16 and self.linger:
             # Under load one commit per handful of entries costs more than the entries, and every waiting
             # caller's answer, so wait for more; a lone entry (a quiet link) is committed at once.
             await asyncio.sleep(self.linger)
-            more = await self.redis.read_journals(streams, self.batch)
+            more = await self.redis.read_journals(after, self.batch)
             if more:
-                batch += self._entries(more, streams, names)
+                batch += self._entries(more, after)
         await self._append(batch)
 
     async def _append(self, batch: list[ledger.JournalEntry]) -> None:
@@ -171,7 +168,7 @@ class LedgerWriter:
         """Tell the workers what the ledger now holds, and let answered keys expire; kept until it succeeds."""
         if not self._unannounced:
             return
-        await self.redis.announce_durable({link: self._durable(link, written)
+        await self.redis.announce_durable({link: self._durable(written)
                                            for link, written in self._unannounced.items()}, self.retention_seconds)
         for link, written in self._unannounced.items():
             head = written[-1].seq
@@ -180,11 +177,10 @@ class LedgerWriter:
         self._unannounced = {}
 
     @staticmethod
-    def _durable(link: str, written: list[ledger.Written]) -> Durable:
-        """The announcement of a link's appended entries, and the keys that may now leave Redis."""
-        expire = [keys.record(link, w.request_id) for w in written]
-        expire += [keys.round_(link, *w.finished_round) for w in written if w.finished_round is not None]
-        return Durable(written[0].seq, [w.identity[:HASH_PREFIX] for w in written], expire)
+    def _durable(written: list[ledger.Written]) -> Durable:
+        """The announcement of a link's appended entries, with the records and rounds they let go."""
+        return Durable(written[0].seq, [w.identity for w in written], [w.request_id for w in written],
+                       [w.finished_round for w in written if w.finished_round is not None])
 
     async def _isolate(self, conn: Any, batch: list[ledger.JournalEntry]) -> ledger.Appended:
         """The ledger refused the batch for what it holds: append entry by entry, and fence the link whose
@@ -277,189 +273,11 @@ class LedgerWriter:
         await self.redis.set_health(report)
 
     @staticmethod
-    def _entries(rows: list[tuple[str, list[tuple[str, dict[str, str]]]]], streams: dict[str, str],
-                 names: dict[str, str]) -> list[ledger.JournalEntry]:
-        """Parse XREAD rows and move each stream's read position past them."""
+    def _entries(rows: Journal, after: dict[str, int]) -> list[ledger.JournalEntry]:
+        """Parse journal rows and move each link's read position past them."""
         batch: list[ledger.JournalEntry] = []
-        for stream, entries in rows:
-            batch += ledger.journal_entries(names[stream], ((int(i.split("-")[1]), f) for i, f in entries))
+        for link, entries in rows:
+            batch += ledger.journal_entries(link, entries)
             if entries:
-                streams[stream] = entries[-1][0]
+                after[link] = entries[-1][0]
         return batch
-
-
-@dataclass(slots=True)
-class _Waiter:
-    seq: int
-    identity: str | None  # of the request; None: a read that waits only for the sequence to be durable
-    deadline: float
-    fut: asyncio.Future[None] = field(repr=False)
-
-
-class DurabilityWatcher:
-    """Lets a gRPC worker wait until the ledger holds an entry (ARCHITECTURE write path 4).
-
-    A caller is answered only when the ledger holds its very request at its sequence: a sequence number
-    alone could belong to another operation if Redis went back and reused it.
-    """
-
-    POLL_SECONDS = 0.5
-
-    def __init__(self, redis: RedisPools, pg: asyncpg.Pool, timeout: float = 10.0) -> None:
-        self.redis = redis
-        self.pg = pg
-        self.timeout = timeout
-        self.marks: dict[str, int] = {}
-        self._waiters: dict[str, list[_Waiter]] = {}
-        self._tasks: list[asyncio.Task[None]] = []
-        self._checks: set[asyncio.Future[None]] = set()
-
-    async def start(self) -> None:
-        pubsub = self.redis.client.pubsub()
-        await pubsub.subscribe(keys.DURABLE_CHANNEL)
-        self.marks = await ledger.heads(self.pg)  # the floor below which a Redis has gone back
-        self._tasks = [asyncio.create_task(self._listen(pubsub), name="durability-listener"),
-                       asyncio.create_task(self._poll(), name="durability-poller")]
-
-    async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        for waiters in self._waiters.values():
-            for w in waiters:
-                if not w.fut.done():
-                    w.fut.set_exception(ConnectionError("shutting down"))
-
-    def floor(self, link_id: str) -> int:
-        """The ledger's durable sequence of the link as this process knows it."""
-        return self.marks.get(link_id, 0)
-
-    async def wait_durable(self, link_id: str, seq: int, identity: str | None = None) -> None:
-        """Return once the ledger holds entry `seq` of the link (and, given a request's identity, holds that
-        very request there); TimeoutError if not in time, LinkLost or LinkFenced if it never will."""
-        loop = asyncio.get_running_loop()
-        if self.marks.get(link_id, 0) >= seq and identity is None:
-            return
-        waiter = _Waiter(seq, identity, loop.time() + self.timeout, loop.create_future())
-        self._waiters.setdefault(link_id, []).append(waiter)
-        if self.marks.get(link_id, 0) >= seq:  # announced before we asked (a retry): ask the ledger itself
-            await self._verify(link_id, [waiter])
-        await waiter.fut
-
-    async def _listen(self, pubsub: Any) -> None:
-        while True:
-            try:
-                async for msg in pubsub.listen():
-                    if msg["type"] == "message":
-                        self._on_message(msg["data"])
-            except asyncio.CancelledError:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()
-                raise
-            except Exception as e:  # a dropped connection: resubscribe; the poller covers the gap
-                log.warning("durability watcher resubscribing after error: %s", e)
-                await asyncio.sleep(0.1)
-                with contextlib.suppress(Exception):
-                    await pubsub.subscribe(keys.DURABLE_CHANNEL)
-
-    def _on_message(self, data: str) -> None:
-        link, kind, seq_text, *rest = data.split(" ")
-        seq = int(seq_text)
-        if kind == "d":  # entries seq.. appended, with their request hashes
-            self._durable(link, seq, rest)
-        elif kind == "rebuilt":
-            self.marks[link] = max(self.marks.get(link, 0), seq)
-            self._fail(link, lambda w: w.seq > seq, lambda w: LinkLost(
-                f"link {link}: Redis lost entry {w.seq} before the ledger recorded it and was rebuilt from the "
-                "ledger; retry with the same request_id"))
-            waiting = [w for w in self._waiters.get(link, []) if not w.fut.done()]
-            if waiting:
-                self._check(link, waiting)
-        elif kind == "fenced":
-            reason = " ".join(rest)
-            self._fail(link, lambda w: w.seq >= seq, lambda w: LinkFenced(
-                f"link {link} is fenced: the ledger refused entry {seq}: {reason}; see `jackpotd fenced`; "
-                "retry with the same request_id once it is resolved"))
-
-    def _durable(self, link: str, first: int, hashes: list[str]) -> None:
-        last = first + len(hashes) - 1
-        if last > self.marks.get(link, 0):
-            self.marks[link] = last
-        waiters = self._waiters.get(link)
-        if not waiters:
-            return
-        keep, missed = [], []
-        for w in waiters:
-            if w.fut.done():
-                continue
-            if w.seq > last:
-                keep.append(w)
-            elif w.identity is None:
-                w.fut.set_result(None)
-            elif w.seq < first:
-                missed.append(w)  # announced earlier, before this process listened: ask the ledger
-                keep.append(w)
-            elif w.identity.startswith(hashes[w.seq - first]):
-                w.fut.set_result(None)
-            else:
-                w.fut.set_exception(self._replaced(link, w.seq))
-        self._waiters[link] = keep
-        if missed:
-            self._check(link, missed)
-
-    @staticmethod
-    def _replaced(link: str, seq: int) -> LinkLost:
-        return LinkLost(f"link {link}: the ledger holds another operation at sequence {seq}; Redis lost this one "
-                        "before the ledger recorded it; retry with the same request_id")
-
-    def _fail(self, link: str, which: Any, error: Any) -> None:
-        keep = []
-        for w in self._waiters.get(link, []):
-            if w.fut.done():
-                continue
-            if which(w):
-                w.fut.set_exception(error(w))
-            else:
-                keep.append(w)
-        self._waiters[link] = keep
-
-    def _check(self, link: str, waiters: list[_Waiter]) -> None:
-        """Verify these waiters against the ledger in the background."""
-        task = asyncio.ensure_future(self._verify(link, waiters))
-        self._checks.add(task)
-        task.add_done_callback(self._checks.discard)
-
-    async def _verify(self, link: str, waiters: list[_Waiter]) -> None:
-        """Settle waiters from the ledger itself: their entry is there with their request, or another's."""
-        try:
-            held = await ledger.entry_identities(self.pg, link, [w.seq for w in waiters])
-        except Exception as e:  # the poller asks again
-            log.warning("durability check of link %s failed: %s", link, e)
-            return
-        for w in waiters:
-            found = held.get(w.seq)
-            if w.fut.done() or found is None:
-                continue
-            if w.identity is None or found == w.identity:
-                DURABILITY_CHECKS.labels("held").inc()
-                w.fut.set_result(None)
-            else:
-                DURABILITY_CHECKS.labels("replaced").inc()
-                w.fut.set_exception(self._replaced(link, w.seq))
-
-    async def _poll(self) -> None:
-        """Now and then ask the ledger about waiters no announcement has settled (one may have been lost in
-        a reconnect), and fail waiters past their deadline."""
-        while True:
-            await asyncio.sleep(self.POLL_SECONDS)
-            now = asyncio.get_running_loop().time()
-            for link, waiters in list(self._waiters.items()):
-                pending = [w for w in waiters if not w.fut.done()]
-                self._waiters[link] = pending
-                stale = [w for w in pending if w.deadline - self.timeout + self.POLL_SECONDS <= now]
-                if stale:
-                    await self._verify(link, stale)
-                for w in pending:
-                    if w.deadline <= now and not w.fut.done():
-                        w.fut.set_exception(TimeoutError(f"entry {w.seq} of link {link} is not in the ledger yet"))

@@ -1,0 +1,65 @@
+"""Admin commands (API.md AdminService): configuration changes and operator funding, each a journaled entry."""
+
+from __future__ import annotations
+
+from ..domain.errors import FailedPrecondition
+from ..domain.ids import require_id
+from ..domain.link import LinkConfig
+from ..domain.money import require_positive_cents
+from . import results
+from .commands import ConfigCommand, CreateLink, Fund, RegisterTable, SuspendTable
+from .decide.admin import AdminState, decide_config, decide_fund
+from .engine import Clock, Gather, WritePath
+from .ports import Seen
+
+
+class AdminCommands:
+    """FundPool, CreateLink, RegisterTable, Suspend/ResumeTable, SetRates, SetPaytable, UpdateLink."""
+
+    def __init__(self, engine: WritePath, clock: Clock) -> None:
+        self.engine = engine
+        self.links = engine.links
+        self.clock = clock
+
+    async def _now(self, config: LinkConfig, seen: Seen) -> AdminState:
+        return AdminState(self.clock())
+
+    def _known(self, link_id: str) -> Gather[AdminState]:
+        """A create also asks whether the ledger holds the link, whatever the live store says."""
+
+        async def gather(config: LinkConfig, seen: Seen) -> AdminState:
+            return AdminState(self.clock(), await self.links.ledger.link_known(link_id))
+
+        return gather
+
+    async def fund(self, cmd: Fund) -> results.Answer:
+        """NZ 11.6(b): operator funding."""
+        require_positive_cents("amount_cents", cmd.amount_cents)
+        require_id("link_id", cmd.link_id)
+        done = await self.engine.execute(cmd.link_id, cmd.request, self._now,
+                                         lambda c, v, s: decide_fund(cmd, c, v, s))
+        return results.answered(done.reply, done.config)
+
+    async def change(self, cmd: ConfigCommand) -> results.Answer:
+        """§9: any configuration change, with who, why and the approval reference."""
+        match cmd:
+            case CreateLink():
+                link_id = cmd.config.link_id
+            case SuspendTable():
+                link_id = await self.links.of_table(cmd.table_id)
+            case _:
+                link_id = cmd.link_id
+        require_id("link_id", link_id)
+        gather: Gather[AdminState] = self._now
+        if isinstance(cmd, CreateLink):
+            await self.links.live.add_link(link_id)  # before the step, so the ledger writer reads its journal
+            gather = self._known(link_id)
+        if isinstance(cmd, RegisterTable):
+            current = await self.links.current_link_of(cmd.table.table_id)
+            if current is not None and current != link_id:
+                raise FailedPrecondition("table_id", cmd.table.table_id, f"already registered on link {current}")
+        done = await self.engine.execute(link_id, cmd.request, gather, lambda c, v, s: decide_config(cmd, c, v, s),
+                                         create=cmd.config if isinstance(cmd, CreateLink) else None)
+        if isinstance(cmd, RegisterTable):
+            await self.links.live.set_table_link(cmd.table.table_id, link_id)
+        return results.answered(done.reply, done.config)

@@ -1,0 +1,145 @@
+"""What callers ask the service to do: the request id with the content it stands for, and each operation's
+parameters as plain values (servicers build these from protos)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..canonical import canonical_json, request_identity
+from ..domain.ids import require_text
+from ..domain.link import LinkConfig, TableConfig
+from ..domain.paytable import PaytableEntry
+from ..domain.pools import PoolSpec
+from ..domain.rounds import SeatHand, Wager
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A mutating request: the client's id and the content the id stands for, in canonical JSON and hashed."""
+
+    request_id: str
+    content: Mapping[str, Any]
+    canonical: str = field(init=False)
+    hash: str = field(init=False)  # of the content: the same id with other content is refused
+    identity: str = field(init=False)  # of the id and the content: what the ledger must hold to answer
+
+    def __post_init__(self) -> None:
+        canonical = canonical_json(self.content)
+        digest = hashlib.sha256(canonical.encode()).hexdigest()
+        object.__setattr__(self, "canonical", canonical)  # frozen: computed once, here
+        object.__setattr__(self, "hash", digest)
+        object.__setattr__(self, "identity", request_identity(self.request_id, digest))
+
+
+@dataclass(frozen=True, slots=True)
+class Audit:
+    """Who, why and under which approval (DOMAIN.md §9)."""
+
+    actor: str = ""
+    reason: str = ""
+    approval_ref: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("actor", "reason", "approval_ref"):
+            require_text(f"audit.{name}", getattr(self, name))
+
+    def as_dict(self) -> dict[str, str]:
+        return {"actor": self.actor, "reason": self.reason, "approval_ref": self.approval_ref}
+
+
+# ---- table commands (API.md TableService) ---------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    request: Request
+    table_id: str
+    round_id: str
+    wagers: Sequence[Wager]
+
+
+@dataclass(frozen=True, slots=True)
+class Settle:
+    request: Request
+    table_id: str
+    round_id: str
+    hands: Sequence[SeatHand]
+    dealer_cards: Sequence[str] = ()
+    board_cards: Sequence[str] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Void:
+    request: Request
+    table_id: str
+    round_id: str
+    reason: str
+    seats: Sequence[int] = ()
+
+
+# ---- admin commands (API.md AdminService) ---------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Fund:
+    request: Request
+    link_id: str
+    pool: str
+    amount_cents: int
+    audit: Audit
+
+
+@dataclass(frozen=True, slots=True)
+class CreateLink:
+    request: Request
+    config: LinkConfig
+    audit: Audit
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterTable:
+    request: Request
+    link_id: str
+    table: TableConfig
+    audit: Audit
+
+
+@dataclass(frozen=True, slots=True)
+class SuspendTable:
+    request: Request
+    table_id: str
+    suspended: bool  # False: resume
+    audit: Audit
+
+
+@dataclass(frozen=True, slots=True)
+class SetRates:
+    request: Request
+    link_id: str
+    pools_ppm: Mapping[str, int]
+    retained_ppm: int
+    effective_at_ms: int  # 0: now
+    audit: Audit
+
+
+@dataclass(frozen=True, slots=True)
+class SetPaytable:
+    request: Request
+    link_id: str
+    game: str
+    entries: Sequence[PaytableEntry]
+    audit: Audit
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateLink:
+    request: Request
+    link_id: str
+    wager_cents: int  # 0: unchanged
+    pools: Sequence[PoolSpec]  # empty: unchanged
+    verification_threshold_cents: int | None  # None: unchanged
+    audit: Audit
+
+
+ConfigCommand = CreateLink | RegisterTable | SuspendTable | SetRates | SetPaytable | UpdateLink

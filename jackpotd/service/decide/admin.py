@@ -1,0 +1,105 @@
+"""Admin decisions (DOMAIN.md §3 rates, §4 paytables, §9 configuration, NZ 11.6(b) funding): every change is
+a journaled entry with who, why and the approval reference. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ...canonical import canonical_json
+from ...domain.errors import FailedPrecondition, InvalidInput
+from ...domain.link import LinkConfig
+from ...domain.paytable import Paytable
+from ...domain.postings import OPERATOR_FUNDING, Posting, pool_account
+from ...domain.rates import RateSet
+from ..commands import (
+    ConfigCommand,
+    CreateLink,
+    Fund,
+    RegisterTable,
+    SetPaytable,
+    SetRates,
+    SuspendTable,
+    UpdateLink,
+)
+from ..ports import Step
+from .steps import step
+
+RETROACTIVE_SLACK_MS = 1000  # a rate change "effective now" may arrive a moment late
+
+
+@dataclass(frozen=True, slots=True)
+class AdminState:
+    """What an admin decision reads: the clock, and whether the ledger already holds the link."""
+
+    now_ms: int
+    link_known: bool = False
+
+
+def decide_fund(cmd: Fund, config: LinkConfig, version: str, state: AdminState) -> Step:
+    """NZ 11.6(b): operator funding, the seed and any top-up, into one pool."""
+    config.pool_spec(cmd.pool)
+    amount_uc = cmd.amount_cents * 1_000_000
+    legs = [Posting(OPERATOR_FUNDING, -amount_uc), Posting(pool_account(cmd.pool), amount_uc)]
+    return step(config.link_id, cmd.request, "fund", version, state.now_ms, postings=legs,
+                extra={"audit": cmd.audit.as_dict()})
+
+
+def kind_of(cmd: ConfigCommand) -> str:
+    """The journal entry kind of a configuration change."""
+    match cmd:
+        case CreateLink():
+            return "create_link"
+        case RegisterTable():
+            return "register_table"
+        case SuspendTable():
+            return "suspend_table" if cmd.suspended else "resume_table"
+        case SetRates():
+            return "set_rates"
+        case SetPaytable():
+            return "set_paytable"
+        case UpdateLink():
+            return "update_link"
+
+
+def changed(cmd: ConfigCommand, config: LinkConfig, now_ms: int) -> LinkConfig:
+    """The link's config after the change."""
+    match cmd:
+        case CreateLink():
+            return cmd.config
+        case RegisterTable():
+            return config.with_table(cmd.table)
+        case SuspendTable():  # NSW 14.13; resuming cites the inspector's approval
+            if not cmd.suspended and not cmd.audit.approval_ref:
+                raise InvalidInput("audit.approval_ref", "",
+                                   "resuming a table needs the inspector's approval reference")
+            return config.with_table(replace(config.table(cmd.table_id), suspended=cmd.suspended))
+        case SetRates():  # §3: a new versioned rate set, effective from a time, never retroactive
+            if not cmd.audit.approval_ref:
+                raise InvalidInput("audit.approval_ref", "", "a rate change needs the regulator's approval reference")
+            at = cmd.effective_at_ms or now_ms
+            if at < now_ms - RETROACTIVE_SLACK_MS:
+                raise InvalidInput("rates.effective_at_ms", at, "a rate change cannot be retroactive")
+            version = max(r.version for r in config.rate_sets) + 1
+            rates = RateSet(cmd.pools_ppm, cmd.retained_ppm, version, at, cmd.audit.approval_ref)
+            return replace(config, rate_sets=(*config.rate_sets, rates))
+        case SetPaytable():  # §4
+            paytable = Paytable(cmd.game, {e.category: e for e in cmd.entries})
+            return replace(config, paytables={**config.paytables, cmd.game: paytable})
+        case UpdateLink():
+            threshold = cmd.verification_threshold_cents
+            return replace(config, wager_cents=cmd.wager_cents or config.wager_cents,
+                           pools=tuple(cmd.pools) or config.pools,
+                           verification_threshold_cents=(config.verification_threshold_cents if threshold is None
+                                                         else threshold))
+
+
+def decide_config(cmd: ConfigCommand, config: LinkConfig, version: str, state: AdminState) -> Step:
+    """§9: the new config, journaled with the audit; the live store swaps it in if `version` still holds."""
+    if isinstance(cmd, CreateLink) and state.link_known:  # whatever the live store says
+        raise FailedPrecondition("link_id", config.link_id, "a link with this id already exists")
+    new = changed(cmd, config, state.now_ms)
+    as_dict = new.to_dict()
+    table = cmd.table.table_id if isinstance(cmd, RegisterTable) else None
+    return step(config.link_id, cmd.request, kind_of(cmd), version, state.now_ms, new_config=canonical_json(as_dict),
+                extra={"config": as_dict, "audit": cmd.audit.as_dict(), "table": table},
+                result={"link_id": config.link_id})

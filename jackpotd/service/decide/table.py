@@ -1,0 +1,139 @@
+"""Table decisions (DOMAIN.md §3 commit, §5 settle, §6 void): from the config, the state read and the
+command, the step to apply. Pure: every rule here is unit-tested without servers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from ...domain.contributions import contribute, reversal
+from ...domain.errors import FailedPrecondition, InvalidInput, NotFound
+from ...domain.ids import hit_id
+from ...domain.link import LinkConfig
+from ...domain.money import floor_cents
+from ...domain.postings import pool_legs
+from ...domain.pricing import price_round
+from ...domain.rates import rates_in_force
+from ...domain.rounds import COMMITTED, SETTLED, VOIDED, evaluate_round, validate_wagers
+from ..commands import Commit, Settle, Void
+from ..errors import Unavailable
+from ..ports import Step
+from ..results import Accepted, Payout, PoolReset, SeatResult, stored
+from ..round_record import RoundRecord, new_round
+from .steps import step
+
+
+@dataclass(frozen=True, slots=True)
+class TableState:
+    """What a table decision reads: the clock, the pools, the round as the live store holds it (empty when
+    it does not) and as the ledger does (None when it holds nothing)."""
+
+    now_ms: int
+    balances: Mapping[str, int]
+    round: Mapping[str, str]
+    ledger_round_state: str | None
+
+
+def decide_commit(cmd: Commit, config: LinkConfig, version: str, state: TableState) -> Step:
+    """§3: at "no more bets", every accepted wager feeds the pools with the rates in force now."""
+    table = config.table(cmd.table_id)
+    if table.suspended:  # NSW 14.13
+        raise FailedPrecondition("table_id", cmd.table_id, "jackpot wagers are suspended at this table")
+    seats = validate_wagers(cmd.wagers, table.seats, config.wager_cents)
+    if state.ledger_round_state is not None:  # API.md: a round id is used once; the ledger keeps them all
+        raise FailedPrecondition("round_id", cmd.round_id, f"the round is {state.ledger_round_state}")
+    rates = rates_in_force(config.rate_sets, state.now_ms)
+    capped = [p.name for p in config.pools if p.cap_cents is not None]
+    c = contribute(rates, config.pools, state.balances, seats)
+    record = new_round(table.game, rates.version, c.seats)
+    result = {"accepted": [stored(Accepted(s.seat, s.wager_cents, sum(v for _, v in pool_legs(s.postings)),
+                                           s.overflow_uc)) for s in c.seats]}
+    round_data = record.encode()
+    return step(config.link_id, cmd.request, "commit", version, state.now_ms, postings=c.merged,
+                result=result, extra={"round": _round_entry(cmd.table_id, cmd.round_id, COMMITTED, round_data)},
+                round=(cmd.table_id, cmd.round_id), round_expect="absent", round_new_state=COMMITTED,
+                round_data=round_data, guards={n: state.balances.get(n, 0) for n in capped})
+
+
+def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableState) -> Step:
+    """§5: evaluate every wagered seat and price all hits at once against the pools as they stand."""
+    table = config.table(cmd.table_id)
+    evaluated = evaluate_round(table.game, table.seats, [hand.seat for hand in cmd.hands], cmd.hands,
+                               cmd.board_cards, cmd.dealer_cards)
+    rnd = open_round(state, config.link_id, cmd.table_id, cmd.round_id)
+    record = RoundRecord.decode(rnd["data"])
+    wagered = set(record.active)
+    hits = [x for x in evaluated if x.seat in wagered]
+    paytable = config.paytable(record.game)
+    qualifying = [x for x in hits if x.category in paytable.entries]
+    balances = state.balances if qualifying else {}
+    price = price_round(paytable, config.pools, balances, qualifying, table.seats)
+    cards = {hand.seat: [*hand.cards, *cmd.board_cards] for hand in cmd.hands}
+    threshold = config.verification_threshold_cents
+    payouts, hit_rows = [], []
+    for p in price.payouts:
+        status = "PENDING" if threshold and p.amount_cents > threshold else "PAID"  # §7
+        payout = Payout(p.seat, p.category, p.amount_cents, p.pool, p.funded_by_operator_cents,
+                        hit_id(config.link_id, cmd.table_id, cmd.round_id, p.seat), status, p.pool_before_uc, p.rule)
+        payouts.append(stored(payout))
+        hit_rows.append({"hit_id": payout.hit_id, "table_id": cmd.table_id, "round_id": cmd.round_id,
+                         "seat": p.seat, "hand": p.category, "cards": cards.get(p.seat, []), "pool": p.pool,
+                         "amount_cents": p.amount_cents, "funded_by_operator_cents": p.funded_by_operator_cents,
+                         "pool_before_uc": p.pool_before_uc, "rule": p.rule, "status": status,
+                         "pool_after_cents": floor_cents(p.pool_after_uc)})
+    seats = [SeatResult(x.seat, x.category) for x in hits]
+    seats += [SeatResult(s, "") for s in sorted(wagered - {x.seat for x in hits})]
+    result = {"payouts": payouts,
+              "resets": [stored(PoolReset(r.pool, r.from_reserve_cents, r.from_operator_cents)) for r in price.resets],
+              "seats": [stored(s) for s in seats]}
+    round_data = replace(record, hands={x.seat: x.category for x in hits}).encode()
+    return step(config.link_id, cmd.request, "settle", version, state.now_ms, postings=price.postings,
+                result=result, extra={"round": _round_entry(cmd.table_id, cmd.round_id, SETTLED, round_data),
+                                      "hits": hit_rows},
+                round=(cmd.table_id, cmd.round_id), round_expect=COMMITTED, round_rev=rnd["rev"],
+                round_new_state=SETTLED, round_data=round_data,
+                guards={p.name: balances.get(p.name, 0) for p in config.pools} if qualifying else {})
+
+
+def decide_void(cmd: Void, config: LinkConfig, version: str, state: TableState) -> Step:
+    """§6: refund the round (or the listed seats) and reverse their contributions exactly."""
+    rnd = open_round(state, config.link_id, cmd.table_id, cmd.round_id, "; only a supervisor adjustment can change it")
+    record = RoundRecord.decode(rnd["data"])
+    active = record.active
+    for i, s in enumerate(cmd.seats):
+        if s not in active:  # or this very void was applied already and awaits the ledger: the engine replays it
+            raise InvalidInput(f"seats[{i}]", s, "holds no open jackpot wager in this round")
+    chosen = sorted(set(cmd.seats)) if cmd.seats else active
+    undo = reversal([record.seats[s] for s in chosen], state.balances)
+    after = replace(record, voided=tuple(sorted({*record.voided, *chosen})),
+                    void_reasons=(*record.void_reasons, {"seats": chosen, "reason": cmd.reason}))
+    new_state = VOIDED if set(after.voided) >= set(record.seats) else COMMITTED
+    round_data = after.encode()
+    result = {"refunds": [{"seat": s, "amount_cents": record.seats[s].wager_cents} for s in chosen]}
+    return step(config.link_id, cmd.request, "void", version, state.now_ms, postings=undo, result=result,
+                extra={"round": _round_entry(cmd.table_id, cmd.round_id, new_state, round_data),
+                       "reason": cmd.reason},
+                round=(cmd.table_id, cmd.round_id), round_expect=COMMITTED, round_rev=rnd["rev"],
+                round_new_state=new_state, round_data=round_data)
+
+
+def open_round(state: TableState, link_id: str, table_id: str, round_id: str, moved_on: str = ""
+               ) -> Mapping[str, str]:
+    """The round's live record, which must be COMMITTED. A round the live store does not hold was finished and
+    let go (the ledger has its state), was never committed, or was lost by the live store."""
+    rnd = state.round
+    if not rnd:
+        if state.ledger_round_state is None:
+            raise NotFound("round_id", round_id, "no wagers were committed")
+        if state.ledger_round_state == COMMITTED:  # an open round must be live: the live store lost it
+            raise Unavailable(f"link {link_id}: Redis does not hold open round {round_id} of table {table_id}; "
+                              "retry with the same request_id")
+        rnd = {"state": state.ledger_round_state}
+    if rnd.get("state") != COMMITTED:
+        raise FailedPrecondition("round_id", round_id, f"the round is {rnd.get('state')}{moved_on}")
+    return rnd
+
+
+def _round_entry(table_id: str, round_id: str, state: str, data: str) -> dict[str, str]:
+    """The round as the journal entry carries it to the ledger's rounds table."""
+    return {"table_id": table_id, "round_id": round_id, "state": state, "data": data}

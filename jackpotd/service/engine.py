@@ -1,0 +1,124 @@
+"""The one write path (ARCHITECTURE.md, write path): idempotency, the atomic step, deciding again when what a
+step was decided on has moved, and waiting until the ledger holds the entry before answering."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ..domain.errors import Conflict, FailedPrecondition, InvalidInput, NotFound
+from ..domain.ids import require_id
+from ..domain.link import LinkConfig
+from ..metrics import CAS_RETRIES
+from .commands import Request
+from .errors import LinkLost, Unavailable
+from .links import Links
+from .ports import Applied, IdReused, LinkExists, Moved, Reply, RoundNotOpen, Seen, Step
+
+MAX_ATTEMPTS = 200
+NEW = "new"  # the config version a create expects: no config yet
+
+Clock = Callable[[], int]  # milliseconds since the epoch
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+S = TypeVar("S")
+Gather = Callable[[LinkConfig, Seen], Awaitable[S]]  # reads the state a decision needs (I/O)
+Decide = Callable[[LinkConfig, str, S], Step]  # the pure decision: (config, version, state) -> step
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """An applied operation: the stored reply, the config it was decided on (or is current, for a replay),
+    and whether this call applied it (`first`) or an earlier one did."""
+
+    reply: Reply
+    config: LinkConfig
+    first: bool
+
+
+def id_reused(req: Request, reply: Reply) -> Conflict:
+    """A request id used before for different content (API.md: ALREADY_EXISTS), naming what differs."""
+    keys = sorted(k for k in set(reply.content) | set(req.content) if reply.content.get(k) != req.content.get(k))
+    return Conflict("request_id", req.request_id, "already used for a different request; differs in: "
+                    + (", ".join(keys) or "content"))
+
+
+class WritePath:
+    """Runs every mutating operation: ledger first for ids it holds, then decide → apply → wait durable."""
+
+    def __init__(self, links: Links) -> None:
+        self.links = links
+
+    async def execute(self, link_id: str, req: Request, gather: Gather[S], decide: Decide[S], *,
+                      round_: tuple[str, str] = ("", ""), create: LinkConfig | None = None) -> Done:
+        require_id("request_id", req.request_id)
+        # A request id and a round id are used once (API.md): the live store lets them go after the
+        # retention, the ledger keeps them all, so it is asked first.
+        seen = await self.links.ledger.seen(link_id, *round_, req.request_id)
+        if seen.request_hash is not None:
+            return await self._replay(link_id, req, await self.links.ledger.stored_reply(link_id, req.request_id))
+        for attempt in range(MAX_ATTEMPTS):
+            if create is not None:
+                version, config = NEW, create
+            else:
+                version, config = await self.links.config(link_id, fresh=attempt > 0)
+            try:
+                step = decide(config, version, await gather(config, seen))
+            except (InvalidInput, FailedPrecondition, NotFound) as e:
+                # A retry of a request applied earlier may not pass today's checks (its table suspended
+                # since, a new wager amount, its round settled): its record answers it.
+                return await self._replay_or(link_id, req, e)
+            try:
+                outcome = await self.links.live.apply(step, self.links.durability.floor(link_id))
+            except LinkLost:
+                self.links.forget(link_id)
+                raise
+            match outcome:
+                case Applied(reply=reply, first=first):
+                    await self._durable(link_id, reply.seq, req.identity)
+                    if first and step.new_config:
+                        self.links.changed(link_id)
+                    if not first and create is None:  # applied earlier, perhaps on another config
+                        _, config = await self.links.config(link_id)
+                    return Done(reply, config, first)
+                case IdReused(reply=reply):
+                    raise id_reused(req, reply)
+                case LinkExists():
+                    raise FailedPrecondition("link_id", link_id, "a link with this id already exists")
+                case RoundNotOpen(state=state):
+                    return await self._replay_or(link_id, req, FailedPrecondition(
+                        "round_id", step.round[1] if step.round else "", f"the round is {state}"))
+                case Moved(contended=contended):  # decide again against the config and pools as they now stand
+                    if contended:
+                        CAS_RETRIES.labels(link_id).inc()
+        raise Unavailable(f"link {link_id} is too busy to apply request {req.request_id}; retry with the same id")
+
+    async def _replay_or(self, link_id: str, req: Request, error: Exception) -> Done:
+        """A request refused now may have been applied before: answer it from its record, else raise `error`."""
+        raw = await self.links.live.record(link_id, req.request_id)
+        if raw is None:
+            raw = await self.links.ledger.stored_reply(link_id, req.request_id)
+        if raw is None:
+            raise error
+        return await self._replay(link_id, req, raw)
+
+    async def _replay(self, link_id: str, req: Request, raw: str | None) -> Done:
+        """The first answer to a request id again, once the ledger holds it; its id with other content is refused."""
+        if raw is None:  # the ledger said it holds the id, then did not return it: ask again later
+            raise Unavailable(f"the ledger did not return the reply of request {req.request_id}; retry")
+        reply = Reply.parse(raw)
+        if reply.hash != req.hash:
+            raise id_reused(req, reply)
+        await self._durable(link_id, reply.seq, req.identity)
+        _, config = await self.links.config(link_id)
+        return Done(reply, config, first=False)
+
+    async def _durable(self, link_id: str, seq: int, identity: str | None) -> None:
+        """Wait until the ledger holds entry `seq` (as this request, when its identity is given)."""
+        await self.links.durability.wait_durable(link_id, seq, identity)

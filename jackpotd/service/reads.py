@@ -1,0 +1,64 @@
+"""Reads (API.md DisplayService, WatchMeter): pools the ledger holds, and the live stream of a link."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from . import results
+from .decide.reads import METER_INTERVAL, Due, Pacing
+from .links import Links
+
+
+class Reads:
+    """GetPools, WatchPools and the pools of WatchMeter."""
+
+    def __init__(self, links: Links) -> None:
+        self.links = links
+
+    async def pools(self, link_id: str) -> results.PoolsNow:
+        """The pools as the ledger holds them, and the link's latest hit."""
+        seq, pools = await self.snapshot(link_id)
+        last = await self.links.ledger.last_hit(link_id)
+        hit = None if last is None else results.HitAnnouncement(last.table_id, last.seat, last.hand,
+                                                                last.amount_cents, last.pool, last.hit_id, last.seq)
+        return results.PoolsNow(seq, link_id, pools, hit)
+
+    async def snapshot(self, link_id: str) -> tuple[int, tuple[results.PoolView, ...]]:
+        """The link's sequence and pools: a checked read, answered once the ledger has every entry it includes."""
+        _, config = await self.links.config(link_id)
+        state = await self.links.read(link_id)
+        await self.links.durability.wait_durable(link_id, state.seq, None)
+        return state.seq, results.pool_views(config, state.balances)
+
+    async def watch(self, link_id: str) -> AsyncIterator[results.LinkUpdate]:
+        """A snapshot, then every hit at once (§8), pool updates coalesced to ten a second, and a heartbeat
+        on a quiet link so a table can tell it from a lost service."""
+        await self.links.config(link_id)
+        loop = asyncio.get_running_loop()
+        async with self.links.live.subscribe(link_id) as next_reply:
+            yield results.LinkUpdate(*await self.snapshot(link_id))
+            pacing = Pacing(loop.time())
+            while True:
+                reply = await next_reply(METER_INTERVAL)
+                _, config = await self.links.config(link_id)
+                if reply is not None:
+                    for update in pacing.received(reply, config, loop.time()):
+                        yield update
+                    continue
+                match pacing.due(loop.time()):
+                    case Due.LATEST:
+                        yield pacing.latest_update(config, loop.time())
+                        await asyncio.sleep(METER_INTERVAL)
+                    case Due.HEARTBEAT:
+                        yield results.LinkUpdate(*await self.snapshot(link_id))
+                        pacing.sent(loop.time())
+                    case Due.NOTHING:
+                        pass
+
+    async def meter(self, table_id: str) -> AsyncIterator[results.MeterUpdate]:
+        """The table's link watched, with whether the table may take jackpot wagers (§8, NSW 14.13)."""
+        link_id = await self.links.of_table(table_id)
+        async for update in self.watch(link_id):
+            _, config = await self.links.config(link_id, fresh=True)  # a suspension shows at once
+            yield results.MeterUpdate(link_id, update, not config.table(table_id).suspended)

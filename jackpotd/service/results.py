@@ -1,0 +1,177 @@
+"""Typed results, and their stored form: the reply of a request is stored as plain JSON (Redis for the
+retention, the ledger forever) and decoded here, in one place, into these objects."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..domain.link import LinkConfig
+from ..domain.money import floor_cents
+from .ports import Reply
+
+T = TypeVar("T")
+
+
+def stored(item: Any) -> dict[str, Any]:
+    """A result row as stored: its fields by name (the stored keys are the field names; rows are leaf
+    slotted dataclasses, so __slots__ lists every field)."""
+    return {name: getattr(item, name) for name in item.__slots__}
+
+
+def _rows(kind: type[T], rows: Any) -> tuple[T, ...]:
+    return tuple(kind(**row) for row in rows)
+
+
+@dataclass(frozen=True, slots=True)
+class PoolView:
+    """A pool as signs and meters show it: floored cents, its reset value, and the exact µ¢."""
+
+    pool: str
+    amount_cents: int
+    reset_cents: int
+    balance_ucents: int
+
+
+# ---- rows of stored results (field names are the stored keys) --------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    seat: int
+    amount_cents: int
+    contributed_uc: int  # what this wager put into the pools, µ¢
+    overflow_uc: int
+
+
+@dataclass(frozen=True, slots=True)
+class Payout:
+    seat: int
+    hand: str
+    amount_cents: int
+    pool: str
+    funded_by_operator_cents: int
+    hit_id: str
+    status: str  # PAID, or PENDING above the verification threshold (§7)
+    pool_before_uc: int
+    rule: str
+
+
+@dataclass(frozen=True, slots=True)
+class PoolReset:
+    pool: str
+    from_reserve_cents: int
+    from_operator_cents: int
+
+
+@dataclass(frozen=True, slots=True)
+class SeatResult:
+    seat: int
+    hand: str  # "" for a wagered seat without a paying category
+
+
+@dataclass(frozen=True, slots=True)
+class Refund:
+    seat: int
+    amount_cents: int
+
+
+# ---- what each operation answers -----------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What every mutating call answers: the entry's sequence, the link, its pools after the entry."""
+
+    seq: int
+    link_id: str
+    pools: tuple[PoolView, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Committed(Answer):
+    accepted: tuple[Accepted, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Settled(Answer):
+    payouts: tuple[Payout, ...]
+    resets: tuple[PoolReset, ...]
+    seats: tuple[SeatResult, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Voided(Answer):
+    refunds: tuple[Refund, ...]
+
+
+def pool_views(config: LinkConfig, balances: Mapping[str, int], include_hidden: bool = False
+               ) -> tuple[PoolView, ...]:
+    """The link's pools in configuration order; hidden pools (RESERVE) only when asked (§1)."""
+    return tuple(PoolView(spec.name, floor_cents(balances.get(spec.name, 0)), spec.reset_cents,
+                          balances.get(spec.name, 0))
+                 for spec in config.pools if spec.visible or include_hidden)
+
+
+def committed(reply: Reply, config: LinkConfig) -> Committed:
+    return Committed(reply.seq, config.link_id, pool_views(config, reply.balances),
+                     _rows(Accepted, reply.result["accepted"]))
+
+
+def settled(reply: Reply, config: LinkConfig) -> Settled:
+    r = reply.result
+    return Settled(reply.seq, config.link_id, pool_views(config, reply.balances), _rows(Payout, r["payouts"]),
+                   _rows(PoolReset, r["resets"]), _rows(SeatResult, r["seats"]))
+
+
+def voided(reply: Reply, config: LinkConfig) -> Voided:
+    return Voided(reply.seq, config.link_id, pool_views(config, reply.balances),
+                  _rows(Refund, reply.result["refunds"]))
+
+
+def answered(reply: Reply, config: LinkConfig) -> Answer:
+    """A funding or a configuration change (whose sequence number is the config's version)."""
+    return Answer(reply.seq, config.link_id, pool_views(config, reply.balances))
+
+
+# ---- what signs and meters are sent ----------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class HitAnnouncement:
+    """A hit, as every sign and meter on the link announces it (§8)."""
+
+    table_id: str
+    seat: int
+    hand: str
+    amount_cents: int
+    pool: str
+    hit_id: str
+    sequence: int
+    pool_amount_after_cents: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LinkUpdate:
+    """What meters and signs are sent: the link's sequence, its pools, and a hit when one is announced."""
+
+    seq: int
+    pools: tuple[PoolView, ...]
+    hit: HitAnnouncement | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PoolsNow:
+    """GetPools: the pools the ledger holds, and the link's latest hit."""
+
+    seq: int
+    link_id: str
+    pools: tuple[PoolView, ...]
+    last_hit: HitAnnouncement | None
+
+
+@dataclass(frozen=True, slots=True)
+class MeterUpdate:
+    """What a table's meter is sent: its link's update, and whether it may take jackpot wagers now."""
+
+    link_id: str
+    update: LinkUpdate
+    jackpot_enabled: bool

@@ -1,0 +1,64 @@
+"""A round as the live store and the ledger hold it while it is open: what each seat contributed, so a void
+reverses exactly that (§6), and what was voided. Encoded and decoded here only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ..canonical import canonical_json
+from ..domain.contributions import SeatContribution
+from ..domain.postings import Posting
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRecord:
+    """An open (or finished) round's stored data. `seats` by seat number; `voided` seats were refunded."""
+
+    game: str
+    rates_version: int
+    seats: Mapping[int, SeatContribution]
+    voided: tuple[int, ...] = ()
+    hands: Mapping[int, str] | None = None  # set at settle: each hitting seat's category
+    void_reasons: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def active(self) -> list[int]:
+        """Seats whose wager is still open (wagered and not voided), in order."""
+        return sorted(set(self.seats) - set(self.voided))
+
+    def encode(self) -> str:
+        """Canonical JSON; identical leg sets are stored once (equal wagers usually have equal legs)."""
+        legs: list[list[list[Any]]] = []
+        index: dict[tuple[Posting, ...], int] = {}
+        by_seat: dict[str, list[int]] = {}
+        for seat, c in sorted(self.seats.items()):
+            at = index.get(c.postings)
+            if at is None:
+                at = index[c.postings] = len(legs)
+                legs.append([[p.account, p.amount_uc] for p in c.postings])
+            by_seat[str(seat)] = [at, c.wager_cents, c.overflow_uc]
+        data: dict[str, Any] = {"game": self.game, "rates_version": self.rates_version, "seats": by_seat,
+                                "legs": legs, "voided": list(self.voided)}
+        if self.hands is not None:
+            data["hands"] = {str(s): hand for s, hand in self.hands.items()}
+        if self.void_reasons:
+            data["void_reasons"] = [dict(r) for r in self.void_reasons]
+        return canonical_json(data)
+
+    @staticmethod
+    def decode(raw: str) -> RoundRecord:
+        d = orjson.loads(raw)
+        legs = [tuple(Posting(a, v) for a, v in leg_set) for leg_set in d["legs"]]
+        seats = {int(s): SeatContribution(int(s), wager, legs[at], overflow)
+                 for s, (at, wager, overflow) in d["seats"].items()}
+        return RoundRecord(d["game"], d["rates_version"], seats, tuple(d["voided"]),
+                           None if "hands" not in d else {int(s): hand for s, hand in d["hands"].items()},
+                           tuple(d.get("void_reasons", ())))
+
+
+def new_round(game: str, rates_version: int, seats: Sequence[SeatContribution]) -> RoundRecord:
+    return RoundRecord(game, rates_version, {c.seat: c for c in seats})

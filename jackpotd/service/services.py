@@ -1,0 +1,27 @@
+"""The service layer as the gRPC servicers see it: table commands, admin commands and reads, sharing one
+write path and one view of the links."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .admin import AdminCommands
+from .engine import Clock, WritePath, now_ms
+from .links import Links
+from .ports import Durability, Ledger, LiveStore
+from .reads import Reads
+from .table import TableCommands
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    table: TableCommands
+    admin: AdminCommands
+    reads: Reads
+    links: Links
+
+    @staticmethod
+    def build(live: LiveStore, ledger: Ledger, durability: Durability, clock: Clock = now_ms) -> Services:
+        links = Links(live, ledger, durability)
+        engine = WritePath(links)
+        return Services(TableCommands(engine, clock), AdminCommands(engine, clock), Reads(links), links)

@@ -1,0 +1,195 @@
+"""The durability watcher (ARCHITECTURE.md write path 4): lets a gRPC worker wait until the ledger holds an
+entry, from the ledger writer's announcements, checked against the ledger itself when one may be missed.
+It implements service.ports.Durability and raises only the service's errors."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from ..metrics import DURABILITY_CHECKS
+from ..service.errors import LinkFenced, LinkLost, Unavailable
+from . import ledger
+from .redis_pools import RedisPools
+
+log = logging.getLogger("jackpotd.durability")
+
+
+@dataclass(slots=True)
+class _Waiter:
+    seq: int
+    identity: str | None  # of the request; None: a read that waits only for the sequence to be durable
+    deadline: float
+    fut: asyncio.Future[None] = field(repr=False)
+
+
+class DurabilityWatcher:
+    """Lets a gRPC worker wait until the ledger holds an entry (ARCHITECTURE write path 4).
+
+    A caller is answered only when the ledger holds its very request at its sequence: a sequence number
+    alone could belong to another operation if Redis went back and reused it.
+    """
+
+    POLL_SECONDS = 0.5
+
+    def __init__(self, redis: RedisPools, pg: asyncpg.Pool, timeout: float = 10.0) -> None:
+        self.redis = redis
+        self.pg = pg
+        self.timeout = timeout
+        self.marks: dict[str, int] = {}
+        self._waiters: dict[str, list[_Waiter]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._checks: set[asyncio.Future[None]] = set()
+        self._feed: contextlib.AbstractAsyncContextManager[AsyncIterator[str]] | None = None
+
+    async def start(self) -> None:
+        """Subscribe first, then read the ledger's heads: no announcement falls between the two."""
+        self._feed = self.redis.announcements()
+        messages = await self._feed.__aenter__()
+        try:
+            self.marks = await ledger.heads(self.pg)  # the floor below which a Redis has gone back
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            await self._feed.__aexit__(None, None, None)
+            raise Unavailable(f"the ledger (PostgreSQL) is unavailable: {e}") from e
+        self._tasks = [asyncio.create_task(self._listen(messages), name="durability-listener"),
+                       asyncio.create_task(self._poll(), name="durability-poller")]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._feed is not None:
+            await self._feed.__aexit__(None, None, None)
+        for waiters in self._waiters.values():
+            for w in waiters:
+                if not w.fut.done():
+                    w.fut.set_exception(Unavailable("the service is shutting down; retry with the same request_id"))
+
+    def floor(self, link_id: str) -> int:
+        """The ledger's durable sequence of the link as this process knows it."""
+        return self.marks.get(link_id, 0)
+
+    async def wait_durable(self, link_id: str, seq: int, identity: str | None = None) -> None:
+        """Return once the ledger holds entry `seq` of the link (and, given a request's identity, holds that
+        very request there); Unavailable if not in time, LinkLost or LinkFenced if it never will."""
+        loop = asyncio.get_running_loop()
+        if self.marks.get(link_id, 0) >= seq and identity is None:
+            return
+        waiter = _Waiter(seq, identity, loop.time() + self.timeout, loop.create_future())
+        self._waiters.setdefault(link_id, []).append(waiter)
+        if self.marks.get(link_id, 0) >= seq:  # announced before we asked (a retry): ask the ledger itself
+            await self._verify(link_id, [waiter])
+        await waiter.fut
+
+    async def _listen(self, messages: AsyncIterator[str]) -> None:
+        async for data in messages:
+            self._on_message(data)
+
+    def _on_message(self, data: str) -> None:
+        link, kind, seq_text, *rest = data.split(" ")
+        seq = int(seq_text)
+        if kind == "d":  # entries seq.. appended, with their request hashes
+            self._durable(link, seq, rest)
+        elif kind == "rebuilt":
+            self.marks[link] = max(self.marks.get(link, 0), seq)
+            self._fail(link, lambda w: w.seq > seq, lambda w: LinkLost(
+                f"link {link}: Redis lost entry {w.seq} before the ledger recorded it and was rebuilt from the "
+                "ledger; retry with the same request_id"))
+            waiting = [w for w in self._waiters.get(link, []) if not w.fut.done()]
+            if waiting:
+                self._check(link, waiting)
+        elif kind == "fenced":
+            reason = " ".join(rest)
+            self._fail(link, lambda w: w.seq >= seq, lambda w: LinkFenced(
+                f"link {link} is fenced: the ledger refused entry {seq}: {reason}; see `jackpotd fenced`; "
+                "retry with the same request_id once it is resolved"))
+
+    def _durable(self, link: str, first: int, hashes: list[str]) -> None:
+        last = first + len(hashes) - 1
+        if last > self.marks.get(link, 0):
+            self.marks[link] = last
+        waiters = self._waiters.get(link)
+        if not waiters:
+            return
+        keep, missed = [], []
+        for w in waiters:
+            if w.fut.done():
+                continue
+            if w.seq > last:
+                keep.append(w)
+            elif w.identity is None:
+                w.fut.set_result(None)
+            elif w.seq < first:
+                missed.append(w)  # announced earlier, before this process listened: ask the ledger
+                keep.append(w)
+            elif w.identity.startswith(hashes[w.seq - first]):
+                w.fut.set_result(None)
+            else:
+                w.fut.set_exception(self._replaced(link, w.seq))
+        self._waiters[link] = keep
+        if missed:
+            self._check(link, missed)
+
+    @staticmethod
+    def _replaced(link: str, seq: int) -> LinkLost:
+        return LinkLost(f"link {link}: the ledger holds another operation at sequence {seq}; Redis lost this one "
+                        "before the ledger recorded it; retry with the same request_id")
+
+    def _fail(self, link: str, which: Any, error: Any) -> None:
+        keep = []
+        for w in self._waiters.get(link, []):
+            if w.fut.done():
+                continue
+            if which(w):
+                w.fut.set_exception(error(w))
+            else:
+                keep.append(w)
+        self._waiters[link] = keep
+
+    def _check(self, link: str, waiters: list[_Waiter]) -> None:
+        """Verify these waiters against the ledger in the background."""
+        task = asyncio.ensure_future(self._verify(link, waiters))
+        self._checks.add(task)
+        task.add_done_callback(self._checks.discard)
+
+    async def _verify(self, link: str, waiters: list[_Waiter]) -> None:
+        """Settle waiters from the ledger itself: their entry is there with their request, or another's."""
+        try:
+            held = await ledger.entry_identities(self.pg, link, [w.seq for w in waiters])
+        except Exception as e:  # the poller asks again
+            log.warning("durability check of link %s failed: %s", link, e)
+            return
+        for w in waiters:
+            found = held.get(w.seq)
+            if w.fut.done() or found is None:
+                continue
+            if w.identity is None or found == w.identity:
+                DURABILITY_CHECKS.labels("held").inc()
+                w.fut.set_result(None)
+            else:
+                DURABILITY_CHECKS.labels("replaced").inc()
+                w.fut.set_exception(self._replaced(link, w.seq))
+
+    async def _poll(self) -> None:
+        """Now and then ask the ledger about waiters no announcement has settled (one may have been lost in
+        a reconnect), and fail waiters past their deadline."""
+        while True:
+            await asyncio.sleep(self.POLL_SECONDS)
+            now = asyncio.get_running_loop().time()
+            for link, waiters in list(self._waiters.items()):
+                pending = [w for w in waiters if not w.fut.done()]
+                self._waiters[link] = pending
+                stale = [w for w in pending if w.deadline - self.timeout + self.POLL_SECONDS <= now]
+                if stale:
+                    await self._verify(link, stale)
+                for w in pending:
+                    if w.deadline <= now and not w.fut.done():
+                        w.fut.set_exception(Unavailable(f"the ledger has not committed entry {w.seq} of link {link} "
+                                                        "yet; retry with the same request_id"))

@@ -1,0 +1,98 @@
+"""The Lua scripts of the Redis adapter, their verdicts, and the batching that sends them: scripts that
+arrive while a batch is in flight travel together in the next one (one write, one read)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Awaitable, Callable, Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import hiredis
+from redis.exceptions import ResponseError
+
+from ..service.errors import Unavailable
+
+APPLY = (Path(__file__).parent / "apply.lua").read_text()
+READ = (Path(__file__).parent / "read.lua").read_text()
+
+
+class Verdict(Enum):
+    """What apply.lua and read.lua answer (the first element of their reply)."""
+
+    OK = "ok"
+    DUP = "dup"  # the request id's record holds this very content: its stored reply
+    CONFLICT = "conflict"  # the request id was used for other content
+    STALE_CONFIG = "stale_config"
+    ROUND_STATE = "round_state"
+    ROUND_MOVED = "round_moved"
+    MOVED = "moved"  # a guarded pool moved since the step was decided
+    NEGATIVE = "negative"  # a pool would go below zero (it paid out since)
+    EXISTS = "exists"  # a create found the link
+    LOST = "lost"  # Redis forgot the link's config or sequence
+    BEHIND = "behind"  # Redis went back behind the ledger's durable mark
+    FENCED = "fenced"
+
+
+# Replies of a Redis that cannot take the step now but will (a replica, a failover, a load from disk).
+_PASSING = ("READONLY", "LOADING", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS")
+
+
+def reply_error(text: str) -> Exception:
+    """A script's error reply: Unavailable when Redis will take it later, else a ResponseError (a bug)."""
+    if text.startswith(_PASSING):
+        return Unavailable(f"Redis cannot take the step now ({text}); retry with the same request_id")
+    return ResponseError(text)
+
+
+Batch = list[tuple[str, list[str], list[str | int], asyncio.Future[list[str]]]]
+
+
+class ScriptBatcher:
+    """Queues EVALSHA calls and sends them in batches over `execute` (one round trip per batch); each script
+    is still atomic on its own. A Redis that forgot the scripts (restarted, flushed) gets them again."""
+
+    def __init__(self, execute: Callable[[Sequence[Sequence[str | int]]], Awaitable[list[Any]]],
+                 load: Callable[[str], Awaitable[Any]]) -> None:
+        self._execute = execute
+        self._load = load
+        self._scripts = {hashlib.sha1(text.encode()).hexdigest(): text for text in (APPLY, READ)}
+        self.apply_sha, self.read_sha = self._scripts
+        self._queue: Batch = []
+        self._flusher: asyncio.Future[None] | None = None
+
+    async def run(self, sha: str, keys: list[str], args: list[str | int]) -> list[str]:
+        fut: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
+        self._queue.append((sha, keys, args, fut))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.ensure_future(self._flush())
+        return await fut
+
+    async def _flush(self) -> None:
+        """Send what has queued, one batch per round trip, until the queue is empty."""
+        while self._queue:
+            batch, self._queue = self._queue, []
+            try:
+                results = await self._send(batch)
+                if any(str(r).startswith("NOSCRIPT") for r in results if isinstance(r, Exception)):
+                    for text in self._scripts.values():
+                        await self._load(text)
+                    results = await self._send(batch)
+            except Exception as e:  # the whole pipeline failed: every caller in it sees it
+                for *_, fut in batch:
+                    if not fut.done():
+                        fut.set_exception(e)
+                continue
+            for (*_, fut), result in zip(batch, results, strict=True):
+                if fut.done():
+                    continue
+                if isinstance(result, Exception):
+                    fut.set_exception(result)
+                else:
+                    fut.set_result(result)
+
+    async def _send(self, batch: Batch) -> list[Any]:
+        results = await self._execute([["EVALSHA", sha, len(keys), *keys, *args] for sha, keys, args, _ in batch])
+        return [reply_error(str(r)) if isinstance(r, hiredis.ReplyError) else r for r in results]
