@@ -1,0 +1,225 @@
+"""The table decisions (service/decide/table.py), pure: config + state + command -> step. No servers."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from jackpotd.domain.errors import FailedPrecondition, InvalidInput, NotFound
+from jackpotd.domain.link import LinkConfig, TableConfig
+from jackpotd.domain.paytable import default_paytable
+from jackpotd.domain.pools import MAJOR, MINOR, RESERVE, SPLIT, PoolSpec
+from jackpotd.domain.rates import RateSet
+from jackpotd.domain.rounds import COMMITTED, SETTLED, VOIDED, SeatHand, Wager
+from jackpotd.service.commands import Commit, Request, Settle, Void
+from jackpotd.service.decide.table import TableState, decide_commit, decide_settle, decide_void
+from jackpotd.service.errors import Unavailable
+from jackpotd.service.ports import Step
+from jackpotd.service.round_record import RoundRecord
+
+NOW = 1_700_000_000_000
+UC = 1_000_000
+ROYAL = ("As", "Ks", "Qs", "Js", "Ts")
+FLUSH = ("2c", "5c", "9c", "Jc", "Kc")
+NOTHING = ("2d", "7h", "9s", "Jd", "4c")
+
+
+def link(*, suspended: bool = False, major_cap: int | None = None, threshold: int = 0) -> LinkConfig:
+    return LinkConfig(
+        link_id="L", mode=SPLIT, wager_cents=100,
+        pools=(PoolSpec(MAJOR, 1_000_000, major_cap), PoolSpec(MINOR, 100_000), PoolSpec(RESERVE)),
+        rate_sets=(RateSet({MAJOR: 200_000, MINOR: 75_000, RESERVE: 25_000}, 700_000, 1, 0, "A-1"),),
+        paytables={"caribbean-stud": default_paytable("caribbean-stud", SPLIT)},
+        tables={"T": TableConfig("T", "caribbean-stud", 7, suspended)}, verification_threshold_cents=threshold)
+
+
+def req(rid: str = "q1", **content: object) -> Request:
+    return Request(rid, content or {"x": rid})
+
+
+def commit(*seats: int, round_id: str = "r1") -> Commit:
+    return Commit(req(f"c-{round_id}"), "T", round_id, [Wager(s, 100, True) for s in seats])
+
+
+def fresh(balances: dict[str, int] | None = None, ledger_round: str | None = None) -> TableState:
+    return TableState(NOW, balances or {}, {}, ledger_round)
+
+
+def live_round(step: Step, rev: str = "1") -> dict[str, str]:
+    """The round record a committed step left in the live store."""
+    return {"state": step.round_new_state, "rev": rev, "data": step.round_data}
+
+
+def balanced(step: Step) -> int:
+    return sum(amount for _, amount in step.entry["postings"])
+
+
+# ---- commit (§3) -----------------------------------------------------------------------------------
+
+def test_commit_feeds_each_pool_its_rate_and_records_the_round() -> None:
+    step = decide_commit(commit(1, 3), link(), "v1", fresh())
+    assert step.round == ("T", "r1") and step.round_expect == "absent" and step.round_new_state == COMMITTED
+    assert dict(step.deltas) == {MAJOR: 2 * 20 * UC, MINOR: 2 * 7_500_000, RESERVE: 2 * 2_500_000}
+    assert balanced(step) == 0 and step.entry["kind"] == "commit" and step.entry["ts_ms"] == NOW
+    assert step.result["accepted"] == [
+        {"seat": s, "amount_cents": 100, "contributed_uc": 30 * UC, "overflow_uc": 0} for s in (1, 3)]
+    record = RoundRecord.decode(step.round_data)
+    assert record.active == [1, 3] and record.rates_version == 1 and record.game == "caribbean-stud"
+    assert step.config_version == "v1" and step.guards == {}  # no cap: no pool guard
+
+
+def test_commit_guards_the_capped_pool_it_read() -> None:
+    step = decide_commit(commit(1), link(major_cap=1_000_000), "v1", fresh({MAJOR: 42}))
+    assert step.guards == {MAJOR: 42}
+
+
+def test_commit_overflow_of_a_full_capped_pool_goes_to_reserve() -> None:
+    step = decide_commit(commit(1), link(major_cap=1_000_000), "v1", fresh({MAJOR: 1_000_000 * UC}))
+    assert MAJOR not in dict(step.deltas) and dict(step.deltas)[RESERVE] == 2_500_000 + 20 * UC
+    assert step.result["accepted"][0]["overflow_uc"] == 20 * UC
+
+
+def test_commit_on_a_suspended_table_is_refused() -> None:
+    with pytest.raises(FailedPrecondition, match="suspended"):
+        decide_commit(commit(1), link(suspended=True), "v1", fresh())
+
+
+def test_commit_of_a_round_the_ledger_holds_is_refused() -> None:
+    with pytest.raises(FailedPrecondition, match="SETTLED"):
+        decide_commit(commit(1), link(), "v1", fresh(ledger_round=SETTLED))
+
+
+def test_commit_of_a_wrong_amount_names_the_field() -> None:
+    cmd = Commit(req(), "T", "r1", [Wager(1, 100, True), Wager(2, 500, True)])
+    with pytest.raises(InvalidInput, match=r"wagers\[1\].amount_cents"):
+        decide_commit(cmd, link(), "v1", fresh())
+
+
+def test_commit_on_an_unknown_table_is_not_found() -> None:
+    with pytest.raises(NotFound):
+        decide_commit(Commit(req(), "other", "r1", [Wager(1, 100, True)]), link(), "v1", fresh())
+
+
+def test_commit_uses_the_rates_in_force_at_its_time() -> None:
+    config = link()
+    later = RateSet({MAJOR: 100_000, MINOR: 100_000, RESERVE: 100_000}, 700_000, 2, NOW + 10, "A-2")
+    config = LinkConfig(**{**{f: getattr(config, f) for f in config.__slots__}, "rate_sets": (*config.rate_sets,
+                                                                                             later)})
+    assert dict(decide_commit(commit(1), config, "v", fresh()).deltas)[MAJOR] == 20 * UC
+    after = TableState(NOW + 10, {}, {}, None)
+    assert dict(decide_commit(commit(1), config, "v", after).deltas)[MAJOR] == 10 * UC
+
+
+# ---- settle (§5) -----------------------------------------------------------------------------------
+
+def committed(*seats: int) -> tuple[LinkConfig, dict[str, str]]:
+    config = link()
+    return config, live_round(decide_commit(commit(*seats), config, "v1", fresh()))
+
+
+def settle(hands: dict[int, tuple[str, ...]]) -> Settle:
+    return Settle(req("s1"), "T", "r1", [SeatHand(s, cards) for s, cards in hands.items()])
+
+
+def test_settle_pays_a_royal_flush_the_major_pool_and_resets_it() -> None:
+    config, rnd = committed(1, 2)
+    balances = {MAJOR: 1_200_000 * UC, MINOR: 150_000 * UC, RESERVE: 50_000 * UC}
+    step = decide_settle(settle({1: ROYAL, 2: NOTHING}), config, "v1", TableState(NOW, balances, rnd, None))
+    (payout,) = step.result["payouts"]
+    assert (payout["seat"], payout["hand"], payout["pool"], payout["amount_cents"]) == (1, "royal_flush", MAJOR,
+                                                                                        1_200_000)
+    assert payout["hit_id"] == "L:T:r1:1" and payout["status"] == "PAID"
+    assert step.result["seats"] == [{"seat": 1, "hand": "royal_flush"}, {"seat": 2, "hand": "high_card"}]
+    assert step.guards == balances and step.round_expect == COMMITTED and step.round_rev == "1"
+    assert step.round_new_state == SETTLED
+    assert RoundRecord.decode(step.round_data).hands == {1: "royal_flush", 2: "high_card"}
+    assert balanced(step) == 0
+    (hit,) = step.entry["hits"]
+    assert hit["cards"] == list(ROYAL) and hit["pool_before_uc"] == 1_200_000 * UC
+
+
+def test_settle_above_the_verification_threshold_is_pending() -> None:
+    config = link(threshold=500_000)
+    rnd = live_round(decide_commit(commit(1), config, "v1", fresh()))
+    step = decide_settle(settle({1: ROYAL}), config, "v1", TableState(NOW, {MAJOR: 1_000_000 * UC}, rnd, None))
+    assert step.result["payouts"][0]["status"] == "PENDING"  # §7
+
+
+def test_settle_without_a_hit_moves_nothing_and_guards_nothing() -> None:
+    config, rnd = committed(1)
+    step = decide_settle(settle({1: NOTHING}), config, "v1", TableState(NOW, {MAJOR: 5}, rnd, None))
+    assert step.deltas == [] and step.guards == {} and step.result["payouts"] == []
+
+
+def test_settle_ignores_a_seat_without_a_wager_and_a_wager_without_cards_loses() -> None:
+    config, rnd = committed(1, 3)
+    step = decide_settle(settle({1: NOTHING, 2: ROYAL}), config, "v1", TableState(NOW, {}, rnd, None))
+    assert step.result["payouts"] == []
+    assert step.result["seats"] == [{"seat": 1, "hand": "high_card"}, {"seat": 3, "hand": ""}]
+
+
+@pytest.mark.parametrize(("ledger_round", "error"), [(None, NotFound), (SETTLED, FailedPrecondition),
+                                                     (VOIDED, FailedPrecondition), (COMMITTED, Unavailable)])
+def test_settle_of_a_round_the_live_store_does_not_hold(ledger_round: str | None, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        decide_settle(settle({1: FLUSH}), link(), "v1", TableState(NOW, {}, {}, ledger_round))
+
+
+def test_settle_of_a_settled_round_is_refused() -> None:
+    config, rnd = committed(1)
+    with pytest.raises(FailedPrecondition, match="SETTLED"):
+        decide_settle(settle({1: FLUSH}), config, "v1", TableState(NOW, {}, {**rnd, "state": SETTLED}, None))
+
+
+def test_settle_with_a_card_twice_names_the_field() -> None:
+    config, rnd = committed(1, 2)
+    with pytest.raises(InvalidInput, match="cards"):
+        decide_settle(settle({1: FLUSH, 2: ("2c", "3d", "4h", "5s", "7c")}), config, "v1",
+                      TableState(NOW, {}, rnd, None))
+
+
+# ---- void (§6) -------------------------------------------------------------------------------------
+
+def test_void_of_the_whole_round_reverses_every_contribution_exactly() -> None:
+    config = link()
+    made = decide_commit(commit(1, 2), config, "v1", fresh())
+    pools = dict(made.deltas)
+    step = decide_void(Void(req("v1"), "T", "r1", "misdeal"), config, "v1",
+                       TableState(NOW, pools, live_round(made), None))
+    assert dict(step.deltas) == {p: -v for p, v in pools.items()}
+    assert step.result["refunds"] == [{"seat": 1, "amount_cents": 100}, {"seat": 2, "amount_cents": 100}]
+    assert step.round_new_state == VOIDED and step.entry["reason"] == "misdeal" and balanced(step) == 0
+
+
+def test_partial_void_leaves_the_round_open_and_a_second_void_of_the_seat_is_refused() -> None:
+    config = link()
+    made = decide_commit(commit(1, 2), config, "v1", fresh())
+    pools = dict(made.deltas)
+    step = decide_void(Void(req("v1"), "T", "r1", "device", [2]), config, "v1",
+                       TableState(NOW, pools, live_round(made), None))
+    assert step.round_new_state == COMMITTED and RoundRecord.decode(step.round_data).active == [1]
+    after = {"state": COMMITTED, "rev": "2", "data": step.round_data}
+    with pytest.raises(InvalidInput, match=r"seats\[0\]"):
+        decide_void(Void(req("v2"), "T", "r1", "again", [2]), config, "v1", TableState(NOW, pools, after, None))
+
+
+def test_void_after_the_pool_paid_out_is_made_up_by_operator_funding() -> None:
+    config = link()
+    made = decide_commit(commit(1), config, "v1", fresh())
+    step = decide_void(Void(req("v1"), "T", "r1", "misdeal"), config, "v1",
+                       TableState(NOW, {MAJOR: 0, MINOR: 7_500_000, RESERVE: 2_500_000}, live_round(made), None))
+    postings = dict((a, v) for a, v in step.entry["postings"])
+    assert postings["operator_funding"] == -20 * UC and balanced(step) == 0  # §5.7 reading, whole cents
+
+
+def test_void_of_a_settled_round_needs_a_supervisor() -> None:
+    config, rnd = committed(1)
+    with pytest.raises(FailedPrecondition, match="supervisor"):
+        decide_void(Void(req(), "T", "r1", "late"), config, "v1", TableState(NOW, {}, {**rnd, "state": SETTLED}, None))
+
+
+def test_round_record_round_trips_and_stores_equal_legs_once() -> None:
+    made = decide_commit(commit(1, 2, 3), link(), "v1", fresh())
+    record = RoundRecord.decode(made.round_data)
+    assert RoundRecord.decode(record.encode()) == record and record.encode() == made.round_data
+    assert len(orjson.loads(made.round_data)["legs"]) == 1
