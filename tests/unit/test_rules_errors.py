@@ -6,10 +6,10 @@ import pytest
 
 from jackpotd.domain import hands as h
 from jackpotd.domain.errors import InvalidInput
+from jackpotd.domain.link import LinkConfig
 from jackpotd.domain.paytable import PaytableEntry, default_paytable
 from jackpotd.domain.pools import COMBINED, JACKPOT, MAJOR, RESERVE, SPLIT, PoolSpec
 from jackpotd.domain.pricing import Hit, price_round
-from jackpotd.domain.profiles import nsw_combined_profile, nz_split_profile
 from jackpotd.domain.rates import RateSet, rates_in_force
 from jackpotd.domain.rounds import SeatHand, Wager, evaluate_round, validate_wagers
 
@@ -36,9 +36,10 @@ def test_zero_or_negative_wager_amounts_are_rejected(amount: int) -> None:
 @pytest.mark.parametrize("amount", [0, -5])
 def test_zero_or_negative_link_wager_is_rejected(amount: int) -> None:
     with pytest.raises(InvalidInput) as err:
-        nsw_combined_profile(jackpot_ppm=300_000, reserve_ppm=0, retained_ppm=700_000, reset_cents=0,
-                             wager_cents=amount)
-    assert err.value.field == "wager_cents"
+        LinkConfig("L", COMBINED, amount, (PoolSpec(JACKPOT), PoolSpec(RESERVE)),
+                   (RateSet({JACKPOT: 300_000, RESERVE: 0}, 700_000),),
+                   {h.CARIBBEAN_STUD: default_paytable(h.CARIBBEAN_STUD, COMBINED)})
+    assert err.value.field == "wager_amount_cents"
 
 
 def test_negative_reset_is_rejected() -> None:
@@ -106,10 +107,8 @@ def test_paytable_entry_must_pay_something() -> None:
 
 def test_paytable_pool_must_exist_on_the_link() -> None:
     with pytest.raises(InvalidInput) as err:
-        nz_split_profile(major_ppm=200_000, minor_ppm=75_000, reserve_ppm=25_000, retained_ppm=700_000,
-                         major_reset_cents=1_000_000, minor_reset_cents=100_000).__class__(
-            mode=SPLIT, pools=(PoolSpec(MAJOR), PoolSpec("MINOR"), PoolSpec(RESERVE)),
-            rates=RateSet({MAJOR: 300_000}, 700_000),
-            paytables={h.CARIBBEAN_STUD: default_paytable(h.CARIBBEAN_STUD, COMBINED)}, wager_cents=100)
+        LinkConfig("L", SPLIT, 100, (PoolSpec(MAJOR), PoolSpec("MINOR"), PoolSpec(RESERVE)),
+                   (RateSet({MAJOR: 200_000, "MINOR": 75_000, RESERVE: 25_000}, 700_000),),
+                   {h.CARIBBEAN_STUD: default_paytable(h.CARIBBEAN_STUD, COMBINED)})
     assert err.value.field.endswith(".pool")
     assert err.value.value == JACKPOT

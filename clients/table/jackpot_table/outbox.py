@@ -59,6 +59,7 @@ class Outbox:
         return request_id, request
 
     def answered(self, request_id: str, response: bytes) -> None:
+        """The request got its answer: kept beside it, so the table's own records show what it was told."""
         self.db.execute("UPDATE outbox SET response = ? WHERE request_id = ?", (response, request_id))
 
     def pending(self, table_id: str) -> list[Pending]:
@@ -66,10 +67,6 @@ class Outbox:
         rows = self.db.execute("SELECT request_id, kind, round_id, request FROM outbox WHERE table_id = ? "
                                "AND response IS NULL ORDER BY created_at", (table_id,)).fetchall()
         return [Pending(str(r[0]), str(r[1]), str(r[2]), bytes(r[3])) for r in rows]
-
-    def response(self, request_id: str) -> bytes | None:
-        row = self.db.execute("SELECT response FROM outbox WHERE request_id = ?", (request_id,)).fetchone()
-        return None if row is None or row[0] is None else bytes(row[0])
 
     def close(self) -> None:
         self.db.close()
