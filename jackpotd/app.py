@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import grpc
 from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -52,7 +51,7 @@ class Stores:
     """Connected stores, and the embedded servers behind them if we started them."""
 
     redis: RedisPools
-    pg: asyncpg.Pool
+    pg: ledger.Pool
     redis_url: str
     dsn: str
     embedded: tuple[EmbeddedPostgres, EmbeddedValkey] | None = None
@@ -143,11 +142,11 @@ class JackpotService:
 
     services: Services
     redis: RedisPools
-    pg: asyncpg.Pool
+    pg: ledger.Pool
 
 
 @contextlib.asynccontextmanager
-async def jackpot_service(redis: RedisPools, pg: asyncpg.Pool) -> AsyncIterator[JackpotService]:
+async def jackpot_service(redis: RedisPools, pg: ledger.Pool) -> AsyncIterator[JackpotService]:
     """The service layer with its durability watcher running."""
     watcher = DurabilityWatcher(redis, pg)
     await watcher.start()

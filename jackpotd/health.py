@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-import asyncpg
 from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health_pb2
 
+from .store import ledger
 from .store.redis_pools import RedisPools
 
 log = logging.getLogger("jackpotd.health")
@@ -55,20 +55,15 @@ class Verdict:
 
 async def _redis_links(redis: RedisPools, timeout: float) -> list[str]:
     """The links, asked only after Redis answered PING."""
-    await asyncio.wait_for(redis.client.ping(), timeout)
+    await asyncio.wait_for(redis.ping(), timeout)
     return await asyncio.wait_for(redis.links(), timeout)
 
 
-async def _postgres(pg: asyncpg.Pool, timeout: float) -> None:
-    async with pg.acquire(timeout=timeout) as conn:
-        await conn.fetchval("SELECT 1", timeout=timeout)
-
-
-async def check(redis: RedisPools, pg: asyncpg.Pool, known_links: Sequence[str] = (),
+async def check(redis: RedisPools, pg: ledger.Pool, known_links: Sequence[str] = (),
                 timeout: float = 1.0) -> Verdict:
     """Ask Redis, PostgreSQL and the writer's heartbeat once; `known_links` are links seen before."""
     links_r, pg_r, writer_r = await asyncio.gather(
-        _redis_links(redis, timeout), _postgres(pg, timeout), asyncio.wait_for(redis.writer_health(), timeout),
+        _redis_links(redis, timeout), ledger.ping(pg, timeout), asyncio.wait_for(redis.writer_health(), timeout),
         return_exceptions=True)
     reasons: list[str] = []
     if isinstance(links_r, BaseException):
@@ -106,7 +101,7 @@ def _describe(e: BaseException) -> str:
 class HealthReporter:
     """Keeps a gRPC health servicer's statuses up to date with `check`, every `interval` seconds."""
 
-    def __init__(self, servicer: health_aio.HealthServicer, redis: RedisPools, pg: asyncpg.Pool,
+    def __init__(self, servicer: health_aio.HealthServicer, redis: RedisPools, pg: ledger.Pool,
                  services: Sequence[str], interval: float = 1.0, timeout: float = 2.0) -> None:
         self.servicer = servicer
         self.redis = redis

@@ -232,7 +232,11 @@ class RedisPools:
     async def add_link(self, link_id: str) -> None:
         await self.client.sadd(keys.LINKS, link_id)
 
-    # ---- for audits, recovery and the ledger writer ----------------------------------------------
+    # ---- for audits, recovery, health and the ledger writer --------------------------------------
+
+    @translated
+    async def ping(self) -> None:
+        await self.client.ping()
 
     @translated
     async def links(self) -> list[str]:

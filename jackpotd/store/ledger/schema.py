@@ -7,6 +7,8 @@ from pathlib import Path
 
 import asyncpg
 
+Pool = asyncpg.Pool  # the connection pool type, for modules that must not import the driver
+
 log = logging.getLogger("jackpotd.ledger")
 MIGRATIONS = Path(__file__).parent.parent / "migrations"  # jackpotd/store/migrations
 APP_ROLE = "jackpotd_app"
@@ -48,3 +50,9 @@ async def connect_pool(dsn: str, size: int = 10) -> asyncpg.Pool:
     pool = await asyncpg.create_pool(dsn, min_size=1, max_size=size, init=_as_app_role)
     assert pool is not None
     return pool
+
+
+async def ping(pg: asyncpg.Pool, timeout: float) -> None:
+    """SELECT 1 within `timeout` seconds (health checks)."""
+    async with pg.acquire(timeout=timeout) as conn:
+        await conn.fetchval("SELECT 1", timeout=timeout)
