@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import grpc
+import tenacity
 
 from jackpotd.api.gen.jackpot.v1 import table_pb2, table_pb2_grpc
 
@@ -23,6 +23,10 @@ log = logging.getLogger("jackpot_table")
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
                        grpc.StatusCode.CANCELLED})
 R = TypeVar("R")
+
+
+def _retryable(error: BaseException) -> bool:
+    return isinstance(error, grpc.aio.AioRpcError) and error.code() in RETRYABLE
 
 
 class JackpotDisabled(RuntimeError):
@@ -162,24 +166,32 @@ class TableController:
         return response
 
     async def _retry(self, call: Callable[[Any], Awaitable[R]], request: Any) -> R:
-        """Retry UNAVAILABLE, DEADLINE_EXCEEDED and CANCELLED with jittered exponential backoff, same request id."""
-        deadline = time.monotonic() + self.config.retry_for
-        delay = 0.1
-        while True:
-            try:
+        """Retry UNAVAILABLE, DEADLINE_EXCEEDED and CANCELLED with the same request (and id): jittered
+        exponential backoff (up to 0.1, 0.2, 0.4 ... s, at most 2 s), no retry that would start after
+        `retry_for` seconds; then the last error is raised."""
+
+        def announce(state: tenacity.RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome else None
+            code = error.code().name if isinstance(error, grpc.aio.AioRpcError) else repr(error)
+            log.info("table %s: %s, retrying %s in %.1fs", self.config.table_id, code, request.request_id,
+                     state.upcoming_sleep)
+
+        retrying = tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception(_retryable), reraise=True, before_sleep=announce,
+            wait=tenacity.wait_random_exponential(multiplier=0.1, max=2.0, min=0.05),
+            stop=tenacity.stop_before_delay(self.config.retry_for))
+        async for attempt in retrying:
+            with attempt:
                 response = await call(request)
-                self.last_contact = time.monotonic()
-                return response
-            except grpc.aio.AioRpcError as e:
-                if e.code() not in RETRYABLE or time.monotonic() + delay > deadline:
-                    raise
-                log.info("table %s: %s, retrying %s in %.1fs", self.config.table_id, e.code().name,
-                         request.request_id, delay)
-                await asyncio.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 2.0)
+        self.last_contact = time.monotonic()
+        return response
 
     async def _watch_meter(self) -> None:
-        """The meter stream: pool amounts, jackpot_enabled, and proof that the service is there."""
+        """The meter stream: pool amounts, jackpot_enabled, and proof that the service is there.
+
+        Its own loop rather than tenacity's: the stream is reconnected forever, also when it ends without an
+        error, and its backoff starts again after every update received, neither of which a retry policy
+        (attempts counted from the first call, success meaning stop) expresses."""
         delay = 0.2
         while True:
             try:
