@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 import asyncpg
+import tenacity
 
 from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS
 from . import ledger, recovery
@@ -84,23 +85,23 @@ class LedgerWriter:
         await self._held.release()
 
     async def _run(self) -> None:
-        backoff = 0.05
+        """Pass after pass until stopped; a failing pass is retried with backoff (callers wait meanwhile)."""
+        retrying = tenacity.AsyncRetrying(retry=tenacity.retry_if_exception_type(Exception),
+                                          wait=tenacity.wait_exponential(multiplier=0.05, max=2.0))
         while not self._stopping:
-            try:
-                await self._once()
-                backoff = 0.05
-                self._failing = None
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:  # a store hiccup: callers wait, the loop retries
-                log.warning("ledger writer retrying after error: %s", e)
-                if self._failing is None:
-                    self._failing = (time.monotonic(), str(e))
-                else:
-                    self._failing = (self._failing[0], str(e))
-                await self._held.release()
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 2.0)
+            async for attempt in retrying:
+                with attempt:
+                    await self._pass()
+
+    async def _pass(self) -> None:
+        try:
+            await self._once()
+        except Exception as e:  # a store hiccup: note since when appends fail, start the next pass afresh
+            log.warning("ledger writer retrying after error: %s", e)
+            self._failing = (time.monotonic() if self._failing is None else self._failing[0], str(e))
+            await self._held.release()
+            raise
+        self._failing = None
 
     def stalled(self) -> str | None:
         """Why nothing has been appended for STALLED_AFTER seconds or more, while the writer keeps failing."""
