@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from ..domain.link import LinkConfig
 from ..domain.money import floor_cents
+from ..domain.pricing import Reset
 from .ports import Reply
 
 T = TypeVar("T")
@@ -58,13 +59,6 @@ class Payout:
 
 
 @dataclass(frozen=True, slots=True)
-class PoolReset:
-    pool: str
-    from_reserve_cents: int
-    from_operator_cents: int
-
-
-@dataclass(frozen=True, slots=True)
 class SeatResult:
     seat: int
     hand: str  # "" for a wagered seat without a paying category
@@ -95,7 +89,7 @@ class Committed(Answer):
 @dataclass(frozen=True, slots=True)
 class Settled(Answer):
     payouts: tuple[Payout, ...]
-    resets: tuple[PoolReset, ...]
+    resets: tuple[Reset, ...]  # §5.8, as the domain priced them
     seats: tuple[SeatResult, ...]
 
 
@@ -120,7 +114,7 @@ def committed(reply: Reply, config: LinkConfig) -> Committed:
 def settled(reply: Reply, config: LinkConfig) -> Settled:
     r = reply.result
     return Settled(reply.seq, config.link_id, pool_views(config, reply.balances), _rows(Payout, r["payouts"]),
-                   _rows(PoolReset, r["resets"]), _rows(SeatResult, r["seats"]))
+                   _rows(Reset, r["resets"]), _rows(SeatResult, r["seats"]))
 
 
 def voided(reply: Reply, config: LinkConfig) -> Voided:

@@ -18,7 +18,7 @@ from ...domain.rounds import COMMITTED, SETTLED, VOIDED, evaluate_round, validat
 from ..commands import Commit, Settle, Void
 from ..errors import Unavailable
 from ..ports import Step
-from ..results import Accepted, Payout, PoolReset, SeatResult, stored
+from ..results import Accepted, Payout, SeatResult, stored
 from ..round_record import RoundRecord, new_round
 from .steps import step
 
@@ -84,7 +84,7 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
     seats = [SeatResult(x.seat, x.category) for x in hits]
     seats += [SeatResult(s, "") for s in sorted(wagered - {x.seat for x in hits})]
     result = {"payouts": payouts,
-              "resets": [stored(PoolReset(r.pool, r.from_reserve_cents, r.from_operator_cents)) for r in price.resets],
+              "resets": [stored(r) for r in price.resets],
               "seats": [stored(s) for s in seats]}
     round_data = replace(record, hands={x.seat: x.category for x in hits}).encode()
     return step(config.link_id, cmd.request, "settle", version, state.now_ms, postings=price.postings,
