@@ -69,9 +69,15 @@ async def start_private(settings: Settings) -> tuple[asyncio.Task[None], asyncio
     """`serve` in this process; returns once it serves (or raises why it could not), with its stop event."""
     ready, stop = asyncio.Event(), asyncio.Event()
     task = asyncio.create_task(serve(settings, ready=ready, stop=stop))
-    done, _ = await asyncio.wait([task, asyncio.create_task(ready.wait())], return_when=asyncio.FIRST_COMPLETED)
+    waiting = asyncio.create_task(ready.wait())
+    done, _ = await asyncio.wait([task, waiting], timeout=120, return_when=asyncio.FIRST_COMPLETED)
     if task in done:
+        waiting.cancel()
         task.result()
+    if not ready.is_set():
+        waiting.cancel()
+        stop.set()
+        raise AssertionError(f"jackpotd did not start serving on {settings.listen} (waited up to 120 s)")
     return task, stop
 
 

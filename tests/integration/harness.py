@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+import json
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import asyncpg
 import grpc
@@ -20,6 +23,8 @@ from jackpotd.api.gen.jackpot.v1 import (
     table_pb2,
     table_pb2_grpc,
 )
+
+T = TypeVar("T")
 
 
 def rid() -> str:
@@ -111,6 +116,66 @@ class Client:
         rows = await self.pg.fetch("SELECT account, balance_uc FROM account_balances WHERE link_id = $1", link_id)
         return {r["account"]: int(r["balance_uc"]) for r in rows}
 
+    async def entry(self, link_id: str, seq: int) -> dict[str, Any]:
+        """The ledger entry of the link at `seq`, as the service wrote it (its `kind`, `audit`, `config`, ...)."""
+        text = await self.pg.fetchval("SELECT entry::text FROM entries WHERE link_id = $1 AND seq = $2", link_id, seq)
+        assert text is not None, f"no ledger entry {seq} on link {link_id}"
+        entry: dict[str, Any] = json.loads(text)
+        return entry
+
 
 async def settle_all(tasks: Sequence[asyncio.Task[Any]]) -> list[Any]:
     return list(await asyncio.gather(*tasks))
+
+
+async def eventually(check: Callable[[], Awaitable[T | None] | T | None], timeout: float, what: str,
+                     interval: float = 0.05) -> T:
+    """The first truthy result of `check` (awaited if it is awaitable; errors count as not yet), or fail
+    after `timeout` seconds. Every wait in the tests goes through here: none waits without a bound, and
+    each says what it waited for."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while True:
+        try:
+            result = check()
+            if inspect.isawaitable(result):
+                result = await result
+            if result:
+                return cast(T, result)
+            last = result
+        except Exception as e:
+            last = e
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s (last: {last!r})")
+        await asyncio.sleep(interval)
+
+
+async def while_unavailable(call: Callable[[], Awaitable[T]], timeout: float, what: str) -> T:
+    """Call until it is no longer UNAVAILABLE (the API's "safe to retry"), at most `timeout` seconds; any
+    other error is raised at once."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await call()
+        except grpc.aio.AioRpcError as e:
+            if e.code() != grpc.StatusCode.UNAVAILABLE:
+                raise
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what}: still UNAVAILABLE after {timeout} s ({e.details()})") from e
+        await asyncio.sleep(0.1)
+
+
+async def next_matching(stream: Any, predicate: Callable[[Any], bool], timeout: float, what: str) -> Any:
+    """Read a gRPC response stream until a message satisfies `predicate`, at most `timeout` seconds in all."""
+    deadline = time.monotonic() + timeout
+    seen: list[Any] = []
+    while True:
+        try:
+            message = await asyncio.wait_for(stream.read(), max(deadline - time.monotonic(), 0.001))
+        except TimeoutError:
+            last = " ".join(str(seen[-1]).split()) if seen else None
+            raise AssertionError(f"{what}: not within {timeout} s (read {len(seen)}, last: {last})") from None
+        assert message is not grpc.aio.EOF, f"{what}: the stream ended (read {len(seen)})"
+        if predicate(message):
+            return message
+        seen.append(message)

@@ -6,7 +6,6 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import grpc
@@ -16,6 +15,7 @@ import pytest
 from jackpotd.api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
 from jackpotd.embedded import free_port
 
+from .harness import eventually
 from .process import ServerProcess
 
 
@@ -33,20 +33,17 @@ def _children(pid: int) -> list[str]:
         return []
 
 
-def _demo_pools(target: str, seconds: float = 30) -> dict[str, int]:
+async def _demo_pools(target: str, seconds: float = 30) -> dict[str, int]:
     """The demo's pools once it is seeded (the demo loads just after the service starts serving)."""
-    deadline = time.monotonic() + seconds
-    with grpc.insecure_channel(target) as channel:
-        while True:
-            try:
-                reply = display_pb2_grpc.DisplayServiceStub(channel).GetPools(
-                    display_pb2.GetPoolsRequest(link_id="demo"), timeout=5)
-                pools = {p.pool: p.amount_cents for p in reply.pools}
-            except grpc.RpcError:
-                pools = {}
-            if pools.get("MINOR") or time.monotonic() > deadline:
-                return pools
-            time.sleep(0.1)
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = display_pb2_grpc.DisplayServiceStub(channel)
+
+        async def seeded() -> dict[str, int] | None:
+            reply = await stub.GetPools(display_pb2.GetPoolsRequest(link_id="demo"), timeout=5)
+            pools = {p.pool: p.amount_cents for p in reply.pools}
+            return pools if pools.get("MINOR") else None
+
+        return await eventually(seeded, seconds, "the demo link seeded")
 
 
 async def test_serve_embedded_demo_then_ctrl_c_stops_everything(tmp_path: Path) -> None:
@@ -57,7 +54,7 @@ async def test_serve_embedded_demo_then_ctrl_c_stops_everything(tmp_path: Path) 
     pid = server.proc.pid
     names = _children(pid)
     assert any("postgres" in n for n in names) and any("valkey" in n for n in names), names
-    assert await asyncio.to_thread(_demo_pools, server.target) == {"MAJOR": 1_000_000, "MINOR": 100_000}
+    assert await _demo_pools(server.target) == {"MAJOR": 1_000_000, "MINOR": 100_000}
     # the CLI a newcomer uses sees the same
     out = subprocess.run([sys.executable, "-m", "jackpotd.cli", "pools", "--link", "demo", "--target", server.target],
                          capture_output=True, text=True, check=True).stdout
@@ -73,7 +70,7 @@ async def test_serve_embedded_demo_then_ctrl_c_stops_everything(tmp_path: Path) 
     assert "stopping" in server.log.read_text()
     # a second start on the same state reuses the data: the demo is not seeded twice
     await asyncio.to_thread(server.start, 120)
-    assert await asyncio.to_thread(_demo_pools, server.target) == {"MAJOR": 1_000_000, "MINOR": 100_000}
+    assert await _demo_pools(server.target) == {"MAJOR": 1_000_000, "MINOR": 100_000}
     audit = subprocess.run([sys.executable, "-m", "jackpotd.cli", "audit", "--state-dir", str(state)],
                            capture_output=True, text=True)
     assert audit.returncode == 0, audit.stdout + audit.stderr

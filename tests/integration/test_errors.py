@@ -9,6 +9,7 @@ import grpc
 import pytest
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2, table_pb2
+from jackpotd.store import keys
 
 from ..conftest import unique
 from .harness import AUDIT, Client, rid
@@ -111,7 +112,7 @@ CASES: list[tuple[str, Callable[[dict[str, str]], tuple[str, Any]], S, list[str]
 async def snapshot(client: Client, link: str) -> tuple[Any, ...]:
     pools = await client.pools(link)
     n = await client.pg.fetchval("SELECT count(*) FROM entries WHERE link_id = $1", link)
-    seq = await client.redis.get("{link:" + link + "}:seq")
+    seq = await client.redis.get(keys.seq(link))
     return tuple(sorted((k, str(v)) for k, v in pools.items())), n, seq
 
 

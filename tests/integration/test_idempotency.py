@@ -6,6 +6,7 @@ import grpc
 import pytest
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, table_pb2
+from jackpotd.store import keys
 
 from ..conftest import unique
 from .harness import AUDIT, Client, rid
@@ -72,6 +73,14 @@ async def test_settle_retry_after_redis_record_expired_is_answered_from_the_ledg
     await client.commit(table, "r1", [1])
     request_id = rid()
     first = await client.settle(table, "r1", {1: ["2c", "5c", "9c", "Jc", "Kc"]}, request_id=request_id)
-    await client.redis.delete("{link:" + link + "}:req:" + request_id)  # as if its days in Redis were over
+    record = keys.record(link, request_id)
+    # as if its days in Redis were over: the stored answer must really be gone, or the retry below would
+    # be answered from Redis and prove nothing about the ledger
+    assert await client.redis.delete(record) == 1, f"no stored answer at {record}"
+    assert await client.redis.exists(record) == 0
+    before = await state(client, link)
     again = await client.settle(table, "r1", {1: ["2c", "5c", "9c", "Jc", "Kc"]}, request_id=request_id)
     assert again.SerializeToString(deterministic=True) == first.SerializeToString(deterministic=True)
+    assert await state(client, link) == before  # answered, not applied again
+    assert await client.pg.fetchval("SELECT count(*) FROM entries WHERE link_id = $1 AND request_id = $2",
+                                    link, request_id) == 1

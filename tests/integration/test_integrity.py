@@ -10,7 +10,7 @@ import pytest
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2, table_pb2
 from jackpotd.domain.ids import hit_id
-from jackpotd.store import ledger
+from jackpotd.store import keys, ledger
 
 from ..conftest import unique
 from .harness import AUDIT, Client, rid
@@ -87,8 +87,8 @@ async def ledger_state(client: Client) -> tuple[int, int]:
 
 
 async def assert_audit_ok(client: Client, link: str) -> None:
-    balances = {k: int(v) for k, v in (await client.redis.hgetall("{link:" + link + "}:balances")).items()}
-    seq = int(await client.redis.get("{link:" + link + "}:seq"))
+    balances = {k: int(v) for k, v in (await client.redis.hgetall(keys.balances(link))).items()}
+    seq = int(await client.redis.get(keys.seq(link)))
     report = await ledger.audit_link(client.pg, link, balances, seq)
     assert report.ok, report.problems
 

@@ -9,7 +9,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import TypeVar
 
@@ -23,34 +23,16 @@ from jackpotd.api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
 from jackpotd.app import SERVICES, Restarts, jackpot_service, run_grpc, serve
 from jackpotd.embedded import EmbeddedValkey, free_port
 from jackpotd.settings import Settings
-from jackpotd.store import ledger
+from jackpotd.store import keys, ledger
 from jackpotd.store import writer as writer_module
 from jackpotd.store.redis_pools import RedisPools
 
 from ..conftest import Isolated, unique
-from .harness import Client
+from .harness import Client, eventually
 from .process import ServerProcess
 
 T = TypeVar("T")
 SERVING, NOT_SERVING = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
-HEALTH_KEY = "jackpot:health"  # the ledger writer's heartbeat (jackpotd.store.keys.HEALTH)
-
-
-async def eventually(check: Callable[[], Awaitable[T | None]], timeout: float, what: str) -> T:
-    """The first truthy result of `check` (errors count as not yet), or fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while True:
-        try:
-            result = await check()
-            if result:
-                return result
-            last = result
-        except Exception as e:
-            last = e
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout} s (last: {last!r})")
-        await asyncio.sleep(0.2)
 
 
 def _children(pid: int) -> list[psutil.Process]:
@@ -278,7 +260,7 @@ async def test_link_health_follows_the_writers_problems(isolated: Isolated) -> N
             await asyncio.sleep(0.2)
 
     a, b, c = unique("ok"), unique("stuck"), unique("unknown")
-    await raw.sadd("jackpot:links", a, b)
+    await raw.sadd(keys.LINKS, a, b)
     beating = asyncio.create_task(beat())
     ready, stop = asyncio.Event(), asyncio.Event()
     try:
@@ -301,7 +283,7 @@ async def test_link_health_follows_the_writers_problems(isolated: Isolated) -> N
                                                  (SERVING, SERVING, SERVING, NOT_SERVING, NOT_SERVING)), 5,
                                  "only the named links NOT_SERVING")
                 problems = None
-                await raw.delete(HEALTH_KEY)  # the writer stopped
+                await raw.delete(keys.HEALTH)  # the writer stopped
                 await eventually(lambda: _equals(statuses(*names), (NOT_SERVING,) * 4), 5, "all NOT_SERVING")
                 stop.set()
                 await asyncio.wait_for(task, 30)
