@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import itertools
 import os
 import tempfile
@@ -18,6 +16,9 @@ import pytest
 import pytest_asyncio
 
 from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey, free_port
+
+# Helpers that assert: their failures explain themselves as a test's own asserts do.
+pytest.register_assert_rewrite("tests.integration.harness", "tests.integration.checks", "tests.integration.load")
 
 
 @dataclass(frozen=True)
@@ -88,13 +89,3 @@ def port() -> int:
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
-
-
-async def wait_until(predicate: object, timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < deadline:
-        with contextlib.suppress(Exception):
-            if await predicate():  # type: ignore[operator]
-                return
-        await asyncio.sleep(0.05)
-    raise TimeoutError("condition not met in time")

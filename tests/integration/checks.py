@@ -1,4 +1,4 @@
-"""Invariants after a load: Redis = ledger = sum of postings, no gaps, one entry per acknowledged reply."""
+"""Invariants after a load: Redis = ledger = sum of postings, no gaps, one entry per answer the tables got."""
 
 from __future__ import annotations
 
@@ -6,14 +6,15 @@ from typing import Any
 
 import asyncpg
 
+from jackpotd.store import keys
 from jackpotd.store.ledger import audit_link
 
 from .load import Tally
 
 
 async def assert_consistent(pg: asyncpg.Pool, redis: Any, link: str, tally: Tally) -> None:
-    balances = {k: int(v) for k, v in (await redis.hgetall("{link:" + link + "}:balances")).items()}
-    seq = int(await redis.get("{link:" + link + "}:seq"))
+    balances = {k: int(v) for k, v in (await redis.hgetall(keys.balances(link))).items()}
+    seq = int(await redis.get(keys.seq(link)))
     report = await audit_link(pg, link, balances, seq)
     assert report.ok, report.problems
     seqs = [int(r["seq"]) for r in await pg.fetch("SELECT seq FROM entries WHERE link_id = $1 ORDER BY seq", link)]
@@ -22,13 +23,16 @@ async def assert_consistent(pg: asyncpg.Pool, redis: Any, link: str, tally: Tall
         "SELECT account, sum(amount_uc) AS s FROM postings WHERE link_id = $1 GROUP BY account", link)}
     for pool, bal in balances.items():
         assert sums.get(f"pool:{pool}", 0) == bal
-    rows = await pg.fetch("SELECT request_id, seq FROM entries WHERE link_id = $1", link)
-    by_id: dict[str, list[int]] = {}
+    # every answer a table got is exactly one ledger entry, at the sequence it was told; and no table
+    # operation is in the ledger that no table was told about (nothing lost, nothing doubled)
+    rows = await pg.fetch("SELECT seq, kind, entry->'round'->>'table_id' AS t, entry->'round'->>'round_id' AS r "
+                          "FROM entries WHERE link_id = $1 AND kind IN ('commit', 'settle', 'void')", link)
+    in_ledger: dict[tuple[str, str, str], list[int]] = {}
     for r in rows:
-        by_id.setdefault(r["request_id"], []).append(int(r["seq"]))
-    for request_id, acked_seq in tally.acked.items():
-        assert by_id.get(request_id) == [acked_seq], request_id
+        in_ledger.setdefault((r["kind"], r["t"], r["r"]), []).append(int(r["seq"]))
+    assert tally.answers, "the load got no answers"
+    assert in_ledger == {k: [s] for k, s in tally.answers.items()}
     # finance: wagers accepted - refunded = contributions + retained (DOMAIN.md §10)
     net_wagers = -sums.get("wagers", 0) - sums.get("refunds", 0)
-    assert net_wagers == tally.wagered_cents * 1_000_000
+    assert net_wagers == (tally.wagered_cents - tally.refunded_cents) * 1_000_000
     assert sums.get("payouts", 0) == tally.paid_cents * 1_000_000

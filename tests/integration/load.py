@@ -1,84 +1,81 @@
-"""A table-controller load for tests: rounds on several tables at once, retrying with the same ids."""
+"""A table load for tests: real table controllers (the jackpot_table library) playing rounds through its
+simulator on several tables at once; a call the service could not answer is retried with the same id."""
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
+import logging
+import os
 import random
-from dataclasses import dataclass, field
-from typing import Any
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
-import grpc
+from jackpot_table import ControllerConfig, TableController, simulator
+from jackpot_table.simulator import Scenario, TableSettings, play
 
-from jackpotd.api.gen.jackpot.v1 import table_pb2, table_pb2_grpc
-from jackpotd.domain.cards import card_name
-
-from .harness import rid
-
-RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 FORCED = [["As", "Ks", "Qs", "Js", "Ts"], ["9h", "8h", "7h", "6h", "5h"], ["2c", "5c", "9c", "Jc", "Kc"],
           ["3d", "3h", "3s", "4c", "4d"]]
+HIT_SEATS = (7, 4, 2)
+# Every seat takes the jackpot wager; about one round in seven is a misdeal (never a round with forced hits).
+SETTINGS = TableSettings(share=1.0, misdeal_rate=1 / 7, absent_rate=0.0)
+# Longer than any outage the tests cause: a table that stopped taking wagers would leave rounds uncounted.
+SILENCE_LIMIT = 120.0
+# The outboxes fsync every saved id: in memory where there is a RAM disk, as the tests need no power-cut safety.
+OUTBOX_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
 @dataclass
-class Tally:
-    """What the clients were told: request id -> sequence of every acknowledged call."""
+class Tally(simulator.Tally):
+    """The simulator's account of what the tables did and were told (`answers`: every call's sequence),
+    plus how many calls the controllers retried: proof that a disruption reached the tables."""
 
-    acked: dict[str, int] = field(default_factory=dict)
-    wagered_cents: int = 0
-    paid_cents: int = 0
-    hits: int = 0
     retries: int = 0
 
 
-async def call(method: Any, request: Any, tally: Tally, patience: float = 60.0) -> Any:
-    """Call until answered; on UNAVAILABLE or a deadline, retry the same request id."""
-    deadline = asyncio.get_running_loop().time() + patience
-    delay = 0.05
-    while True:
-        try:
-            return await method(request, timeout=5)
-        except grpc.aio.AioRpcError as e:
-            if e.code() not in RETRYABLE or asyncio.get_running_loop().time() > deadline:
-                raise
-            tally.retries += 1
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 1.0)
+def forced_hits(table: str, rounds: int, seed: int, hit_every: int) -> Scenario:
+    """Hits on seats 7, 4 and 2 of every `hit_every`-th round: three of the FORCED hands, drawn by `seed`."""
+    rng = random.Random(seed)
+    return Scenario({table: {n: dict(zip(HIT_SEATS, rng.sample(FORCED, len(HIT_SEATS)), strict=True))
+                             for n in range(0, rounds, hit_every)}})
+
+
+class _Retries(logging.Handler):
+    """Counts one table's retries: the controller logs each one on the `jackpot_table` logger at INFO."""
+
+    def __init__(self, table: str, tally: Tally) -> None:
+        super().__init__(logging.INFO)
+        self.table, self.tally = table, tally
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "retrying" in str(record.msg) and isinstance(record.args, tuple) and record.args[:1] == (self.table,):
+            self.tally.retries += 1
+
+
+@contextlib.contextmanager
+def _counting_retries(table: str, tally: Tally) -> Iterator[None]:
+    logger = logging.getLogger("jackpot_table")
+    if not logger.isEnabledFor(logging.INFO):
+        logger.setLevel(logging.INFO)
+    handler = _Retries(table, tally)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 async def run_table(target: str, table: str, rounds: int, tally: Tally, seed: int, hit_every: int = 5,
                     prefix: str = "r") -> None:
-    rng = random.Random(seed)
-    async with grpc.aio.insecure_channel(target) as channel:
-        stub = table_pb2_grpc.TableServiceStub(channel)
-        for n in range(rounds):
-            round_id = f"{prefix}{n}"
-            commit = table_pb2.CommitWagersRequest(
-                request_id=rid(), table_id=table, round_id=round_id,
-                wagers=[table_pb2.Wager(seat=s, amount_cents=100, ante_placed=True) for s in range(1, 8)])
-            resp = await call(stub.CommitWagers, commit, tally)
-            tally.acked[commit.request_id] = resp.sequence
-            tally.wagered_cents += 700
-            if n % 7 == 6:  # now and then a misdeal
-                void = table_pb2.VoidRoundRequest(request_id=rid(), table_id=table, round_id=round_id,
-                                                  reason="misdeal")
-                resp = await call(stub.VoidRound, void, tally)
-                tally.acked[void.request_id] = resp.sequence
-                tally.wagered_cents -= 700
-                continue
-            hands: dict[int, list[str]] = {}
-            if n % hit_every == 0:  # forced hits on several tables at once
-                for seat, cards in zip((7, 4, 2), rng.sample(FORCED, 3), strict=True):
-                    hands[seat] = cards
-            used = {c.lower() for cards in hands.values() for c in cards}
-            deck = [card_name(c) for c in range(52) if card_name(c).lower() not in used]
-            rng.shuffle(deck)
-            for seat in range(1, 8):
-                if seat not in hands:
-                    hands[seat] = [deck.pop() for _ in range(5)]
-            settle = table_pb2.SettleRoundRequest(request_id=rid(), table_id=table, round_id=round_id,
-                                                  hands=[table_pb2.SeatHand(seat=s, cards=c)
-                                                         for s, c in sorted(hands.items())])
-            resp = await call(stub.SettleRound, settle, tally)
-            tally.acked[settle.request_id] = resp.sequence
-            tally.paid_cents += sum(p.amount_cents for p in resp.payouts)
-            tally.hits += len(resp.payouts)
+    """Play `rounds` rounds at `table` with a TableController of its own (and an outbox of its own)."""
+    with tempfile.TemporaryDirectory(prefix="jackpot-outbox-", dir=OUTBOX_DIR) as outbox, \
+            _counting_retries(table, tally):
+        config = ControllerConfig(target, table, str(Path(outbox) / "outbox.db"), silence_limit=SILENCE_LIMIT)
+        controller = await TableController(config).start()
+        try:
+            await play(controller, SETTINGS, rounds, tally, random.Random(seed),
+                       forced_hits(table, rounds, seed, hit_every), prefix)
+            assert await controller.resume() == 0, f"{table}: a saved request was never answered"
+        finally:
+            await controller.close()

@@ -18,13 +18,13 @@ from prometheus_client import REGISTRY
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2, table_pb2
 from jackpotd.embedded import EmbeddedValkey
-from jackpotd.store import recovery
+from jackpotd.store import keys, recovery
 from jackpotd.store.redis_pools import RedisPools
 
-from ..conftest import Isolated, unique, wait_until
+from ..conftest import Isolated, unique
 from .checks import assert_consistent
 from .conftest import Private, open_private, start_private
-from .harness import AUDIT, Client, rid
+from .harness import AUDIT, Client, eventually, rid, while_unavailable
 from .load import Tally, run_table
 from .test_recovery import new_link
 
@@ -69,7 +69,8 @@ async def test_create_link_of_a_link_redis_forgot_is_refused(private: Private) -
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await c.create_link(link)
     assert err.value.code() == S.FAILED_PRECONDITION and "already exists" in (err.value.details() or "")
-    await wait_until(lambda: _major_is(c, link, 5_000))  # and the link comes back by itself, its money intact
+    # and the link comes back by itself, its money intact
+    await eventually(lambda: _major_is(c, link, 5_000), 10, "MAJOR back at $50.00")
 
 
 async def _major_is(c: Client, link: str, cents: int) -> bool:
@@ -82,20 +83,20 @@ async def test_live_flushall_answers_unavailable_then_serves_again_without_a_res
     tally = Tally()
     load = asyncio.gather(*(run_table(private.target, t, 30, tally, seed=i, hit_every=4)
                             for i, t in enumerate(tables)))
-    await wait_until(lambda: _acked(tally, 40), 30)
+    await eventually(lambda: _answered(tally, 40), 30, "40 answers to the tables")
     await c.redis.flushall()
     codes = await watch_signs(c, link, 3)  # during and after: UNAVAILABLE or the ledger's own figures
     assert "OK" in codes[-10:], codes  # back without a restart
     await load  # the tables' retries succeed; no NOT_FOUND or FAILED_PRECONDITION reached them
-    assert len(tally.acked) == 3 * 30 * 2
+    assert len(tally.answers) == 3 * 30 * 2
     assert tally.retries > 0
     await assert_consistent(c.pg, c.redis, link, tally)
     rebuilt = REGISTRY.get_sample_value("jackpotd_link_rebuilds_total", {"link": link, "reason": "lost"})
     assert rebuilt is not None and rebuilt >= 1
 
 
-async def _acked(tally: Tally, n: int) -> bool:
-    return len(tally.acked) >= n
+def _answered(tally: Tally, n: int) -> bool:
+    return len(tally.answers) >= n
 
 
 async def test_redis_that_went_back_is_refused_and_rebuilt(private: Private) -> None:
@@ -115,7 +116,7 @@ async def test_redis_that_went_back_is_refused_and_rebuilt(private: Private) -> 
             await raw.restore(key, max(ttl, 0), payload)
     finally:
         await raw.aclose()
-    assert int(await c.redis.get("{link:" + link + "}:seq")) < before["_seq"]  # Redis went back
+    assert int(await c.redis.get(keys.seq(link))) < before["_seq"]  # Redis went back
     codes = await watch_signs(c, link, 2)
     assert codes[0] == "UNAVAILABLE" or codes == ["OK"] * len(codes), codes  # never the old pools
     after = await c.pools(link)
@@ -139,15 +140,15 @@ async def test_a_replica_that_missed_the_last_writes_taking_over_is_rebuilt(priv
     follower = aioredis.Redis(host="127.0.0.1", port=replica.port)
     try:
         await follower.replicaof("127.0.0.1", private.valkey.port)
-        await wait_until(lambda: _synced(follower, master), 30)
+        await eventually(lambda: _synced(follower, master), 30, "the replica in sync")
         await follower.replicaof("NO", "ONE")  # promoted: from here on it misses every write
         await asyncio.gather(*(run_table(private.target, t, 5, tally, seed=10 + i, prefix="missed-")
                                for i, t in enumerate(tables)))
         before = await c.pools(link)
         await master.replicaof("127.0.0.1", replica.port)  # the service's Redis now holds the replica's data
-        await wait_until(lambda: _synced(master, follower), 30)
+        await eventually(lambda: _synced(master, follower), 30, "the old master in sync")
         await master.replicaof("NO", "ONE")
-        assert int(await c.redis.get("{link:" + link + "}:seq")) < before["_seq"]  # it went back
+        assert int(await c.redis.get(keys.seq(link))) < before["_seq"]  # it went back
         codes = await watch_signs(c, link, 2)
         assert codes[0] == "UNAVAILABLE" or codes == ["OK"] * len(codes), codes
         after = await c.pools(link)
@@ -172,12 +173,12 @@ async def test_valkey_restart_under_load_is_rebuilt(private: Private) -> None:
     tally = Tally()
     load = asyncio.gather(*(run_table(private.target, t, 25, tally, seed=i, hit_every=3)
                             for i, t in enumerate(tables)))
-    await wait_until(lambda: _acked(tally, 30), 30)
+    await eventually(lambda: _answered(tally, 30), 30, "30 answers to the tables")
     private.valkey.stop()
     await asyncio.sleep(0.3)
     private.valkey.start()  # empty: the embedded Valkey keeps no files
     await load
-    assert len(tally.acked) == 2 * 25 * 2
+    assert len(tally.answers) == 2 * 25 * 2
     await assert_consistent(c.pg, c.redis, link, tally)
 
 
@@ -210,12 +211,12 @@ async def test_an_entry_the_ledger_refuses_fences_its_link_alone(isolated: Isola
         await c.commit(good_tables[0], "r1", [1])  # every other link goes on
         await c.settle(good_tables[0], "r1", {1: FLUSH})
         assert REGISTRY.get_sample_value("jackpotd_link_fenced", {"link": bad}) == 1
-        await wait_until(lambda: _health_names(p, bad), 5)
+        await eventually(lambda: _health_names(p, bad), 5, "health naming the fenced link")
         listed = await recovery.fenced_links(RedisPools(p.valkey.url), c.pg)
         assert [(f.link_id, entry.split(" ")[0]) for f, entry in listed] == [(bad, "fund")]
         await c.redis.flushall()  # Redis forgets the fence with the rest: the writer says it again
-        await wait_until(lambda: _fenced_again(c, bad), 10)
-        await wait_until(lambda: _health_names(p, bad), 5)
+        await eventually(lambda: _fenced_again(c, bad), 10, "the link fenced")
+        await eventually(lambda: _health_names(p, bad), 5, "health naming the fenced link")
         # a restart still starts, and the link stays fenced
         p.stop.set()
         await p.task
@@ -230,7 +231,7 @@ async def test_an_entry_the_ledger_refuses_fences_its_link_alone(isolated: Isola
         out = subprocess.run([sys.executable, "-m", "jackpotd.cli", "unfence", bad, "--redis-url", p.valkey.url,
                               "--postgres-dsn", isolated.dsn], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0 and "fence lifted" in out.stdout, out.stdout + out.stderr
-        again: Any = await _retry(lambda: c.admin.FundPool(fund))
+        again: Any = await while_unavailable(lambda: c.admin.FundPool(fund), 10, "FundPool once unfenced")
         assert (await c.pools(bad))["MAJOR"].amount_cents == 2_000_000 + 700 + 0
         assert again.sequence == await c.pg.fetchval(
             "SELECT seq FROM entries WHERE link_id = $1 AND request_id = $2", bad, fund.request_id)
@@ -252,19 +253,6 @@ async def _health_names(p: Private, link: str) -> bool:
     return report is not None and link in report["problems"]
 
 
-async def _retry(call: Any, seconds: float = 10) -> Any:
-    """Call until it is no longer UNAVAILABLE (the writer lifts a fence within a probe or two)."""
-    loop = asyncio.get_running_loop()
-    until = loop.time() + seconds
-    while True:
-        try:
-            return await call()
-        except grpc.aio.AioRpcError as e:
-            if e.code() != S.UNAVAILABLE or loop.time() > until:
-                raise
-            await asyncio.sleep(0.2)
-
-
 async def test_finished_rounds_and_answers_leave_redis_and_retries_are_answered_from_the_ledger(
         isolated: Isolated, tmp_path: Path) -> None:
     async with open_private(isolated, tmp_path, retention_seconds=1) as p:
@@ -281,7 +269,7 @@ async def test_finished_rounds_and_answers_leave_redis_and_retries_are_answered_
         calls: list[tuple[Any, Any]] = [(c.table.CommitWagers, commit), (c.table.SettleRound, settle),
                                         (c.table.CommitWagers, commit2), (c.table.VoidRound, void)]
         first = [await method(request) for method, request in calls]
-        await wait_until(lambda: _only_link_keys_left(c, link), 15)
+        await eventually(lambda: _only_link_keys_left(c, link), 15, "rounds and records gone from Redis")
         for (method, request), answer in zip(calls, first, strict=True):  # late retries: the same bytes
             again = await method(request)
             assert again.SerializeToString(deterministic=True) == answer.SerializeToString(deterministic=True)
@@ -312,7 +300,7 @@ async def test_finished_rounds_and_answers_leave_redis_and_retries_are_answered_
 
 async def _only_link_keys_left(c: Client, link: str) -> bool:
     """Only the link's own keys remain: no round and no request record."""
-    left = await c.redis.keys("{link:" + link + "}:*")
+    left = await c.redis.keys(keys.link_pattern(link))
     return bool(left) and not [k for k in left if ":round:" in k or ":req:" in k]
 
 
@@ -328,18 +316,18 @@ async def test_a_writer_that_keeps_failing_turns_health_not_serving_and_fences_n
         request = table_pb2.CommitWagersRequest(request_id=rid(), table_id=table, round_id="r1",
                                                 wagers=[table_pb2.Wager(seat=1, amount_cents=100, ante_placed=True)])
         pending = asyncio.ensure_future(c.table.CommitWagers(request))
-        await wait_until(lambda: _stalled(p), 15)
+        await eventually(lambda: _stalled(p), 15, "health reporting the writer stalled")
         await conn.execute("GRANT INSERT ON entries TO jackpotd_app")
         await conn.close()
         try:
             first = await pending
         except grpc.aio.AioRpcError as e:  # the wait for the ledger may have run out: the retry is answered
             assert e.code() == S.UNAVAILABLE, e.details()
-            first = await _retry(lambda: c.table.CommitWagers(request))
+            first = await while_unavailable(lambda: c.table.CommitWagers(request), 10, "the commit answered")
         again = await c.table.CommitWagers(request)
         assert again.SerializeToString(deterministic=True) == first.SerializeToString(deterministic=True)
         assert await c.pg.fetchval("SELECT count(*) FROM link_fences") == 0
-        await wait_until(lambda: _not_stalled(p), 10)
+        await eventually(lambda: _not_stalled(p), 10, "health no longer stalled")
 
 
 async def _stalled(p: Private) -> bool:
@@ -356,11 +344,10 @@ async def test_a_journal_entry_the_writer_cannot_read_fences_its_link(private: P
     c = private.client
     bad, _ = await new_link(c, 1)
     _, (good_table,) = await new_link(c, 1)
-    tag = "{link:" + bad + "}"
-    seq = int(await c.redis.incr(tag + ":seq"))  # as a faulty step would leave it
-    await c.redis.xadd(tag + ":journal", {"entry": "{not json", "balances": "[]", "reply": "",
-                                          "after": await c.redis.get(tag + ":last")}, id=f"0-{seq}")
-    await wait_until(lambda: _fenced_again(c, bad), 10)
+    seq = int(await c.redis.incr(keys.seq(bad)))  # as a faulty step would leave it
+    await c.redis.xadd(keys.journal(bad), {"entry": "{not json", "balances": "[]", "reply": "",
+                                           "after": await c.redis.get(keys.last(bad))}, id=f"0-{seq}")
+    await eventually(lambda: _fenced_again(c, bad), 10, "the link fenced")
     assert await c.pg.fetchval("SELECT seq FROM link_fences WHERE link_id = $1", bad) == seq
     await c.commit(good_table, "r1", [1])  # the others go on
 
@@ -371,8 +358,8 @@ async def test_redis_lost_again_and_again_is_rebuilt_every_time_and_fences_nothi
     link, (table,) = await new_link(c, 1)
     for n in range(5):
         await c.redis.flushall()
-        await wait_until(lambda n=n: _major_is(c, link, 2_000_000 + 20 * n), 10)
-        await _retry(lambda n=n: c.commit(table, f"r{n}", [1]))
+        await eventually(lambda n=n: _major_is(c, link, 2_000_000 + 20 * n), 10, f"MAJOR rebuilt after loss {n}")
+        await while_unavailable(lambda n=n: c.commit(table, f"r{n}", [1]), 10, f"commit r{n}")
     assert await c.pg.fetchval("SELECT count(*) FROM link_fences") == 0
 
 
@@ -393,8 +380,7 @@ async def test_a_retry_of_an_applied_commit_is_answered_after_its_table_was_susp
 async def test_a_journal_entry_with_unreadable_balances_fences_its_link(private: Private) -> None:
     c = private.client
     bad, _ = await new_link(c, 1)
-    tag = "{link:" + bad + "}"
-    seq = int(await c.redis.incr(tag + ":seq"))
-    await c.redis.xadd(tag + ":journal", {"entry": "{}", "balances": "[1, 2, 3", "reply": ""}, id=f"0-{seq}")
-    await wait_until(lambda: _fenced_again(c, bad), 10)
+    seq = int(await c.redis.incr(keys.seq(bad)))
+    await c.redis.xadd(keys.journal(bad), {"entry": "{}", "balances": "[1, 2, 3", "reply": ""}, id=f"0-{seq}")
+    await eventually(lambda: _fenced_again(c, bad), 10, "the link fenced")
     assert await c.pg.fetchval("SELECT seq FROM link_fences WHERE link_id = $1", bad) == seq

@@ -34,6 +34,8 @@ class Tally:
     hands: Counter[str] = field(default_factory=Counter)  # every wagered seat's hand, as the service evaluated it
     latencies: list[float] = field(default_factory=list)
     committed: dict[str, int] = field(default_factory=dict)  # "table/round" -> sequence of its commit
+    # (kind, table, round) -> the sequence the service answered, for every call: kind is commit, void or settle
+    answers: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
 
 @dataclass
@@ -89,22 +91,26 @@ async def play(controller: TableController, settings: TableSettings, rounds: int
             continue
         tally.latencies.append(time.perf_counter() - started)
         tally.committed[f"{table_id}/{round_id}"] = committed.sequence
+        tally.answers["commit", table_id, round_id] = committed.sequence
         tally.wagers += len(committed.accepted)
         tally.wagered_cents += sum(a.amount_cents for a in committed.accepted)
         if not forced and rng.random() < settings.misdeal_rate:
             voided = await controller.void(round_id, "misdeal (NSW 14.4)")
+            tally.answers["void", table_id, round_id] = voided.sequence
             tally.voids += 1
             tally.refunded_cents += sum(r.amount_cents for r in voided.refunds)
             continue
         if not forced and len(wagering) > 1 and rng.random() < settings.absent_rate:
             absent = rng.choice(wagering)
             voided = await controller.void(round_id, "player absent at the deal (NSW 14.12)", [absent])
+            tally.answers["void", table_id, round_id] = voided.sequence
             tally.refunded_cents += sum(r.amount_cents for r in voided.refunds)
             wagering.remove(absent)
             del cards.hands[absent]
         started = time.perf_counter()
         settled = await controller.settle(round_id, cards.hands, cards.dealer, cards.board)
         tally.latencies.append(time.perf_counter() - started)
+        tally.answers["settle", table_id, round_id] = settled.sequence
         for s in settled.seats:
             if s.hand:
                 tally.hands[s.hand] += 1
