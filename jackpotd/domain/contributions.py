@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from .errors import FailedPrecondition
 from .money import MAX_SAFE_UC, ceil_cents, cents_to_uc
 from .pools import PoolSpec
-from .postings import OPERATOR_FUNDING, REFUNDS, RETAINED, WAGERS, Posting, pool_account
+from .postings import OPERATOR_FUNDING, POOL_PREFIX, REFUNDS, RETAINED, WAGERS, Posting, pool_account
 from .rates import RateSet
 
 
@@ -20,6 +20,11 @@ class SeatContribution:
     wager_cents: int
     postings: tuple[Posting, ...]
     overflow_uc: int  # µ¢ that a capped pool passed to its overflow target (§3)
+
+    @property
+    def to_pools_uc(self) -> int:
+        """What the wager put into the pools, overflow included (µ¢)."""
+        return sum(p.amount_uc for p in self.postings if p.account.startswith(POOL_PREFIX))
 
 
 @dataclass(frozen=True, slots=True)

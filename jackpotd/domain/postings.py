@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import FailedPrecondition
 
@@ -28,9 +28,9 @@ def pool_legs(postings: Iterable[Posting]) -> list[tuple[str, int]]:
     return [(p.account[len(POOL_PREFIX):], p.amount_uc) for p in postings if p.account.startswith(POOL_PREFIX)]
 
 
-@dataclass(frozen=True, slots=True)
-class Posting:
-    """One leg of an entry: `amount_uc` is added to `account`'s balance (µ¢)."""
+class Posting(NamedTuple):
+    """One leg of an entry: `amount_uc` is added to `account`'s balance (µ¢). A named tuple, so legs hash
+    and compare in C: equal leg sets are found by value on the commit path (round_record.encode)."""
 
     account: str
     amount_uc: int

@@ -39,7 +39,7 @@ class RoundRecord:
             at = index.get(c.postings)
             if at is None:
                 at = index[c.postings] = len(legs)
-                legs.append([[p.account, p.amount_uc] for p in c.postings])
+                legs.append([list(p) for p in c.postings])
             by_seat[str(seat)] = [at, c.wager_cents, c.overflow_uc]
         data: dict[str, Any] = {"game": self.game, "rates_version": self.rates_version, "seats": by_seat,
                                 "legs": legs, "voided": list(self.voided)}

@@ -14,7 +14,8 @@ from jackpotd.domain.rounds import COMMITTED, SETTLED, VOIDED, SeatHand, Wager
 from jackpotd.service.commands import Commit, Request, Settle, Void
 from jackpotd.service.decide.table import TableState, decide_commit, decide_settle, decide_void
 from jackpotd.service.errors import Unavailable
-from jackpotd.service.ports import Step
+from jackpotd.service.ports import Reply, Step
+from jackpotd.service.results import Accepted, committed
 from jackpotd.service.round_record import RoundRecord
 
 NOW = 1_700_000_000_000
@@ -68,6 +69,13 @@ def test_commit_feeds_each_pool_its_rate_and_records_the_round() -> None:
     assert step.config_version == "v1" and step.guards == {}  # no cap: no pool guard
 
 
+def test_commit_result_decodes_into_the_typed_answer() -> None:
+    step = decide_commit(commit(2), link(), "v1", fresh())
+    answer = committed(Reply(7, step.result, {MAJOR: 20 * UC}, step.content, step.request_hash), link())
+    assert answer.accepted == (Accepted(2, 100, 30 * UC, 0),) and answer.seq == 7 and answer.link_id == "L"
+    assert [(p.pool, p.amount_cents) for p in answer.pools] == [(MAJOR, 20), (MINOR, 0)]
+
+
 def test_commit_guards_the_capped_pool_it_read() -> None:
     step = decide_commit(commit(1), link(major_cap=1_000_000), "v1", fresh({MAJOR: 42}))
     assert step.guards == {MAJOR: 42}
@@ -112,7 +120,7 @@ def test_commit_uses_the_rates_in_force_at_its_time() -> None:
 
 # ---- settle (§5) -----------------------------------------------------------------------------------
 
-def committed(*seats: int) -> tuple[LinkConfig, dict[str, str]]:
+def committed_round(*seats: int) -> tuple[LinkConfig, dict[str, str]]:
     config = link()
     return config, live_round(decide_commit(commit(*seats), config, "v1", fresh()))
 
@@ -122,7 +130,7 @@ def settle(hands: dict[int, tuple[str, ...]]) -> Settle:
 
 
 def test_settle_pays_a_royal_flush_the_major_pool_and_resets_it() -> None:
-    config, rnd = committed(1, 2)
+    config, rnd = committed_round(1, 2)
     balances = {MAJOR: 1_200_000 * UC, MINOR: 150_000 * UC, RESERVE: 50_000 * UC}
     step = decide_settle(settle({1: ROYAL, 2: NOTHING}), config, "v1", TableState(NOW, balances, rnd, None))
     (payout,) = step.result["payouts"]
@@ -146,13 +154,13 @@ def test_settle_above_the_verification_threshold_is_pending() -> None:
 
 
 def test_settle_without_a_hit_moves_nothing_and_guards_nothing() -> None:
-    config, rnd = committed(1)
+    config, rnd = committed_round(1)
     step = decide_settle(settle({1: NOTHING}), config, "v1", TableState(NOW, {MAJOR: 5}, rnd, None))
     assert step.deltas == [] and step.guards == {} and step.result["payouts"] == []
 
 
 def test_settle_ignores_a_seat_without_a_wager_and_a_wager_without_cards_loses() -> None:
-    config, rnd = committed(1, 3)
+    config, rnd = committed_round(1, 3)
     step = decide_settle(settle({1: NOTHING, 2: ROYAL}), config, "v1", TableState(NOW, {}, rnd, None))
     assert step.result["payouts"] == []
     assert step.result["seats"] == [{"seat": 1, "hand": "high_card"}, {"seat": 3, "hand": ""}]
@@ -166,13 +174,13 @@ def test_settle_of_a_round_the_live_store_does_not_hold(ledger_round: str | None
 
 
 def test_settle_of_a_settled_round_is_refused() -> None:
-    config, rnd = committed(1)
+    config, rnd = committed_round(1)
     with pytest.raises(FailedPrecondition, match="SETTLED"):
         decide_settle(settle({1: FLUSH}), config, "v1", TableState(NOW, {}, {**rnd, "state": SETTLED}, None))
 
 
 def test_settle_with_a_card_twice_names_the_field() -> None:
-    config, rnd = committed(1, 2)
+    config, rnd = committed_round(1, 2)
     with pytest.raises(InvalidInput, match="cards"):
         decide_settle(settle({1: FLUSH, 2: ("2c", "3d", "4h", "5s", "7c")}), config, "v1",
                       TableState(NOW, {}, rnd, None))
@@ -213,7 +221,7 @@ def test_void_after_the_pool_paid_out_is_made_up_by_operator_funding() -> None:
 
 
 def test_void_of_a_settled_round_needs_a_supervisor() -> None:
-    config, rnd = committed(1)
+    config, rnd = committed_round(1)
     with pytest.raises(FailedPrecondition, match="supervisor"):
         decide_void(Void(req(), "T", "r1", "late"), config, "v1", TableState(NOW, {}, {**rnd, "state": SETTLED}, None))
 

@@ -11,14 +11,14 @@ from ...domain.errors import FailedPrecondition, InvalidInput, NotFound
 from ...domain.ids import hit_id
 from ...domain.link import LinkConfig
 from ...domain.money import floor_cents
-from ...domain.postings import pool_legs
+from ...domain.postings import Posting
 from ...domain.pricing import price_round
 from ...domain.rates import rates_in_force
 from ...domain.rounds import COMMITTED, SETTLED, VOIDED, evaluate_round, validate_wagers
 from ..commands import Commit, Settle, Void
 from ..errors import Unavailable
 from ..ports import Step
-from ..results import Accepted, Payout, SeatResult, stored
+from ..results import Payout, SeatResult, stored
 from ..round_record import RoundRecord, new_round
 from .steps import step
 
@@ -46,8 +46,13 @@ def decide_commit(cmd: Commit, config: LinkConfig, version: str, state: TableSta
     capped = [p.name for p in config.pools if p.cap_cents is not None]
     c = contribute(rates, config.pools, state.balances, seats)
     record = new_round(table.game, rates.version, c.seats)
-    result = {"accepted": [stored(Accepted(s.seat, s.wager_cents, sum(v for _, v in pool_legs(s.postings)),
-                                           s.overflow_uc)) for s in c.seats]}
+    pooled: dict[tuple[Posting, ...], int] = {}  # equal wagers have equal legs: sum them once
+    for s in c.seats:
+        if s.postings not in pooled:
+            pooled[s.postings] = s.to_pools_uc
+    # The stored form of results.Accepted, written out: the hot path's one result (tests/unit check the match).
+    result = {"accepted": [{"seat": s.seat, "amount_cents": s.wager_cents, "contributed_uc": pooled[s.postings],
+                            "overflow_uc": s.overflow_uc} for s in c.seats]}
     round_data = record.encode()
     return step(config.link_id, cmd.request, "commit", version, state.now_ms, postings=c.merged,
                 result=result, extra={"round": _round_entry(cmd.table_id, cmd.round_id, COMMITTED, round_data)},
