@@ -3,7 +3,6 @@ arrive while a batch is in flight travel together in the next one (one write, on
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from enum import Enum
@@ -14,6 +13,7 @@ import hiredis
 from redis.exceptions import ResponseError
 
 from ..service.errors import Unavailable
+from .batching import Batcher
 
 APPLY = (Path(__file__).parent / "apply.lua").read_text()
 READ = (Path(__file__).parent / "read.lua").read_text()
@@ -47,12 +47,12 @@ def reply_error(text: str) -> Exception:
     return ResponseError(text)
 
 
-Batch = list[tuple[str, list[str], list[str | int], asyncio.Future[list[str]]]]
+Script = tuple[str, list[str], list[str | int]]  # (sha, keys, args)
 
 
 class ScriptBatcher:
-    """Queues EVALSHA calls and sends them in batches over `execute` (one round trip per batch); each script
-    is still atomic on its own. A Redis that forgot the scripts (restarted, flushed) gets them again."""
+    """EVALSHA calls sent in batches over `execute` (one round trip per batch); each script is still atomic
+    on its own. A Redis that forgot the scripts (restarted, flushed) is given them again."""
 
     def __init__(self, execute: Callable[[Sequence[Sequence[str | int]]], Awaitable[list[Any]]],
                  load: Callable[[str], Awaitable[Any]]) -> None:
@@ -60,39 +60,19 @@ class ScriptBatcher:
         self._load = load
         self._scripts = {hashlib.sha1(text.encode()).hexdigest(): text for text in (APPLY, READ)}
         self.apply_sha, self.read_sha = self._scripts
-        self._queue: Batch = []
-        self._flusher: asyncio.Future[None] | None = None
+        self._batcher: Batcher[Script, list[str]] = Batcher(self._send)
 
     async def run(self, sha: str, keys: list[str], args: list[str | int]) -> list[str]:
-        fut: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
-        self._queue.append((sha, keys, args, fut))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.ensure_future(self._flush())
-        return await fut
+        return await self._batcher.call((sha, keys, args))
 
-    async def _flush(self) -> None:
-        """Send what has queued, one batch per round trip, until the queue is empty."""
-        while self._queue:
-            batch, self._queue = self._queue, []
-            try:
-                results = await self._send(batch)
-                if any(str(r).startswith("NOSCRIPT") for r in results if isinstance(r, Exception)):
-                    for text in self._scripts.values():
-                        await self._load(text)
-                    results = await self._send(batch)
-            except Exception as e:  # the whole pipeline failed: every caller in it sees it
-                for *_, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(e)
-                continue
-            for (*_, fut), result in zip(batch, results, strict=True):
-                if fut.done():
-                    continue
-                if isinstance(result, Exception):
-                    fut.set_exception(result)
-                else:
-                    fut.set_result(result)
+    async def _send(self, batch: list[Script]) -> list[Any]:
+        results = await self._evalsha(batch)
+        if any(str(r).startswith("NOSCRIPT") for r in results if isinstance(r, Exception)):
+            for text in self._scripts.values():
+                await self._load(text)
+            results = await self._evalsha(batch)
+        return results
 
-    async def _send(self, batch: Batch) -> list[Any]:
-        results = await self._execute([["EVALSHA", sha, len(keys), *keys, *args] for sha, keys, args, _ in batch])
+    async def _evalsha(self, batch: list[Script]) -> list[Any]:
+        results = await self._execute([["EVALSHA", sha, len(keys), *keys, *args] for sha, keys, args in batch])
         return [reply_error(str(r)) if isinstance(r, hiredis.ReplyError) else r for r in results]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from typing import Any
 
 import asyncpg
 
 from ...service.ports import Seen
+from ..batching import Batcher
 from .chain import _columns
 
 
@@ -51,53 +51,23 @@ class Lookups:
 
     def __init__(self, pg: asyncpg.Pool) -> None:
         self.pg = pg
-        self._queue: list[tuple[tuple[str, str, str, str], asyncio.Future[Seen]]] = []
-        self._flusher: asyncio.Future[None] | None = None
         self._held = HeldConnection(pg)
-        self._last_flush = -1.0
-        self._closed = False
+        self._batcher: Batcher[tuple[str, str, str, str], Seen] = Batcher(self._send, linger=self.LINGER)
 
     async def get(self, link_id: str, table_id: str, round_id: str, request_id: str) -> Seen:
         """What the ledger holds of this request id and round, asked together with the moment's others."""
-        if self._closed:
-            raise ConnectionError("shutting down")
-        fut: asyncio.Future[Seen] = asyncio.get_running_loop().create_future()
-        self._queue.append(((link_id, table_id, round_id, request_id), fut))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.ensure_future(self._flush())
-        return await fut
+        return await self._batcher.call((link_id, table_id, round_id, request_id))
 
     async def close(self) -> None:
         """Stop asking: pending and later questions fail with ConnectionError("shutting down")."""
-        self._closed = True
-        if self._flusher is not None and not self._flusher.done():
-            self._flusher.cancel()
-            with contextlib.suppress(BaseException):
-                await self._flusher
-        for _, fut in self._queue:
-            if not fut.done():
-                fut.set_exception(ConnectionError("shutting down"))
+        await self._batcher.close(ConnectionError("shutting down"))
         await self._held.release()
 
-    async def _flush(self) -> None:
-        loop = asyncio.get_running_loop()
-        if loop.time() - self._last_flush < self.LINGER:
-            # Busy: calls come one at a time, and a query each would cost PostgreSQL more than the rest of
-            # the call, so gather for a moment. A call on a quiet link is asked about at once.
-            await asyncio.sleep(self.LINGER)
-        self._last_flush = loop.time()
-        while self._queue:
-            batch, self._queue = self._queue, []
-            try:
-                rows = await (await self._held.get()).fetch(self.QUERY, *_columns([k for k, _ in batch], 4),
-                                                            timeout=self.TIMEOUT)
-            except Exception as e:
-                await self._held.release()
-                for _, fut in batch:
-                    if not fut.done():
-                        fut.set_exception(e)
-                continue
-            found = {int(r["i"]) - 1: Seen(r["request_hash"], r["state"]) for r in rows}
-            for i, (_, fut) in enumerate(batch):
-                if not fut.done():
-                    fut.set_result(found.get(i, Seen(None, None)))
+    async def _send(self, batch: list[tuple[str, str, str, str]]) -> list[Seen]:
+        try:
+            rows = await (await self._held.get()).fetch(self.QUERY, *_columns(batch, 4), timeout=self.TIMEOUT)
+        except Exception:
+            await self._held.release()  # the next batch starts on a fresh connection
+            raise
+        found = {int(r["i"]) - 1: Seen(r["request_hash"], r["state"]) for r in rows}
+        return [found.get(i, Seen(None, None)) for i in range(len(batch))]
