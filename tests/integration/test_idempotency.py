@@ -84,3 +84,23 @@ async def test_settle_retry_after_redis_record_expired_is_answered_from_the_ledg
     assert await state(client, link) == before  # answered, not applied again
     assert await client.pg.fetchval("SELECT count(*) FROM entries WHERE link_id = $1 AND request_id = $2",
                                     link, request_id) == 1
+
+
+async def test_a_retried_settle_counts_its_hits_once(client: Client) -> None:
+    from prometheus_client import REGISTRY
+
+    link, table = unique("hits"), unique("tbl")
+    await client.create_link(link)
+    await client.register(table, link)
+    await client.commit(table, "r1", [1, 2])
+    settle = table_pb2.SettleRoundRequest(request_id=rid(), table_id=table, round_id="r1", hands=[
+        table_pb2.SeatHand(seat=1, cards=["2c", "5c", "9c", "Jc", "Kc"]),
+        table_pb2.SeatHand(seat=2, cards=["2d", "5d", "9d", "Jd", "Kd"])])
+
+    def flushes() -> float:
+        return REGISTRY.get_sample_value("jackpotd_hits_total", {"link": link, "hand": "flush", "pool": "MINOR"}) or 0
+
+    first = await client.table.SettleRound(settle)
+    assert [p.hand for p in first.payouts] == ["flush", "flush"] and flushes() == 2
+    assert await client.table.SettleRound(settle) == first  # the retry: same answer, no new hits counted
+    assert flushes() == 2

@@ -206,6 +206,7 @@ def test_partial_void_leaves_the_round_open_and_a_second_void_of_the_seat_is_ref
     step = decide_void(Void(req("v1"), "T", "r1", "device", [2]), config, "v1",
                        TableState(NOW, pools, live_round(made), None))
     assert step.round_new_state == COMMITTED and RoundRecord.decode(step.round_data).active == [1]
+    assert RoundRecord.decode(step.round_data).void_reasons == ({"seats": [2], "reason": "device"},)
     after = {"state": COMMITTED, "rev": "2", "data": step.round_data}
     with pytest.raises(InvalidInput, match=r"seats\[0\]"):
         decide_void(Void(req("v2"), "T", "r1", "again", [2]), config, "v1", TableState(NOW, pools, after, None))
@@ -231,3 +232,11 @@ def test_round_record_round_trips_and_stores_equal_legs_once() -> None:
     record = RoundRecord.decode(made.round_data)
     assert RoundRecord.decode(record.encode()) == record and record.encode() == made.round_data
     assert len(orjson.loads(made.round_data)["legs"]) == 1
+
+
+def test_a_step_that_does_not_balance_never_leaves_the_decision() -> None:
+    from jackpotd.domain.postings import Posting
+    from jackpotd.service.decide.steps import step
+
+    with pytest.raises(AssertionError, match="do not balance"):
+        step("L", req(), "fund", "v1", NOW, postings=[Posting("operator_funding", -5), Posting("pool:MAJOR", 4)])
