@@ -39,7 +39,6 @@ from .store.durability import DurabilityWatcher
 from .store.ledger import PostgresLedger
 from .store.redis_pools import RedisPools
 from .store.writer import LedgerWriter
-from .supervisor import Restarts as Restarts  # tests import it from here
 from .supervisor import Supervisor, wait_serving
 
 log = logging.getLogger("jackpotd")

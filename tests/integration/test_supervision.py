@@ -20,7 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
 from jackpotd.api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
-from jackpotd.app import SERVICES, Restarts, jackpot_service, run_grpc, serve
+from jackpotd.app import SERVICES, jackpot_service, run_grpc, serve
 from jackpotd.embedded import EmbeddedValkey, free_port
 from jackpotd.settings import Settings
 from jackpotd.store import keys, ledger
@@ -320,29 +320,6 @@ async def test_stopped_ledger_writer_turns_health_not_serving(isolated: Isolated
         await writer.stop()
         await redis.close()
         await pg.close()
-
-
-def test_restarts_back_off_after_short_lives_then_give_up() -> None:
-    r = Restarts()
-    r.started(0)
-    r.died(500)  # a long life: at once
-    assert (r.next_try, r.given_up) == (500, False)
-    waits = []
-    for _ in range(Restarts.GIVE_UP_AFTER - 1):
-        r.started(r.next_try)
-        r.died(r.next_try + 1)  # dies a second after each start
-        waits.append(r.next_try - (r.started_at + 1))
-    assert waits == [2, 4, 8, 16, 30, 30, 30, 30, 30]
-    assert not r.given_up
-    r.started(r.next_try)
-    r.died(r.next_try + 1)
-    assert r.given_up
-    r2 = Restarts()
-    r2.started(0)
-    r2.died(1)
-    r2.started(1)
-    r2.died(1 + Restarts.STABLE_SECONDS)  # lived long enough: the series starts again
-    assert r2.short_runs == 1 and r2.next_try == 1 + Restarts.STABLE_SECONDS
 
 
 async def _async(value: T) -> T:
