@@ -11,8 +11,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import asyncpg
-
 from ..metrics import DURABILITY_CHECKS
 from ..service.errors import LinkFenced, LinkLost, Unavailable
 from . import ledger
@@ -38,7 +36,7 @@ class DurabilityWatcher:
 
     POLL_SECONDS = 0.5
 
-    def __init__(self, redis: RedisPools, pg: asyncpg.Pool, timeout: float = 10.0) -> None:
+    def __init__(self, redis: RedisPools, pg: ledger.Pool, timeout: float = 10.0) -> None:
         self.redis = redis
         self.pg = pg
         self.timeout = timeout
@@ -54,9 +52,9 @@ class DurabilityWatcher:
         messages = await self._feed.__aenter__()
         try:
             self.marks = await ledger.heads(self.pg)  # the floor below which a Redis has gone back
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+        except ledger.DRIVER_ERRORS as e:
             await self._feed.__aexit__(None, None, None)
-            raise Unavailable(f"the ledger (PostgreSQL) is unavailable: {e}") from e
+            raise ledger.unavailable(e) from e
         self._tasks = [asyncio.create_task(self._listen(messages), name="durability-listener"),
                        asyncio.create_task(self._poll(), name="durability-poller")]
 

@@ -12,35 +12,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-import asyncpg
-
 from . import ledger
 from .redis_pools import Probe, RedisPools
 
 log = logging.getLogger("jackpotd.recovery")
 
 IN_STEP, AHEAD, LOST, BEHIND, FORKED = "in-step", "ahead", "lost", "behind", "forked"
-
-# SQLSTATE classes of a statement refused for what it carries, not for the state of the server: data
-# exceptions, integrity violations, trigger refusals. Anything else (connections, serialization,
-# resources, shutdown) is retried as it is.
-_REFUSED_CLASSES = frozenset({"22", "23", "27", "44", "P0"})
-
-
-# Unique keys a second writer collides on when it appends the same entries: its head moved, nothing is wrong.
-_RACED = frozenset({"entries_pkey", "postings_pkey"})
-
-
-def refuses(error: BaseException) -> bool:
-    """Whether the ledger refused a statement for what it carries, so retrying it unchanged cannot succeed.
-    Values the driver cannot even encode count too; a key another writer got to first does not."""
-    if isinstance(error, asyncpg.InterfaceError) and isinstance(error, ValueError):
-        return True  # asyncpg's own DataError: a value it cannot encode, before PostgreSQL sees it
-    state = getattr(error, "sqlstate", None)
-    if getattr(error, "constraint_name", None) in _RACED:
-        return False
-    return isinstance(error, asyncpg.PostgresError) and isinstance(state, str) and state[:2] in _REFUSED_CLASSES
-
 
 def classify(probe: Probe, head: int, head_identity: str) -> str:
     """What Redis holds of a link against the ledger's head (its sequence and its last request's identity)."""
@@ -65,7 +42,7 @@ class LinkRecovery:
     ledger_seq: int
 
 
-async def recover(redis: RedisPools, pg: asyncpg.Pool) -> list[LinkRecovery]:
+async def recover(redis: RedisPools, pg: ledger.Pool) -> list[LinkRecovery]:
     """Bring every link's Redis state in line with the ledger; a link the ledger refuses is fenced alone."""
     out = []
     async with pg.acquire() as conn:
@@ -96,7 +73,7 @@ async def recover(redis: RedisPools, pg: asyncpg.Pool) -> list[LinkRecovery]:
     return out
 
 
-async def drain(redis: RedisPools, pg: asyncpg.Pool, link: str, from_seq: int) -> str:
+async def drain(redis: RedisPools, pg: ledger.Pool, link: str, from_seq: int) -> str:
     """Write every journal entry above `from_seq` into the ledger: "drained"; "forked" when the journal
     does not continue the ledger; "fenced" when the ledger refuses an entry."""
     head = from_seq
@@ -108,7 +85,7 @@ async def drain(redis: RedisPools, pg: asyncpg.Pool, link: str, from_seq: int) -
             async with pg.acquire() as conn:
                 appended = await ledger.write_batch(conn, ledger.journal_entries(link, rows))
         except Exception as e:
-            if not refuses(e):
+            if not ledger.refuses(e):
                 raise
             await fence(redis, pg, link, head + 1, str(e))
             return "fenced"
@@ -128,7 +105,7 @@ async def drain(redis: RedisPools, pg: asyncpg.Pool, link: str, from_seq: int) -
     return "drained"
 
 
-async def fence(redis: RedisPools, pg: asyncpg.Pool | asyncpg.Connection, link: str, seq: int, reason: str) -> None:
+async def fence(redis: RedisPools, pg: ledger.Pool | ledger.Connection, link: str, seq: int, reason: str) -> None:
     """Stop one link: the ledger cannot take its entry `seq`. Recorded in both stores; every call on the
     link gets UNAVAILABLE saying why, and the other links go on."""
     log.critical("link %s fenced: the ledger refused entry %d: %s", link, seq, reason)
@@ -137,7 +114,7 @@ async def fence(redis: RedisPools, pg: asyncpg.Pool | asyncpg.Connection, link: 
     await redis.announce(link, "fenced", seq, reason[:200])
 
 
-async def rebuild(redis: RedisPools, pg: asyncpg.Pool, link: str) -> int:
+async def rebuild(redis: RedisPools, pg: ledger.Pool, link: str) -> int:
     """Replace the link's Redis keys with the state recorded in the ledger; returns the ledger's head.
 
     The config key goes first, so every step and read on the link is refused while the rest is replaced
@@ -149,7 +126,7 @@ async def rebuild(redis: RedisPools, pg: asyncpg.Pool, link: str) -> int:
     return snap.last_seq
 
 
-async def fenced_links(redis: RedisPools, pg: asyncpg.Pool) -> list[tuple[ledger.Fence, str]]:
+async def fenced_links(redis: RedisPools, pg: ledger.Pool) -> list[tuple[ledger.Fence, str]]:
     """Each fenced link with a line on the entry the ledger refused (read from the Redis journal)."""
     out = []
     for f in (await ledger.fences(pg)).values():
@@ -163,7 +140,7 @@ async def fenced_links(redis: RedisPools, pg: asyncpg.Pool) -> list[tuple[ledger
     return out
 
 
-async def unfence(redis: RedisPools, pg: asyncpg.Pool, link: str, *, discard: bool) -> str:
+async def unfence(redis: RedisPools, pg: ledger.Pool, link: str, *, discard: bool) -> str:
     """Lift a link's fence. Without `discard` the ledger writer tries the refused entry again (the cause was
     fixed); with it the link is rebuilt from the ledger first, dropping every entry the ledger does not
     hold (none of them was ever answered: a caller is answered only once its entry is in the ledger)."""

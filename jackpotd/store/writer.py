@@ -17,7 +17,6 @@ import logging
 import time
 from typing import Any
 
-import asyncpg
 import tenacity
 
 from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS
@@ -40,7 +39,7 @@ class LedgerWriter:
     REBUILDS_BEFORE_FENCE = 3  # rebuilds of one link within REBUILD_WINDOW seconds: stop rebuilding, fence it
     REBUILD_WINDOW = 60.0
 
-    def __init__(self, redis: RedisPools, pg: asyncpg.Pool, batch: int = 2000, linger: float = 0.005,
+    def __init__(self, redis: RedisPools, pg: ledger.Pool, batch: int = 2000, linger: float = 0.005,
                  retention_seconds: int = 60) -> None:
         self.redis = redis
         self.pg = pg
@@ -146,7 +145,7 @@ class LedgerWriter:
         try:
             appended = await ledger.write_batch(conn, batch, self._heads)
         except Exception as e:
-            if not recovery.refuses(e):
+            if not ledger.refuses(e):
                 raise
             appended = await self._isolate(conn, batch)
         LEDGER_BATCH.observe(len(batch))
@@ -195,7 +194,7 @@ class LedgerWriter:
                 try:
                     one = await ledger.write_batch(conn, [e], self._heads)
                 except Exception as error:
-                    if not recovery.refuses(error):
+                    if not ledger.refuses(error):
                         raise
                     await self._fence(link, e.seq, str(error))
                     break

@@ -19,6 +19,7 @@ from .chain import (
     journal_entries,
     write_batch,
 )
+from .errors import refuses
 from .fences import Fence, clear_fence, fences, refused_entry, set_fence
 from .lookups import HeldConnection, Lookups
 from .reads import (
@@ -32,11 +33,48 @@ from .reads import (
     stored_reply,
     table_link,
 )
-from .schema import APP_ROLE, MIGRATIONS, Pool, connect_pool, migrate, ping
+from .schema import APP_ROLE, MIGRATIONS, Connection, Pool, connect_pool, migrate, ping
 from .service_port import DRIVER_ERRORS, PostgresLedger, unavailable
 
-__all__ = ["APP_ROLE", "DRIVER_ERRORS", "MIGRATIONS", "Appended", "AuditReport", "Fence", "Head", "HeadCache",
-           "HeldConnection", "JournalEntry", "LinkSnapshot", "Lookups", "Pool", "PostgresLedger", "Refused", "Seen",
-           "Written", "audit_link", "chain_hash", "clear_fence", "connect_pool", "entry_identities", "fences",
-           "heads", "heads_of", "journal_entries", "last_hit", "link_known", "migrate", "ping", "refused_entry",
-           "round_state", "set_fence", "snapshot", "stored_reply", "table_link", "unavailable", "write_batch"]
+__all__ = [
+    "APP_ROLE",
+    "DRIVER_ERRORS",
+    "MIGRATIONS",
+    "Appended",
+    "AuditReport",
+    "Connection",
+    "Fence",
+    "Head",
+    "HeadCache",
+    "HeldConnection",
+    "JournalEntry",
+    "LinkSnapshot",
+    "Lookups",
+    "Pool",
+    "PostgresLedger",
+    "Refused",
+    "Seen",
+    "Written",
+    "audit_link",
+    "chain_hash",
+    "clear_fence",
+    "connect_pool",
+    "entry_identities",
+    "fences",
+    "heads",
+    "heads_of",
+    "journal_entries",
+    "last_hit",
+    "link_known",
+    "migrate",
+    "ping",
+    "refused_entry",
+    "refuses",
+    "round_state",
+    "set_fence",
+    "snapshot",
+    "stored_reply",
+    "table_link",
+    "unavailable",
+    "write_batch",
+]

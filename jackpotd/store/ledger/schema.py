@@ -7,7 +7,8 @@ from pathlib import Path
 
 import asyncpg
 
-Pool = asyncpg.Pool  # the connection pool type, for modules that must not import the driver
+Pool = asyncpg.Pool  # the pool and connection types, for modules that must not import the driver
+Connection = asyncpg.Connection
 
 log = logging.getLogger("jackpotd.ledger")
 MIGRATIONS = Path(__file__).parent.parent / "migrations"  # jackpotd/store/migrations
