@@ -8,7 +8,7 @@ from ..domain.link import LinkConfig
 from ..domain.money import require_positive_cents
 from . import results
 from .commands import ConfigCommand, CreateLink, Fund, RegisterTable, SuspendTable
-from .decide.admin import AdminState, decide_config, decide_fund
+from .decide.admin import AdminState, decide_config, decide_fund, require_approval
 from .engine import Clock, Gather, WritePath
 from .ports import Seen
 
@@ -42,6 +42,7 @@ class AdminCommands:
 
     async def change(self, cmd: ConfigCommand) -> results.Answer:
         """§9: any configuration change, with who, why and the approval reference."""
+        require_approval(cmd)
         match cmd:
             case CreateLink():
                 link_id = cmd.config.link_id

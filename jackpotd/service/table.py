@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ..domain.ids import require_id, require_text
 from ..domain.link import LinkConfig
-from ..metrics import HITS
 from . import results
 from .commands import Commit, Settle, Void
 from .decide.table import TableState, decide_commit, decide_settle, decide_void
@@ -41,11 +40,7 @@ class TableCommands:
         done = await self.engine.execute(link_id, cmd.request, self._round_state(link_id, cmd.table_id, cmd.round_id),
                                          lambda c, v, s: decide_settle(cmd, c, v, s),
                                          round_=(cmd.table_id, cmd.round_id))
-        settled = results.settled(done.reply, done.config)
-        if done.first:  # a replay was counted when it was applied
-            for p in settled.payouts:
-                HITS.labels(link_id, p.hand, p.pool).inc()
-        return settled
+        return results.settled(done.reply, done.config)
 
     async def void(self, cmd: Void) -> results.Voided:
         """§6: the round (or some seats) refunded, contributions reversed exactly."""

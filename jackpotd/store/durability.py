@@ -88,7 +88,10 @@ class DurabilityWatcher:
 
     async def _listen(self, messages: AsyncIterator[str]) -> None:
         async for data in messages:
-            self._on_message(data)
+            try:
+                self._on_message(data)
+            except Exception:  # one announcement we cannot read must not silence the rest
+                log.exception("durability watcher: cannot read announcement %r", data[:200])
 
     def _on_message(self, data: str) -> None:
         link, kind, seq_text, *rest = data.split(" ")

@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import orjson
 import redis.asyncio as aioredis
 import redis.exceptions
 
 from ..canonical import canonical_json
-from ..service.errors import LinkFenced, LinkLost, Unavailable, lost
 from ..service.ports import (
     Applied,
     IdReused,
@@ -35,6 +33,7 @@ from ..service.ports import (
 )
 from . import keys
 from .ledger import LinkSnapshot
+from .redis_errors import DOWN, passing, refusal, translated, unavailable
 from .redis_scripts import ScriptBatcher, Verdict
 from .resp import RespPipeline
 
@@ -42,46 +41,6 @@ log = logging.getLogger("jackpotd.redis")
 SAFETY_TTL_SECONDS = 24 * 3600  # until the writer shortens it to the retention once the entry is durable
 HASH_PREFIX = 16  # hex digits of a request identity in durability announcements (64 bits)
 HEALTH_TTL_MS = 3000
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-# What a Redis that cannot be reached, or cannot take writes now, raises through redis-py or our pipeline.
-_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, redis.exceptions.ReadOnlyError,
-         redis.exceptions.BusyLoadingError, OSError, ConnectionError, TimeoutError)
-
-
-def unavailable(error: BaseException) -> Unavailable:
-    return Unavailable(f"Redis is unavailable: {error}; retry with the same request_id")
-
-
-def translated(method: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
-    """Redis's own failures, raised as the service's Unavailable (the one place they are translated)."""
-
-    @functools.wraps(method)
-    async def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return await method(*args, **kwargs)
-        except Unavailable:
-            raise
-        except _DOWN as e:
-            raise unavailable(e) from e
-
-    return call
-
-
-def refusal(link_id: str, verdict: Verdict, detail: str) -> LinkLost | LinkFenced | None:
-    """The error for a step or read that found the link's Redis state unfit to answer from."""
-    if verdict is Verdict.FENCED:
-        return LinkFenced(f"link {link_id} is fenced: {detail}; an operator must resolve it "
-                          "(jackpotd fenced), then retry with the same request_id")
-    if verdict is Verdict.LOST:
-        return lost(link_id)
-    if verdict is Verdict.BEHIND:
-        return LinkLost(f"link {link_id}: Redis went back to sequence {detail}, behind the ledger; it is being "
-                        "rebuilt from the ledger, retry with the same request_id")
-    return None
-
 
 _RETRY = {Verdict.STALE_CONFIG: False, Verdict.ROUND_MOVED: False, Verdict.MOVED: True, Verdict.NEGATIVE: True}
 
@@ -192,21 +151,23 @@ class RedisPools:
         pubsub = self.client.pubsub()
         try:
             await pubsub.subscribe(keys.events(link_id))
-        except _DOWN as e:
+        except DOWN as e:
             await pubsub.aclose()
             raise unavailable(e) from e
 
         async def next_reply(timeout: float) -> Reply | None:
             try:
                 msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=timeout)
-            except _DOWN as e:
+            except DOWN as e:
                 raise unavailable(e) from e
+            except redis.exceptions.ResponseError as e:
+                raise passing(e) from e
             return None if msg is None else Reply.parse(msg["data"])
 
         try:
             yield next_reply
         finally:
-            with contextlib.suppress(*_DOWN):
+            with contextlib.suppress(*DOWN):
                 await pubsub.unsubscribe()
             await pubsub.aclose()
 
@@ -313,10 +274,10 @@ class RedisPools:
                     async for msg in pubsub.listen():
                         if msg["type"] == "message":
                             yield msg["data"]
-                except _DOWN as e:
-                    log.warning("durability announcements: resubscribing after %s", e)
+                except Exception as e:  # a dropped connection, a protocol error: the poller covers the gap
+                    log.warning("durability announcements: resubscribing after %s: %s", type(e).__name__, e)
                     await asyncio.sleep(0.1)
-                    with contextlib.suppress(*_DOWN):
+                    with contextlib.suppress(*DOWN):
                         await pubsub.subscribe(keys.DURABLE_CHANNEL)
 
         try:

@@ -21,7 +21,7 @@ from jackpotd.service.commands import (
     SuspendTable,
     UpdateLink,
 )
-from jackpotd.service.decide.admin import AdminState, decide_config, decide_fund
+from jackpotd.service.decide.admin import AdminState, decide_config, decide_fund, require_approval
 from jackpotd.service.engine import NEW
 
 from .test_decide_table import NOW, UC, link
@@ -72,7 +72,8 @@ def test_suspend_then_resume_which_needs_the_approval() -> None:
     assert new_config(step.new_config).tables["T"].suspended and step.entry["kind"] == "suspend_table"
     suspended = link(suspended=True)
     with pytest.raises(InvalidInput, match=r"audit\.approval_ref"):
-        decide_config(SuspendTable(req(), "T", False, Audit("sup", "fixed", "")), suspended, "v2", STATE)
+        require_approval(SuspendTable(req(), "T", False, Audit("sup", "fixed", "")))
+    require_approval(SuspendTable(req(), "T", True, Audit("sup", "fault", "")))  # suspending needs none
     step = decide_config(SuspendTable(req(), "T", False, AUDIT), suspended, "v2", STATE)
     assert not new_config(step.new_config).tables["T"].suspended and step.entry["kind"] == "resume_table"
 
@@ -91,7 +92,7 @@ def test_set_rates_adds_a_version_effective_now_and_never_retroactive() -> None:
     with pytest.raises(InvalidInput, match="retroactive"):
         decide_config(SetRates(req(), "L", rates, 700_000, NOW - 60_000, AUDIT), link(), "v1", STATE)
     with pytest.raises(InvalidInput, match=r"audit\.approval_ref"):
-        decide_config(SetRates(req(), "L", rates, 700_000, 0, Audit("a", "b", "")), link(), "v1", STATE)
+        require_approval(SetRates(req(), "L", rates, 700_000, 0, Audit("a", "b", "")))
 
 
 def test_set_rates_that_do_not_sum_are_refused() -> None:

@@ -61,6 +61,15 @@ def kind_of(cmd: ConfigCommand) -> str:
             return "update_link"
 
 
+def require_approval(cmd: ConfigCommand) -> None:
+    """What a change must carry before anything is read (§9): resuming a table cites the inspector's approval
+    (NSW 14.13), a rate change the regulator's."""
+    if isinstance(cmd, SuspendTable) and not cmd.suspended and not cmd.audit.approval_ref:
+        raise InvalidInput("audit.approval_ref", "", "resuming a table needs the inspector's approval reference")
+    if isinstance(cmd, SetRates) and not cmd.audit.approval_ref:
+        raise InvalidInput("audit.approval_ref", "", "a rate change needs the regulator's approval reference")
+
+
 def changed(cmd: ConfigCommand, config: LinkConfig, now_ms: int) -> LinkConfig:
     """The link's config after the change."""
     match cmd:
@@ -68,14 +77,9 @@ def changed(cmd: ConfigCommand, config: LinkConfig, now_ms: int) -> LinkConfig:
             return cmd.config
         case RegisterTable():
             return config.with_table(cmd.table)
-        case SuspendTable():  # NSW 14.13; resuming cites the inspector's approval
-            if not cmd.suspended and not cmd.audit.approval_ref:
-                raise InvalidInput("audit.approval_ref", "",
-                                   "resuming a table needs the inspector's approval reference")
+        case SuspendTable():  # NSW 14.13
             return config.with_table(replace(config.table(cmd.table_id), suspended=cmd.suspended))
         case SetRates():  # §3: a new versioned rate set, effective from a time, never retroactive
-            if not cmd.audit.approval_ref:
-                raise InvalidInput("audit.approval_ref", "", "a rate change needs the regulator's approval reference")
             at = cmd.effective_at_ms or now_ms
             if at < now_ms - RETROACTIVE_SLACK_MS:
                 raise InvalidInput("rates.effective_at_ms", at, "a rate change cannot be retroactive")

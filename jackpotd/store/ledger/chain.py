@@ -13,6 +13,7 @@ import orjson
 
 from ...canonical import canonical_json, request_identity
 from ...domain.postings import pool_account
+from ...metrics import HITS
 from ...service.ports import pairs
 
 
@@ -62,6 +63,7 @@ class Written:
     request_id: str
     identity: str  # canonical.request_identity of the entry's request
     finished_round: tuple[str, str] | None  # (table, round) of a round now settled or voided
+    hits: tuple[tuple[str, str], ...] = ()  # (hand, pool) of each hit the entry pays, for the hits metric
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +224,8 @@ def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head) -> tupl
                                   hit["funded_by_operator_cents"], hit["pool_before_uc"], hit["rule"],
                                   hit["status"]))
             identity = request_identity(body["request_id"], body["request_hash"])
-            rows.written.append(Written(e.seq, body["request_id"], identity, finished))
+            rows.written.append(Written(e.seq, body["request_id"], identity, finished,
+                                        tuple((hit["hand"], hit["pool"]) for hit in body.get("hits", ()))))
         except (KeyError, TypeError, ValueError, AttributeError) as error:  # a journal entry we cannot read
             return Refused(e.seq, f"journal entry {e.seq} is malformed: {type(error).__name__}: {error}",
                            malformed=True)
@@ -278,6 +281,10 @@ async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache
                 cache.pop(link, None)
             raise
     cache.update(fresh)
+    for link_id, written in out.written.items():  # a hit is counted once: when the ledger holds it
+        for w in written:
+            for hand, pool in w.hits:
+                HITS.labels(link_id, hand, pool).inc()
     return out
 
 

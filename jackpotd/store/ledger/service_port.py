@@ -19,8 +19,9 @@ from .lookups import Lookups
 DRIVER_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.InterfaceError,  # a closed pool or connection
     asyncpg.PostgresConnectionError,  # ConnectionDoesNotExistError, ConnectionFailureError, ...
-    asyncpg.CannotConnectNowError,  # the server is starting or shutting down
-    asyncpg.TooManyConnectionsError,
+    asyncpg.exceptions.OperatorInterventionError,  # 57P: a restart, a failover, a terminated backend
+    asyncpg.exceptions.InsufficientResourcesError,  # 53: too many connections, disk full, out of memory
+    asyncpg.exceptions.QueryCanceledError,  # a statement timeout
     OSError,
     ConnectionError,
     TimeoutError,

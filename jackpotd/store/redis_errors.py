@@ -1,0 +1,62 @@
+"""Redis failures as the service's errors, in one place: a Redis that cannot be reached or cannot take a
+command now is Unavailable; a link whose state Redis forgot, took back or had fenced is LinkLost or
+LinkFenced."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
+
+import redis.exceptions
+
+from ..service.errors import LinkFenced, LinkLost, Unavailable, lost
+from .redis_scripts import Verdict, reply_error
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# What a Redis that cannot be reached, or cannot take writes now, raises through redis-py or our pipeline.
+DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, redis.exceptions.ReadOnlyError,
+        redis.exceptions.BusyLoadingError, OSError, ConnectionError, TimeoutError)
+
+
+def unavailable(error: BaseException) -> Unavailable:
+    """The Unavailable a Redis failure is reported as: safe to retry with the same id."""
+    return Unavailable(f"Redis is unavailable: {error}; retry with the same request_id")
+
+
+def translated(method: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """Redis's own failures, raised as the service's Unavailable (the one place they are translated)."""
+
+    @functools.wraps(method)
+    async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await method(*args, **kwargs)
+        except Unavailable:
+            raise
+        except DOWN as e:
+            raise unavailable(e) from e
+        except redis.exceptions.ResponseError as e:  # BUSY, MASTERDOWN, TRYAGAIN...: will pass
+            raise passing(e) from e
+
+    return call
+
+
+def passing(error: redis.exceptions.ResponseError) -> Exception:
+    """A reply error as Unavailable when Redis will take the command later, else unchanged (a bug)."""
+    as_reply = reply_error(str(error))
+    return as_reply if isinstance(as_reply, Unavailable) else error
+
+
+def refusal(link_id: str, verdict: Verdict, detail: str) -> LinkLost | LinkFenced | None:
+    """The error for a step or read that found the link's Redis state unfit to answer from."""
+    if verdict is Verdict.FENCED:
+        return LinkFenced(f"link {link_id} is fenced: {detail}; an operator must resolve it "
+                          "(jackpotd fenced), then retry with the same request_id")
+    if verdict is Verdict.LOST:
+        return lost(link_id)
+    if verdict is Verdict.BEHIND:
+        return LinkLost(f"link {link_id}: Redis went back to sequence {detail}, behind the ledger; it is being "
+                        "rebuilt from the ledger, retry with the same request_id")
+    return None
