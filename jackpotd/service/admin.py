@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..clock import Clock
 from ..domain.errors import FailedPrecondition
 from ..domain.ids import require_id
 from ..domain.link import LinkConfig
@@ -9,7 +10,7 @@ from ..domain.money import require_positive_cents
 from . import results
 from .commands import ConfigCommand, CreateLink, Fund, RegisterTable, SuspendTable
 from .decide.admin import AdminState, decide_config, decide_fund, require_approval
-from .engine import Clock, Gather, WritePath
+from .engine import Gather, WritePath
 from .ports import Seen
 
 

@@ -3,7 +3,6 @@ step was decided on has moved, and waiting until the ledger holds the entry befo
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -15,17 +14,9 @@ from ..metrics import CAS_RETRIES
 from .commands import Request
 from .errors import LinkLost, Unavailable
 from .links import Links
-from .ports import Applied, IdReused, LinkExists, Moved, Reply, RoundNotOpen, Seen, Step
+from .ports import NEW_LINK, Applied, IdReused, LinkExists, Moved, Reply, RoundNotOpen, Seen, Step
 
 MAX_ATTEMPTS = 200
-NEW = "new"  # the config version a create expects: no config yet
-
-Clock = Callable[[], int]  # milliseconds since the epoch
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
 
 S = TypeVar("S")
 Gather = Callable[[LinkConfig, Seen], Awaitable[S]]  # reads the state a decision needs (I/O)
@@ -65,7 +56,7 @@ class WritePath:
             return await self._replay(link_id, req, await self.links.ledger.stored_reply(link_id, req.request_id))
         for attempt in range(MAX_ATTEMPTS):
             if create is not None:
-                version, config = NEW, create
+                version, config = NEW_LINK, create
             else:
                 version, config = await self.links.config(link_id, fresh=attempt > 0)
             try:
@@ -101,18 +92,17 @@ class WritePath:
 
     async def _replay_or(self, link_id: str, req: Request, error: Exception) -> Done:
         """A request refused now may have been applied before: answer it from its record, else raise `error`."""
-        raw = await self.links.live.record(link_id, req.request_id)
-        if raw is None:
-            raw = await self.links.ledger.stored_reply(link_id, req.request_id)
-        if raw is None:
+        reply = await self.links.live.record(link_id, req.request_id)
+        if reply is None:
+            reply = await self.links.ledger.stored_reply(link_id, req.request_id)
+        if reply is None:
             raise error
-        return await self._replay(link_id, req, raw)
+        return await self._replay(link_id, req, reply)
 
-    async def _replay(self, link_id: str, req: Request, raw: str | None) -> Done:
+    async def _replay(self, link_id: str, req: Request, reply: Reply | None) -> Done:
         """The first answer to a request id again, once the ledger holds it; its id with other content is refused."""
-        if raw is None:  # the ledger said it holds the id, then did not return it: ask again later
+        if reply is None:  # the ledger said it holds the id, then did not return it: ask again later
             raise Unavailable(f"the ledger did not return the reply of request {req.request_id}; retry")
-        reply = Reply.parse(raw)
         if reply.hash != req.hash:
             raise id_reused(req, reply)
         await self._durable(link_id, reply.seq, req.identity)

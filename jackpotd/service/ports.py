@@ -11,13 +11,6 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import orjson
-
-
-def pairs(flat: Sequence[str]) -> dict[str, int]:
-    """A flat [k, v, k, v] of integer strings (HGETALL's shape) as a dict."""
-    return {flat[i]: int(flat[i + 1]) for i in range(0, len(flat), 2)}
-
 
 @dataclass(frozen=True, slots=True)
 class Reply:
@@ -30,11 +23,9 @@ class Reply:
     content: Mapping[str, Any]  # the request content the id was first used for
     hash: str
 
-    @staticmethod
-    def parse(raw: str | bytes) -> Reply:
-        """A stored reply, as the step wrote it (result, balances and content embedded as JSON)."""
-        d = orjson.loads(raw)
-        return Reply(int(d["seq"]), d["result"], pairs(d["balances"]), d["content"], d["hash"])
+
+ROUND_ABSENT = "absent"  # Step.round_expect: the round must not exist yet (a commit)
+NEW_LINK = "new"  # Step.config_version: the link must not exist yet (a create)
 
 
 @dataclass
@@ -47,11 +38,11 @@ class Step:
     identity: str  # canonical.request_identity: what the next journal entry names as the one it follows
     content: Mapping[str, Any]
     canonical_content: str
-    config_version: str  # "new" to create the link
+    config_version: str  # the version the step was decided on; NEW_LINK to create the link
     entry: Mapping[str, Any]
     result: Mapping[str, Any]
     round: tuple[str, str] | None = None  # (table_id, round_id)
-    round_expect: str = ""
+    round_expect: str = ""  # "": no round; ROUND_ABSENT; or the state the round must be in
     round_rev: str = ""
     round_new_state: str = ""
     round_data: str = ""
@@ -101,12 +92,22 @@ Outcome = Applied | IdReused | Moved | RoundNotOpen | LinkExists
 
 
 @dataclass(frozen=True, slots=True)
+class LiveRound:
+    """A round as the live store holds it: its state, its revision (each step on it moves it on) and its
+    stored data (service/round_record.py)."""
+
+    state: str
+    rev: str
+    data: str
+
+
+@dataclass(frozen=True, slots=True)
 class LinkRead:
-    """A checked read of a link: its sequence, pool balances and (when asked) one round's fields."""
+    """A checked read of a link: its sequence, pool balances and (when asked) one round, if held."""
 
     seq: int
     balances: dict[str, int]
-    round: dict[str, str]
+    round: LiveRound | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +139,7 @@ class LiveStore(Protocol):
 
     async def read(self, link_id: str, floor: int, round_: tuple[str, str] | None = None) -> LinkRead: ...
 
-    async def record(self, link_id: str, request_id: str) -> str | None: ...
+    async def record(self, link_id: str, request_id: str) -> Reply | None: ...
 
     async def config(self, link_id: str) -> tuple[str, dict[str, Any]] | None: ...
 
@@ -156,7 +157,7 @@ class Ledger(Protocol):
 
     async def seen(self, link_id: str, table_id: str, round_id: str, request_id: str) -> Seen: ...
 
-    async def stored_reply(self, link_id: str, request_id: str) -> str | None: ...
+    async def stored_reply(self, link_id: str, request_id: str) -> Reply | None: ...
 
     async def link_known(self, link_id: str) -> bool: ...
 
@@ -175,5 +176,5 @@ class Durability(Protocol):
     async def wait_durable(self, link_id: str, seq: int, identity: str | None = None) -> None: ...
 
 
-__all__ = ["Applied", "Durability", "IdReused", "LastHit", "Ledger", "LinkExists", "LinkRead", "LiveStore",
-           "Moved", "Outcome", "Reply", "RoundNotOpen", "Seen", "Step", "pairs"]
+__all__ = ["NEW_LINK", "ROUND_ABSENT", "Applied", "Durability", "IdReused", "LastHit", "Ledger", "LinkExists",
+           "LinkRead", "LiveRound", "LiveStore", "Moved", "Outcome", "Reply", "RoundNotOpen", "Seen", "Step"]

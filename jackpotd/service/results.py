@@ -111,9 +111,14 @@ def committed(reply: Reply, config: LinkConfig) -> Committed:
                      _rows(Accepted, reply.result["accepted"]))
 
 
+def payouts_of(reply: Reply) -> tuple[Payout, ...]:
+    """The payouts a stored reply holds (a settle's; none for other replies)."""
+    return _rows(Payout, reply.result.get("payouts", ()))
+
+
 def settled(reply: Reply, config: LinkConfig) -> Settled:
     r = reply.result
-    return Settled(reply.seq, config.link_id, pool_views(config, reply.balances), _rows(Payout, r["payouts"]),
+    return Settled(reply.seq, config.link_id, pool_views(config, reply.balances), payouts_of(reply),
                    _rows(Reset, r["resets"]), _rows(SeatResult, r["seats"]))
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..clock import Clock, now_ms
 from .admin import AdminCommands
-from .engine import Clock, WritePath, now_ms
+from .engine import WritePath
 from .links import Links
 from .ports import Durability, Ledger, LiveStore
 from .reads import Reads
@@ -18,10 +19,9 @@ class Services:
     table: TableCommands
     admin: AdminCommands
     reads: Reads
-    links: Links
 
     @staticmethod
     def build(live: LiveStore, ledger: Ledger, durability: Durability, clock: Clock = now_ms) -> Services:
         links = Links(live, ledger, durability)
         engine = WritePath(links)
-        return Services(TableCommands(engine, clock), AdminCommands(engine, clock), Reads(links), links)
+        return Services(TableCommands(engine, clock), AdminCommands(engine, clock), Reads(links))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from ..clock import Clock
 from ..domain.ids import require_id, require_text
 from ..domain.link import LinkConfig
 from . import results
 from .commands import Commit, Settle, Void
 from .decide.table import TableState, decide_commit, decide_settle, decide_void
-from .engine import Clock, Gather, WritePath
+from .engine import Gather, WritePath
 from .ports import Seen
 
 
@@ -27,7 +28,7 @@ class TableCommands:
         async def gather(config: LinkConfig, seen: Seen) -> TableState:
             capped = any(p.cap_cents is not None for p in config.pools)  # only a cap makes balances matter
             balances = (await self.links.read(link_id)).balances if capped else {}
-            return TableState(self.clock(), balances, {}, seen.round_state)
+            return TableState(self.clock(), balances, None, seen.round_state)
 
         done = await self.engine.execute(link_id, cmd.request, gather, lambda c, v, s: decide_commit(cmd, c, v, s),
                                          round_=(cmd.table_id, cmd.round_id))

@@ -24,17 +24,18 @@ from ..service.ports import (
     IdReused,
     LinkExists,
     LinkRead,
+    LiveRound,
     Moved,
     Outcome,
     Reply,
     RoundNotOpen,
     Step,
-    pairs,
 )
 from . import keys
 from .ledger import LinkSnapshot
 from .redis_errors import DOWN, passing, refusal, translated, unavailable
 from .redis_scripts import ScriptBatcher, Verdict
+from .replies import pairs, parse_reply
 from .resp import RespPipeline
 
 log = logging.getLogger("jackpotd.redis")
@@ -111,9 +112,9 @@ class RedisPools:
             return Applied(Reply(int(seq), step.result, pairs(orjson.loads(balances)), step.content,
                                  step.request_hash), first=True)
         if verdict is Verdict.DUP:
-            return Applied(Reply.parse(payload), first=False)
+            return Applied(parse_reply(payload), first=False)
         if verdict is Verdict.CONFLICT:
-            return IdReused(Reply.parse(payload))
+            return IdReused(parse_reply(payload))
         if verdict is Verdict.ROUND_STATE:
             return RoundNotOpen(payload)
         if verdict is Verdict.EXISTS:
@@ -136,14 +137,15 @@ class RedisPools:
             raise error
         seq, balances, rnd = rest
         flat = orjson.loads(rnd)
-        return LinkRead(int(seq), pairs(orjson.loads(balances)),
-                        dict(zip(flat[::2], flat[1::2], strict=True)) if flat else {})
+        fields = dict(zip(flat[::2], flat[1::2], strict=True)) if flat else {}
+        live = LiveRound(fields["state"], fields.get("rev", ""), fields.get("data", "")) if fields else None
+        return LinkRead(int(seq), pairs(orjson.loads(balances)), live)
 
     @translated
-    async def record(self, link_id: str, request_id: str) -> str | None:
+    async def record(self, link_id: str, request_id: str) -> Reply | None:
         """The stored reply of a request id, while Redis keeps it."""
         raw: str | None = await self.client.get(keys.record(link_id, request_id))
-        return raw
+        return None if raw is None else parse_reply(raw)
 
     @contextlib.asynccontextmanager
     async def subscribe(self, link_id: str) -> AsyncIterator[Callable[[float], Awaitable[Reply | None]]]:
@@ -162,7 +164,7 @@ class RedisPools:
                 raise unavailable(e) from e
             except redis.exceptions.ResponseError as e:
                 raise passing(e) from e
-            return None if msg is None else Reply.parse(msg["data"])
+            return None if msg is None else parse_reply(msg["data"])
 
         try:
             yield next_reply

@@ -1,7 +1,7 @@
 """A lean pipelined Redis connection for the hot path: the atomic step of every mutating call.
 
 redis-py's general machinery cost more than the script itself under load (docs/DECISIONS.md, The Redis
-client: A/B: 2.3 to 7 times the client CPU per EVALSHA, `bench/bench_resp.py`). Here one connection carries
+client: A/B: 2.2 to 6.6 times the client CPU per EVALSHA, `bench/bench_resp.py`). Here one connection carries
 one batch at a time: the batch is encoded into a single write and its replies are parsed by hiredis. While
 a batch is in flight the next one gathers, so batches grow with load.
 

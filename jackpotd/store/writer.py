@@ -19,15 +19,12 @@ from typing import Any
 
 import tenacity
 
+from ..clock import now_ms
 from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS
 from . import ledger, recovery
 from .redis_pools import Durable, Journal, RedisPools
 
 log = logging.getLogger("jackpotd.writer")
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class LedgerWriter:

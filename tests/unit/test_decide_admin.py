@@ -22,7 +22,7 @@ from jackpotd.service.commands import (
     UpdateLink,
 )
 from jackpotd.service.decide.admin import AdminState, decide_config, decide_fund, require_approval
-from jackpotd.service.engine import NEW
+from jackpotd.service.ports import NEW_LINK as NEW
 
 from .test_decide_table import NOW, UC, link
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import orjson
 import pytest
 
@@ -14,7 +16,7 @@ from jackpotd.domain.rounds import COMMITTED, SETTLED, VOIDED, SeatHand, Wager
 from jackpotd.service.commands import Commit, Request, Settle, Void
 from jackpotd.service.decide.table import TableState, decide_commit, decide_settle, decide_void
 from jackpotd.service.errors import Unavailable
-from jackpotd.service.ports import Reply, Step
+from jackpotd.service.ports import LiveRound, Reply, Step
 from jackpotd.service.results import Accepted, committed
 from jackpotd.service.round_record import RoundRecord
 
@@ -43,12 +45,12 @@ def commit(*seats: int, round_id: str = "r1") -> Commit:
 
 
 def fresh(balances: dict[str, int] | None = None, ledger_round: str | None = None) -> TableState:
-    return TableState(NOW, balances or {}, {}, ledger_round)
+    return TableState(NOW, balances or {}, None, ledger_round)
 
 
-def live_round(step: Step, rev: str = "1") -> dict[str, str]:
+def live_round(step: Step, rev: str = "1") -> LiveRound:
     """The round record a committed step left in the live store."""
-    return {"state": step.round_new_state, "rev": rev, "data": step.round_data}
+    return LiveRound(step.round_new_state, rev, step.round_data)
 
 
 def balanced(step: Step) -> int:
@@ -114,13 +116,13 @@ def test_commit_uses_the_rates_in_force_at_its_time() -> None:
     config = LinkConfig(**{**{f: getattr(config, f) for f in config.__slots__}, "rate_sets": (*config.rate_sets,
                                                                                              later)})
     assert dict(decide_commit(commit(1), config, "v", fresh()).deltas)[MAJOR] == 20 * UC
-    after = TableState(NOW + 10, {}, {}, None)
+    after = TableState(NOW + 10, {}, None, None)
     assert dict(decide_commit(commit(1), config, "v", after).deltas)[MAJOR] == 10 * UC
 
 
 # ---- settle (§5) -----------------------------------------------------------------------------------
 
-def committed_round(*seats: int) -> tuple[LinkConfig, dict[str, str]]:
+def committed_round(*seats: int) -> tuple[LinkConfig, LiveRound]:
     config = link()
     return config, live_round(decide_commit(commit(*seats), config, "v1", fresh()))
 
@@ -170,13 +172,13 @@ def test_settle_ignores_a_seat_without_a_wager_and_a_wager_without_cards_loses()
                                                      (VOIDED, FailedPrecondition), (COMMITTED, Unavailable)])
 def test_settle_of_a_round_the_live_store_does_not_hold(ledger_round: str | None, error: type[Exception]) -> None:
     with pytest.raises(error):
-        decide_settle(settle({1: FLUSH}), link(), "v1", TableState(NOW, {}, {}, ledger_round))
+        decide_settle(settle({1: FLUSH}), link(), "v1", TableState(NOW, {}, None, ledger_round))
 
 
 def test_settle_of_a_settled_round_is_refused() -> None:
     config, rnd = committed_round(1)
     with pytest.raises(FailedPrecondition, match="SETTLED"):
-        decide_settle(settle({1: FLUSH}), config, "v1", TableState(NOW, {}, {**rnd, "state": SETTLED}, None))
+        decide_settle(settle({1: FLUSH}), config, "v1", TableState(NOW, {}, replace(rnd, state=SETTLED), None))
 
 
 def test_settle_with_a_card_twice_names_the_field() -> None:
@@ -207,7 +209,7 @@ def test_partial_void_leaves_the_round_open_and_a_second_void_of_the_seat_is_ref
                        TableState(NOW, pools, live_round(made), None))
     assert step.round_new_state == COMMITTED and RoundRecord.decode(step.round_data).active == [1]
     assert RoundRecord.decode(step.round_data).void_reasons == ({"seats": [2], "reason": "device"},)
-    after = {"state": COMMITTED, "rev": "2", "data": step.round_data}
+    after = LiveRound(COMMITTED, "2", step.round_data)
     with pytest.raises(InvalidInput, match=r"seats\[0\]"):
         decide_void(Void(req("v2"), "T", "r1", "again", [2]), config, "v1", TableState(NOW, pools, after, None))
 
@@ -224,7 +226,8 @@ def test_void_after_the_pool_paid_out_is_made_up_by_operator_funding() -> None:
 def test_void_of_a_settled_round_needs_a_supervisor() -> None:
     config, rnd = committed_round(1)
     with pytest.raises(FailedPrecondition, match="supervisor"):
-        decide_void(Void(req(), "T", "r1", "late"), config, "v1", TableState(NOW, {}, {**rnd, "state": SETTLED}, None))
+        decide_void(Void(req(), "T", "r1", "late"), config, "v1",
+                    TableState(NOW, {}, replace(rnd, state=SETTLED), None))
 
 
 def test_round_record_round_trips_and_stores_equal_legs_once() -> None:

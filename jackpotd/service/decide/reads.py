@@ -8,7 +8,7 @@ from enum import Enum
 from ...domain.link import LinkConfig
 from ...domain.money import floor_cents
 from ..ports import Reply
-from ..results import HitAnnouncement, LinkUpdate, pool_views
+from ..results import HitAnnouncement, LinkUpdate, payouts_of, pool_views
 
 METER_INTERVAL = 0.1  # ARCHITECTURE.md, Reads: at most ten updates a second per link
 HEARTBEAT = 2.0  # seconds between updates on a quiet link, well inside a table's 10 s silence limit (§8)
@@ -16,9 +16,9 @@ HEARTBEAT = 2.0  # seconds between updates on a quiet link, well inside a table'
 
 def hits_of(reply: Reply) -> tuple[HitAnnouncement, ...]:
     """The hits an applied settle announces, each with its pool's amount after it (other replies: none)."""
-    return tuple(HitAnnouncement(str(reply.content.get("table_id", "")), p["seat"], p["hand"], p["amount_cents"],
-                                 p["pool"], p["hit_id"], reply.seq, floor_cents(reply.balances.get(p["pool"], 0)))
-                 for p in reply.result.get("payouts", ()))
+    return tuple(HitAnnouncement(str(reply.content.get("table_id", "")), p.seat, p.hand, p.amount_cents, p.pool,
+                                 p.hit_id, reply.seq, floor_cents(reply.balances.get(p.pool, 0)))
+                 for p in payouts_of(reply))
 
 
 class Due(Enum):

@@ -17,7 +17,7 @@ from ...domain.rates import rates_in_force
 from ...domain.rounds import COMMITTED, SETTLED, VOIDED, evaluate_round, validate_wagers
 from ..commands import Commit, Settle, Void
 from ..errors import Unavailable
-from ..ports import Step
+from ..ports import ROUND_ABSENT, LiveRound, Step
 from ..results import Payout, SeatResult, stored
 from ..round_record import RoundRecord, new_round
 from .steps import step
@@ -30,7 +30,7 @@ class TableState:
 
     now_ms: int
     balances: Mapping[str, int]
-    round: Mapping[str, str]
+    round: LiveRound | None
     ledger_round_state: str | None
 
 
@@ -56,7 +56,7 @@ def decide_commit(cmd: Commit, config: LinkConfig, version: str, state: TableSta
     round_data = record.encode()
     return step(config.link_id, cmd.request, "commit", version, state.now_ms, postings=c.merged,
                 result=result, extra={"round": _round_entry(cmd.table_id, cmd.round_id, COMMITTED, round_data)},
-                round=(cmd.table_id, cmd.round_id), round_expect="absent", round_new_state=COMMITTED,
+                round=(cmd.table_id, cmd.round_id), round_expect=ROUND_ABSENT, round_new_state=COMMITTED,
                 round_data=round_data, guards={n: state.balances.get(n, 0) for n in capped})
 
 
@@ -66,7 +66,7 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
     evaluated = evaluate_round(table.game, table.seats, [hand.seat for hand in cmd.hands], cmd.hands,
                                cmd.board_cards, cmd.dealer_cards)
     rnd = open_round(state, config.link_id, cmd.table_id, cmd.round_id)
-    record = RoundRecord.decode(rnd["data"])
+    record = RoundRecord.decode(rnd.data)
     wagered = set(record.active)
     hits = [x for x in evaluated if x.seat in wagered]
     paytable = config.paytable(record.game)
@@ -95,7 +95,7 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
     return step(config.link_id, cmd.request, "settle", version, state.now_ms, postings=price.postings,
                 result=result, extra={"round": _round_entry(cmd.table_id, cmd.round_id, SETTLED, round_data),
                                       "hits": hit_rows},
-                round=(cmd.table_id, cmd.round_id), round_expect=COMMITTED, round_rev=rnd["rev"],
+                round=(cmd.table_id, cmd.round_id), round_expect=COMMITTED, round_rev=rnd.rev,
                 round_new_state=SETTLED, round_data=round_data,
                 guards={p.name: balances.get(p.name, 0) for p in config.pools} if qualifying else {})
 
@@ -103,7 +103,7 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
 def decide_void(cmd: Void, config: LinkConfig, version: str, state: TableState) -> Step:
     """§6: refund the round (or the listed seats) and reverse their contributions exactly."""
     rnd = open_round(state, config.link_id, cmd.table_id, cmd.round_id, "; only a supervisor adjustment can change it")
-    record = RoundRecord.decode(rnd["data"])
+    record = RoundRecord.decode(rnd.data)
     active = record.active
     for i, s in enumerate(cmd.seats):
         if s not in active:  # or this very void was applied already and awaits the ledger: the engine replays it
@@ -118,24 +118,23 @@ def decide_void(cmd: Void, config: LinkConfig, version: str, state: TableState) 
     return step(config.link_id, cmd.request, "void", version, state.now_ms, postings=undo, result=result,
                 extra={"round": _round_entry(cmd.table_id, cmd.round_id, new_state, round_data),
                        "reason": cmd.reason},
-                round=(cmd.table_id, cmd.round_id), round_expect=COMMITTED, round_rev=rnd["rev"],
+                round=(cmd.table_id, cmd.round_id), round_expect=COMMITTED, round_rev=rnd.rev,
                 round_new_state=new_state, round_data=round_data)
 
 
-def open_round(state: TableState, link_id: str, table_id: str, round_id: str, moved_on: str = ""
-               ) -> Mapping[str, str]:
+def open_round(state: TableState, link_id: str, table_id: str, round_id: str, moved_on: str = "") -> LiveRound:
     """The round's live record, which must be COMMITTED. A round the live store does not hold was finished and
     let go (the ledger has its state), was never committed, or was lost by the live store."""
     rnd = state.round
-    if not rnd:
+    if rnd is None:
         if state.ledger_round_state is None:
             raise NotFound("round_id", round_id, "no wagers were committed")
         if state.ledger_round_state == COMMITTED:  # an open round must be live: the live store lost it
             raise Unavailable(f"link {link_id}: Redis does not hold open round {round_id} of table {table_id}; "
                               "retry with the same request_id")
-        rnd = {"state": state.ledger_round_state}
-    if rnd.get("state") != COMMITTED:
-        raise FailedPrecondition("round_id", round_id, f"the round is {rnd.get('state')}{moved_on}")
+        raise FailedPrecondition("round_id", round_id, f"the round is {state.ledger_round_state}{moved_on}")
+    if rnd.state != COMMITTED:
+        raise FailedPrecondition("round_id", round_id, f"the round is {rnd.state}{moved_on}")
     return rnd
 
 

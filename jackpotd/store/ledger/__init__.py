@@ -1,11 +1,12 @@
 """PostgreSQL adapter: migrations, the group-committing ledger writer, reads for recovery and audit, and the
-service's Ledger port. The only package that imports asyncpg or holds SQL; callers use `ledger.X`.
+service's Ledger port. With the Redis adapter, the only code that imports a driver, and the only code that
+holds SQL. Callers use `ledger.X`.
 
-schema: migrate, connect_pool · chain: the hash chain and write_batch · reads: heads, snapshot and single
-lookups · lookups: the batched request-id/round lookup · fences · audit · service_port: PostgresLedger.
+schema: migrate, connect_pool, ping · errors: what a refusal is · chain: the hash chain and write_batch ·
+reads: heads, snapshot and single lookups · lookups: the batched request-id/round lookup · fences · audit ·
+service_port: PostgresLedger.
 """
 
-from ...service.ports import Seen  # ports.Seen, what Lookups answers; named here for `ledger.Seen` callers
 from .audit import AuditReport, audit_link
 from .chain import (
     Appended,
@@ -28,7 +29,6 @@ from .reads import (
     heads,
     last_hit,
     link_known,
-    round_state,
     snapshot,
     stored_reply,
     table_link,
@@ -53,7 +53,6 @@ __all__ = [
     "Pool",
     "PostgresLedger",
     "Refused",
-    "Seen",
     "Written",
     "audit_link",
     "chain_hash",
@@ -70,7 +69,6 @@ __all__ = [
     "ping",
     "refused_entry",
     "refuses",
-    "round_state",
     "set_fence",
     "snapshot",
     "stored_reply",

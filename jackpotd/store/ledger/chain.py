@@ -14,7 +14,7 @@ import orjson
 from ...canonical import canonical_json, request_identity
 from ...domain.postings import pool_account
 from ...metrics import HITS
-from ...service.ports import pairs
+from ..replies import pairs
 
 
 def chain_hash(prev: bytes, link_id: str, seq: int, entry: str, postings: Sequence[tuple[str, int, int]]) -> bytes:
@@ -135,7 +135,7 @@ SELECT ledger_require((SELECT count(*) FROM h) = cardinality($1::text[]),
 """
 
 
-def _columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
+def columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
     """Rows as one array per column, for unnest()."""
     return [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]
 
@@ -149,7 +149,7 @@ async def heads_of(conn: Any, link_ids: Sequence[str] | None) -> HeadCache:
     for r in await conn.fetch("SELECT l.link_id, l.last_seq, l.last_hash, e.request_id, e.request_hash "
                               "FROM links l LEFT JOIN entries e ON e.link_id = l.link_id AND e.seq = l.last_seq "
                               + where, *args):
-        out[r["link_id"]] = Head(int(r["last_seq"]), bytes(r["last_hash"]), {}, _identity_of(r))
+        out[r["link_id"]] = Head(int(r["last_seq"]), bytes(r["last_hash"]), {}, identity_of(r))
     for r in await conn.fetch("SELECT link_id, account, balance_uc FROM account_balances b "
                               + where.replace("l.link_id", "b.link_id"), *args):
         out[r["link_id"]].balances[r["account"]] = int(r["balance_uc"])
@@ -272,10 +272,10 @@ async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache
             head_rows.append((link_id, head.seq, head.hash, start.seq))
     if rows.entries:
         try:
-            await conn.execute(_APPEND, *_columns(head_rows, 4), *_columns(rows.entries, 10),
-                               *_columns(rows.postings, 6), *_columns(rows.hits, 14), *_columns(rows.configs, 3),
-                               *_columns(rows.tables, 2), *_columns(list(rows.rounds.values()), 6),
-                               *_columns(balance_rows, 3))
+            await conn.execute(_APPEND, *columns(head_rows, 4), *columns(rows.entries, 10),
+                               *columns(rows.postings, 6), *columns(rows.hits, 14), *columns(rows.configs, 3),
+                               *columns(rows.tables, 2), *columns(list(rows.rounds.values()), 6),
+                               *columns(balance_rows, 3))
         except BaseException:
             for link in by_link:  # whatever happened, read the heads afresh next time
                 cache.pop(link, None)
@@ -301,6 +301,6 @@ def journal_entries(link_id: str, rows: Iterable[tuple[int, dict[str, str]]]) ->
     return out
 
 
-def _identity_of(row: Any) -> str:
+def identity_of(row: Any) -> str:
     """The request identity of an entry row ('' for none: a link without entries)."""
     return "" if row["request_id"] is None else request_identity(row["request_id"], row["request_hash"])

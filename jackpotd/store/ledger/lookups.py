@@ -9,7 +9,7 @@ import asyncpg
 
 from ...service.ports import Seen
 from ..batching import Batcher
-from .chain import _columns
+from .chain import columns
 
 
 class HeldConnection:
@@ -36,7 +36,7 @@ class HeldConnection:
 
 
 class Lookups:
-    """Every table call asks the ledger whether its request id and round id were ever used; the questions
+    """Every mutating call asks the ledger whether its request id (and round id) were ever used; the questions
     of one moment share a query, on a connection held for the purpose."""
 
     LINGER = 0.002
@@ -65,7 +65,7 @@ class Lookups:
 
     async def _send(self, batch: list[tuple[str, str, str, str]]) -> list[Seen]:
         try:
-            rows = await (await self._held.get()).fetch(self.QUERY, *_columns(batch, 4), timeout=self.TIMEOUT)
+            rows = await (await self._held.get()).fetch(self.QUERY, *columns(batch, 4), timeout=self.TIMEOUT)
         except Exception:
             await self._held.release()  # the next batch starts on a fresh connection
             raise

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from ...service.ports import LastHit
-from .chain import _identity_of
+from .chain import identity_of
 from .fences import refused_entry
 
 
@@ -49,7 +49,7 @@ async def snapshot(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> Lin
     tables = [r["table_id"] for r in await conn.fetch("SELECT table_id FROM tables WHERE link_id = $1", link_id)]
     fenced = await conn.fetchrow("SELECT seq, reason FROM link_fences WHERE link_id = $1", link_id)
     fence = None if fenced is None else refused_entry(int(fenced["seq"]), fenced["reason"])
-    return LinkSnapshot(link_id, int(head["last_seq"]), _identity_of(head), int(cfg["version"]), cfg["config"],
+    return LinkSnapshot(link_id, int(head["last_seq"]), identity_of(head), int(cfg["version"]), cfg["config"],
                         balances, rounds, tables, fence)
 
 
@@ -71,14 +71,6 @@ async def table_link(conn: asyncpg.Connection | asyncpg.Pool, table_id: str) -> 
     return v
 
 
-async def round_state(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: str,
-                      round_id: str) -> str | None:
-    """A round's state as the ledger holds it (Redis lets finished rounds go after the retention)."""
-    v: str | None = await conn.fetchval("SELECT state FROM rounds WHERE link_id = $1 AND table_id = $2 "
-                                        "AND round_id = $3", link_id, table_id, round_id)
-    return v
-
-
 async def last_hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> LastHit | None:
     """The link's latest hit (signs show it on connecting)."""
     row = await conn.fetchrow("SELECT hit_id, table_id, seat, hand, amount_cents, pool, seq FROM hits "
@@ -92,6 +84,6 @@ async def last_hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> Las
 async def entry_identities(conn: asyncpg.Connection | asyncpg.Pool, link_id: str,
                            seqs: Sequence[int]) -> dict[int, str]:
     """The request identity of each of these entries the ledger holds."""
-    return {int(r["seq"]): _identity_of(r) for r in await conn.fetch(
+    return {int(r["seq"]): identity_of(r) for r in await conn.fetch(
         "SELECT seq, request_id, request_hash FROM entries WHERE link_id = $1 AND seq = ANY($2::bigint[])",
         link_id, list(seqs))}

@@ -10,7 +10,8 @@ from typing import Any, ParamSpec, TypeVar
 import asyncpg
 
 from ...service.errors import Unavailable
-from ...service.ports import LastHit, Seen
+from ...service.ports import LastHit, Reply, Seen
+from ..replies import parse_reply
 from . import reads
 from .lookups import Lookups
 
@@ -64,9 +65,10 @@ class PostgresLedger:
         return await self.lookups.get(link_id, table_id, round_id, request_id)
 
     @translated
-    async def stored_reply(self, link_id: str, request_id: str) -> str | None:
+    async def stored_reply(self, link_id: str, request_id: str) -> Reply | None:
         """The reply recorded forever for a request id."""
-        return await reads.stored_reply(self.pg, link_id, request_id)
+        raw = await reads.stored_reply(self.pg, link_id, request_id)
+        return None if raw is None else parse_reply(raw)
 
     @translated
     async def link_known(self, link_id: str) -> bool:
@@ -77,11 +79,6 @@ class PostgresLedger:
     async def table_link(self, table_id: str) -> str | None:
         """The link the ledger has the table on."""
         return await reads.table_link(self.pg, table_id)
-
-    @translated
-    async def round_state(self, link_id: str, table_id: str, round_id: str) -> str | None:
-        """Not in ports.Ledger (yet): the void path asks for a round's state without a request id."""
-        return await reads.round_state(self.pg, link_id, table_id, round_id)
 
     @translated
     async def last_hit(self, link_id: str) -> LastHit | None:
