@@ -44,7 +44,10 @@ class Settings(BaseSettings):
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper(cls, level: object) -> object:
-        return level.upper() if isinstance(level, str) else level
+        """Any case; WARN as logging spells it too."""
+        if not isinstance(level, str):
+            return level
+        return "WARNING" if level.upper() == "WARN" else level.upper()
 
     @model_validator(mode="after")
     def _both_stores_or_neither(self) -> Settings:
