@@ -11,7 +11,7 @@ import pytest_asyncio
 
 from jackpotd.canonical import canonical_json
 from jackpotd.service.errors import Unavailable
-from jackpotd.service.ports import LastHit, Ledger, Seen
+from jackpotd.service.ports import LastHit, Ledger, Reply, Seen
 from jackpotd.store import ledger
 from jackpotd.store.ledger import JournalEntry
 
@@ -30,7 +30,9 @@ async def pool(isolated: Isolated) -> AsyncIterator[asyncpg.Pool]:
 
 def entry(link: str, seq: int, body: dict[str, object], major_after_uc: int) -> JournalEntry:
     full = {"ts_ms": 1_700_000_000_000 + seq, "request_id": f"r{seq}", "request_hash": f"h{seq}", **body}
-    return JournalEntry(link, seq, canonical_json(full), {"MAJOR": major_after_uc}, '{"seq":' + str(seq) + "}")
+    reply = canonical_json({"hash": f"h{seq}", "seq": seq, "result": {}, "balances": ["MAJOR", str(major_after_uc)],
+                            "content": {"n": seq}})
+    return JournalEntry(link, seq, canonical_json(full), {"MAJOR": major_after_uc}, reply)
 
 
 def hit(hit_id: str, seat: int, cents: int, before_uc: int) -> dict[str, object]:
@@ -65,7 +67,7 @@ async def test_answers_come_from_the_written_ledger(pool: asyncpg.Pool) -> None:
     try:
         assert await port.link_known(link) is True
         assert await port.table_link("t-" + link) == link
-        assert await port.stored_reply(link, "r2") == '{"seq":2}'
+        assert await port.stored_reply(link, "r2") == Reply(2, {}, {"MAJOR": 300 * UC}, {"n": 2}, "h2")
         assert await port.seen(link, "t1", "g1", "r1") == Seen("h1", None)
         assert await port.last_hit(link) == LastHit(link + "-a", "t1", 3, "ROYAL_FLUSH", 200, "MAJOR", 2)
     finally:
