@@ -53,28 +53,28 @@ class Audit:
 # ---- table commands (API.md TableService) ---------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
-class Commit:
+class RoundCommand:
+    """A table's command on one of its rounds."""
+
     request: Request
     table_id: str
     round_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Commit(RoundCommand):
     wagers: Sequence[Wager]
 
 
 @dataclass(frozen=True, slots=True)
-class Settle:
-    request: Request
-    table_id: str
-    round_id: str
+class Settle(RoundCommand):
     hands: Sequence[SeatHand]
     dealer_cards: Sequence[str] = ()
     board_cards: Sequence[str] = ()
 
 
 @dataclass(frozen=True, slots=True)
-class Void:
-    request: Request
-    table_id: str
-    round_id: str
+class Void(RoundCommand):
     reason: str
     seats: Sequence[int] = ()
 
