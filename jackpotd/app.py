@@ -29,6 +29,8 @@ from prometheus_client import start_http_server
 from .api.errors import ErrorInterceptor
 from .api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, display_pb2, display_pb2_grpc, table_pb2, table_pb2_grpc
 from .api.servicers import AdminServicer, DisplayServicer, TableServicer
+from .api.transport import Listener, listener
+from .auth.issue import development_credentials
 from .embedded import EmbeddedPostgres, EmbeddedValkey
 from .health import HealthReporter
 from .metrics import multiprocess_dir, registry
@@ -106,10 +108,10 @@ def _alive(pid: int) -> bool:
     return pid != os.getpid()
 
 
-async def run_grpc(service: JackpotService, listen: str, stop: asyncio.Event, *, reuse_port: bool = False,
+async def run_grpc(service: JackpotService, listen: Listener, stop: asyncio.Event, *, reuse_port: bool = False,
                    ready: asyncio.Event | None = None) -> None:
     """Serve the three services plus health and reflection until `stop` is set."""
-    server = grpc.aio.server(interceptors=[ErrorInterceptor()],
+    server = grpc.aio.server(interceptors=[ErrorInterceptor(listen.guard)],
                              options=[("grpc.so_reuseport", int(reuse_port)), ("grpc.max_concurrent_streams", 1000)])
     table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(service.services), server)
     display_pb2_grpc.add_DisplayServiceServicer_to_server(DisplayServicer(service.services), server)
@@ -124,7 +126,10 @@ async def run_grpc(service: JackpotService, listen: str, stop: asyncio.Event, *,
     reporter = HealthReporter(health_servicer, service.redis, service.pg, ("", *SERVICES))
     await reporter.not_serving()  # should the first check fail
     await reporter.update()  # the first caller gets a real answer
-    server.add_insecure_port(listen)  # plain text only on loopback (ARCHITECTURE, Security)
+    if listen.credentials is None:
+        server.add_insecure_port(listen.address)  # loopback only: transport.listener refuses anything else
+    else:
+        server.add_secure_port(listen.address, listen.credentials)
     await server.start()
     health_task = asyncio.create_task(reporter.run(stop), name="health")
     if ready is not None:
@@ -166,6 +171,12 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
 async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event | None = None,
                 stop: asyncio.Event | None = None) -> None:
     """Run until SIGINT or SIGTERM: recover, then serve; on exit stop in order and stop embedded servers."""
+    if settings.embedded and not settings.auth_key_file:  # `make run`: credentials of its own (README, Security)
+        credentials = await asyncio.to_thread(development_credentials, settings.state_dir)
+        settings = settings.model_copy(update={"auth_key_file": str(credentials / "auth.key")})  # workers too
+        log.info("development credentials in %s: tokens/*.token (bearer), ca.pem, server.*, roles/, tables/ "
+                 "(TLS); the service checks tokens with auth.key", credentials)
+    listen = listener(settings)  # a refused listen address or an unusable TLS file fails here, before anything
     if stop is None:
         stop = asyncio.Event()
         _stop_on_signals(stop)
@@ -183,7 +194,7 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
                 grpc_task = None
                 if settings.workers == 0:
                     serving = asyncio.Event()
-                    grpc_task = asyncio.create_task(run_grpc(service, settings.listen, stop, ready=serving))
+                    grpc_task = asyncio.create_task(run_grpc(service, listen, stop, ready=serving))
                     await _first(serving.wait(), grpc_task)
                 else:
                     if multiprocess_dir() is None and settings.metrics_port > 0:
@@ -192,7 +203,9 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
                     supervisor.start_workers()
                     await asyncio.to_thread(wait_serving, supervisor.listen, supervisor.alive_workers())
                 watching = asyncio.create_task(supervisor.run(), name="supervisor")
-                log.info("jackpotd serving on %s (%s)%s", supervisor.listen if settings.workers else settings.listen,
+                log.info("jackpotd serving on %s (%s, %s)%s",
+                         supervisor.listen if settings.workers else settings.listen,
+                         "TLS, client certificates required" if listen.credentials else "plain text, loopback",
                          f"{settings.workers} worker processes" if settings.workers else "in-process",
                          " with embedded PostgreSQL and Valkey" if stores.embedded else "")
                 if demo:
@@ -237,7 +250,7 @@ def worker_main(settings_dict: dict[str, object], number: int) -> None:
         pg = await ledger.connect_pool(settings.postgres_dsn, size=10)
         try:
             async with jackpot_service(redis, pg) as service:
-                await run_grpc(service, settings.listen, stop, reuse_port=True)
+                await run_grpc(service, listener(settings), stop, reuse_port=True)
         finally:
             await redis.close()
             await pg.close()

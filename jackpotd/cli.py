@@ -43,6 +43,13 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--retention-seconds", type=int,
                    help="how long Redis keeps settled or voided rounds and answered request records after the "
                         "ledger has them; later retries are answered from PostgreSQL (default 60)")
+    s.add_argument("--tls-cert-file", help="the server's TLS certificate (PEM); with --tls-key-file and "
+                                           "--tls-ca-file the service serves TLS and every caller presents a client "
+                                           "certificate signed by that CA (see `jackpotd certs`)")
+    s.add_argument("--tls-key-file", help="the server certificate's private key (PEM)")
+    s.add_argument("--tls-ca-file", help="the CA that signs client certificates (tables and roles)")
+    s.add_argument("--auth-key-file", help="the key that signs bearer tokens (default with embedded stores: "
+                                           "STATE_DIR/credentials/auth.key, issued on first start)")
     m = sub.add_parser("migrate", help="apply pending ledger schema migrations", description="Apply pending "
                        "PostgreSQL migrations (also done on every start).")
     _common(m)
@@ -66,10 +73,65 @@ def parser() -> argparse.ArgumentParser:
     u.add_argument("link", help="the fenced link's id")
     u.add_argument("--discard", action="store_true", help="drop the entries the ledger refused")
     p = sub.add_parser("pools", help="show a link's pools through the gRPC API",
-                       description="Ask a running jackpotd for a link's pools (DisplayService.GetPools).")
+                       description="Ask a running jackpotd for a link's pools (DisplayService.GetPools). By "
+                                   "default it presents a display token minted with $JACKPOTD_AUTH_KEY_FILE when "
+                                   "that is set, else a token from CREDENTIALS/tokens (display, finance, "
+                                   "supervisor or admin, in that order) or one minted with CREDENTIALS/auth.key.")
     p.add_argument("--link", default="demo", help="link id (default demo)")
     p.add_argument("--target", default="127.0.0.1:50051", help="jackpotd address (default 127.0.0.1:50051)")
+    client_credentials(p)
+    c = sub.add_parser("certs", help="issue a development CA, server, table and role certificates and tokens",
+                       description=CERTS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("--out", required=True, metavar="DIR", help="the credentials directory (created 0700)")
+    c.add_argument("--tables", metavar="T1,T2", help="table ids to issue client certificates for")
+    c.add_argument("--roles", metavar="ROLE:NAME,...",
+                   help=f"role credentials (a certificate and a token each); default on a new directory: "
+                        f"{DEFAULT_ROLES}; ROLE is one of admin, supervisor, display, finance")
+    c.add_argument("--hosts", metavar="H1,H2", help="more names or addresses for the server certificate (it always "
+                                                    "has localhost, 127.0.0.1 and ::1); issues it again")
+    c.add_argument("--server", action="store_true", help="issue the server certificate again (it is issued when "
+                                                         "missing or when --hosts is given)")
+    c.add_argument("--table-tokens", action="store_true",
+                   help="also a token for each table (tokens/table-<id>.token); only a plain-text listener on "
+                        "loopback accepts a table's token: for development and tests")
+    c.add_argument("--days", type=int, default=365, help="validity of the certificates issued (default 365; the "
+                                                         "CA: 3650)")
+    c.add_argument("--token-days", type=int, default=30, help="validity of the tokens issued (default 30)")
     return top
+
+
+DEFAULT_ROLES = "admin:ops,supervisor:floor-1,display:sign-1,finance:office"
+CERTS_HELP = """Issue credentials into DIR with a certificate authority of its own (EC P-256). An existing CA
+(ca.pem, ca.key) and auth key in DIR are reused, so later runs add tables and roles under the same CA and
+the tokens already issued stay valid. Keys and tokens are written 0600, directories 0700.
+
+  DIR/ca.pem, ca.key                   the CA: the server's tls_ca_file, and every client's --ca
+  DIR/server.pem, server.key           tls_cert_file and tls_key_file (localhost, 127.0.0.1, ::1, --hosts)
+  DIR/tables/<id>.pem, <id>.key        a table's client certificate: URI urn:jackpot:table:<id>, CN <id>
+  DIR/roles/<role>-<name>.pem, .key    a role's client certificate: URI urn:jackpot:<role>:<name>
+  DIR/auth.key                         the token signing key: the server's auth_key_file
+  DIR/tokens/<role>-<name>.token       a bearer token (HS256 JWT) for the role, signed with auth.key
+  DIR/tokens/table-<id>.token          with --table-tokens: a table's token (plain-text loopback only)
+
+Serve TLS with them:
+  jackpotd serve --listen 0.0.0.0:50051 --tls-cert-file DIR/server.pem --tls-key-file DIR/server.key \\
+                 --tls-ca-file DIR/ca.pem --auth-key-file DIR/auth.key
+On TLS every caller presents a client certificate signed by the CA (tables their table certificate, people
+and devices their role certificate); bearer tokens are for the plain-text listener on loopback."""
+
+
+def client_credentials(p: argparse.ArgumentParser) -> None:
+    """How a client CLI authenticates: a token on plain text, or TLS with a client certificate."""
+    g = p.add_argument_group("credentials")
+    g.add_argument("--credentials", metavar="DIR", default=None,
+                   help="a credentials directory (`jackpotd certs`, or the development one `jackpotd serve` issues "
+                        "with embedded stores); default $JACKPOTD_STATE_DIR/credentials or state/credentials")
+    g.add_argument("--token-file", help="present the bearer token in this file (plain text)")
+    g.add_argument("--tls", action="store_true", help="TLS with the credentials directory's ca.pem and a role "
+                                                      "certificate from its roles/")
+    g.add_argument("--ca", help="TLS: the CA certificate that signed the server's certificate")
+    g.add_argument("--cert", help="TLS: the client certificate to present")
+    g.add_argument("--key", help="TLS: the client certificate's private key")
 
 
 def settings_of(args: argparse.Namespace) -> Settings:
@@ -79,7 +141,9 @@ def settings_of(args: argparse.Namespace) -> Settings:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "pools":
-        return _pools(args.link, args.target)
+        return _pools(args)
+    if args.command == "certs":
+        return _certs(args)
     try:
         settings = settings_of(args)
     except SettingsError as e:
@@ -105,9 +169,15 @@ def main(argv: list[str] | None = None) -> int:
             metrics_dir = Path(tempfile.mkdtemp(prefix="jackpotd-metrics-"))
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     try:
+        from .api.transport import ListenRefused
         from .app import run_loop
+        from .auth.issue import IssueError
 
-        result: int = run_loop(_run(args, settings))
+        try:
+            result: int = run_loop(_run(args, settings))
+        except (ListenRefused, IssueError) as e:  # the listen address, TLS files or credentials cannot be used
+            print(f"jackpotd: {e}", file=sys.stderr)
+            return 2
     finally:
         if metrics_dir is not None:
             shutil.rmtree(metrics_dir, ignore_errors=True)
@@ -156,18 +226,29 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         return 1 if failed else 0
 
 
-def _pools(link: str, target: str) -> int:
+def _pools(args: argparse.Namespace) -> int:
     import grpc
 
     from .api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
+    from .auth.identity import Role
     from .domain.money import format_cents
 
-    with grpc.insecure_channel(target) as channel:
+    try:
+        credentials, token = _client_credentials(args, (Role.DISPLAY, Role.FINANCE, Role.SUPERVISOR, Role.ADMIN))
+    except (OSError, ValueError) as e:
+        print(f"jackpotd: {e}", file=sys.stderr)
+        return 2
+    metadata = (("authorization", f"Bearer {token}"),) if token else None
+    with (grpc.secure_channel(args.target, credentials) if credentials else grpc.insecure_channel(args.target)
+          ) as channel:
         stub = display_pb2_grpc.DisplayServiceStub(channel)
         try:
-            resp: Any = stub.GetPools(display_pb2.GetPoolsRequest(link_id=link), timeout=5)
+            resp: Any = stub.GetPools(display_pb2.GetPoolsRequest(link_id=args.link), timeout=5, metadata=metadata)
         except grpc.RpcError as e:
             print(f"{e.code().name}: {e.details()}", file=sys.stderr)
+            if e.code() == grpc.StatusCode.UNAUTHENTICATED and not token and not credentials:
+                print("jackpotd: no credential found: give --token-file, --tls or --ca/--cert/--key, or "
+                      "--credentials DIR", file=sys.stderr)
             return 1
     print(f"link {resp.link_id} (sequence {resp.sequence})")
     for p in resp.pools:
@@ -175,6 +256,74 @@ def _pools(link: str, target: str) -> int:
     if resp.HasField("last_hit"):
         h = resp.last_hit
         print(f"  last hit: {h.hand} at {h.table_id} seat {h.seat}, {format_cents(h.amount_cents)} from {h.pool}")
+    return 0
+
+
+def _client_credentials(args: argparse.Namespace, roles: tuple[Any, ...]) -> tuple[Any, str | None]:
+    """(TLS channel credentials or None, bearer token or None) from the credential flags: --ca/--cert/--key or
+    --tls (mTLS, the token unused), else --token-file, else a token of the first of `roles` in the
+    credentials directory."""
+    import grpc
+
+    from .auth.issue import configured_auth_key, default_credentials_dir, role_certificate, role_token
+    from .auth.tokens import issue, read_key
+
+    root = Path(args.credentials) if args.credentials else default_credentials_dir()
+    ca, cert, key = args.ca, args.cert, args.key
+    if args.tls and not ca:
+        ca = root / "ca.pem"
+    if ca:
+        if bool(cert) != bool(key):
+            raise ValueError("--cert and --key go together")
+        if not cert and args.tls:
+            found = role_certificate(root, roles)
+            if found is None:
+                raise ValueError(f"--tls: no role certificate in {root / 'roles'} (issue one with `jackpotd certs "
+                                 "--roles`), or give --cert and --key")
+            cert, key = found
+        return grpc.ssl_channel_credentials(Path(ca).read_bytes(), Path(key).read_bytes() if key else None,
+                                            Path(cert).read_bytes() if cert else None), None
+    if cert or key:
+        raise ValueError("--cert and --key need --ca (or --tls)")
+    if args.token_file:
+        return None, Path(args.token_file).read_text().strip()
+    key_file = configured_auth_key()
+    if key_file is not None and not args.credentials:
+        return None, issue(read_key(key_file), roles[0], "jackpotd-cli")
+    return None, role_token(root, roles, "jackpotd-cli")
+
+
+def _certs(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from .auth.issue import IssueError, Request, Step, issue_into, parse_list, parse_roles
+
+    out = Path(args.out)
+    new = not (out / "ca.pem").exists()
+    try:
+        roles = parse_roles(args.roles if args.roles is not None else DEFAULT_ROLES if new else "")
+        request = Request(tables=parse_list(args.tables), roles=roles, hosts=parse_list(args.hosts), days=args.days,
+                          token_days=args.token_days, server=args.server, table_tokens=args.table_tokens)
+
+        def progress(steps: list[Step]) -> Any:
+            return tqdm(steps, desc="issuing", unit="credential", disable=len(steps) < 20 or None, file=sys.stderr)
+
+        done = issue_into(out, request, progress)
+    except (IssueError, OSError) as e:
+        print(f"jackpotd: {e}", file=sys.stderr)
+        return 2
+    root = out.resolve()
+    for d in done.tightened:
+        print(f"tightened {d} to 0700")
+    if "ca.pem" in done.kept:
+        print(f"reused the CA in {root} (ca.pem, ca.key)")
+    if "auth.key" in done.kept:
+        print(f"reused the token key {root / 'auth.key'}")
+    print(f"wrote {len(done.wrote)} file(s) in {root}:")
+    for rel in done.wrote:
+        print(f"  {rel}")
+    print(f"serve TLS with: jackpotd serve --tls-cert-file {root}/server.pem --tls-key-file {root}/server.key "
+          f"--tls-ca-file {root}/ca.pem --auth-key-file {root}/auth.key --listen HOST:PORT")
     return 0
 
 

@@ -7,12 +7,19 @@ import asyncio
 import logging
 import sys
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
 from tqdm import tqdm
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, table_pb2
+from jackpotd.auth.client import bearer, open_channel
+from jackpotd.auth.guard import identity_of_certificate
+from jackpotd.auth.identity import Role
+from jackpotd.auth.issue import configured_auth_key, default_credentials_dir, role_certificate, role_token
+from jackpotd.auth.tokens import issue, read_key
 from jackpotd.domain.money import format_cents
 
 from .controller import ControllerConfig, TableController
@@ -21,7 +28,15 @@ from .simulator import Scenario, TableSettings, Tally, percentile, play
 
 EPILOG = """Tables must be registered on a link first: `jackpotd serve --demo` registers demo-table-1..6 on
 link "demo"; --setup LINK registers the simulated tables on LINK (and creates it as a split link if
-it does not exist). Each table keeps its outbox in --outbox-dir, so a restarted simulator resumes."""
+it does not exist). Each table keeps its outbox in --outbox-dir, so a restarted simulator resumes.
+
+Credentials. Plain text (a loopback jackpotd): each table presents a token, from --token-file (a path
+in which {table} stands for the table id), or minted for it with $JACKPOTD_AUTH_KEY_FILE when that is set,
+else with the credentials directory's auth.key (the development key `jackpotd serve` issues under
+state/credentials). TLS (--tls, or --ca): each table presents its own certificate: --cert/--key for the
+one table the certificate names, or --certs-dir DIR with DIR/<table>.pem and .key (default: the
+credentials directory's tables/). --setup acts as an administrator: --admin-token-file, or
+--admin-cert/--admin-key on TLS, by default the credentials directory's admin token or certificate."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -51,12 +66,141 @@ def parser() -> argparse.ArgumentParser:
                                               '{"tables": {"demo-table-1": {"0": {"3": ["As","Ks","Qs","Js","Ts"]}}}}')
         else:
             p.add_argument("--seconds", type=float, default=30, help="how long to run (default 30)")
+        _credential_flags(p)
     return top
 
 
-async def setup(target: str, link: str, tables: list[str], game: str, seats: int, wager_cents: int) -> None:
+def _credential_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("credentials (see below)")
+    g.add_argument("--credentials", metavar="DIR",
+                   help="a credentials directory (`jackpotd certs`, or the development one); default "
+                        "$JACKPOTD_STATE_DIR/credentials or state/credentials")
+    g.add_argument("--token-file", help="plain text: each table's bearer token; {table} in the path is the table id")
+    g.add_argument("--admin-token-file", help="plain text: the administrator's token for --setup")
+    g.add_argument("--tls", action="store_true", help="TLS with the credentials directory's ca.pem and tables/")
+    g.add_argument("--ca", help="TLS: the CA certificate that signed the server's certificate")
+    g.add_argument("--cert", help="TLS: a table's client certificate: simulate that one table (--tables and "
+                                  "--table-prefix are then ignored)")
+    g.add_argument("--key", help="TLS: the table's client certificate key (a single table)")
+    g.add_argument("--certs-dir", help="TLS: a directory with <table>.pem and <table>.key for every table")
+    g.add_argument("--admin-cert", help="TLS: an administrator's client certificate for --setup")
+    g.add_argument("--admin-key", help="TLS: its key")
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """How the simulated tables, and --setup, authenticate."""
+
+    ca: bytes | None = None  # TLS when set
+    table_certs: Mapping[str, tuple[bytes, bytes]] = field(default_factory=dict)  # table -> (cert, key)
+    table_tokens: Mapping[str, str] = field(default_factory=dict)
+    admin_cert: tuple[bytes, bytes] | None = None
+    admin_token: str | None = None
+
+    def table_config(self, config: ControllerConfig) -> ControllerConfig:
+        if self.ca is not None:
+            cert, key = self.table_certs[config.table_id]
+            config.credentials = grpc.ssl_channel_credentials(self.ca, key, cert)
+        else:
+            config.token = self.table_tokens.get(config.table_id)
+        return config
+
+    def admin_channel(self, target: str) -> grpc.aio.Channel:
+        if self.ca is not None:
+            cert, key = self.admin_cert or (None, None)
+            return open_channel(target, ca=self.ca, cert=cert, key=key)
+        return open_channel(target, interceptors=[bearer(self.admin_token)] if self.admin_token else [])
+
+
+class CredentialError(ValueError):
+    """The credential flags do not fit together or name files that are missing."""
+
+
+def credentials_of(args: argparse.Namespace, tables: list[str]) -> Credentials:
+    """The credentials the flags and the credentials directory give (README, Security)."""
+    root = Path(args.credentials) if args.credentials else default_credentials_dir()
+    ca_file = args.ca or (root / "ca.pem" if args.tls else None)
+    if ca_file is None:
+        if args.cert or args.key or args.certs_dir or args.admin_cert or args.admin_key:
+            raise CredentialError("--cert, --key, --certs-dir, --admin-cert and --admin-key are for TLS: give --ca "
+                                  "or --tls")
+        configured = None if args.credentials else configured_auth_key()
+        key_file = configured or root / "auth.key"
+        if args.token_file:
+            tokens = {t: _read(args.token_file.replace("{table}", t)).decode().strip() for t in tables}
+        elif configured or key_file.exists():
+            key = _key(key_file)  # development: a token minted for each table
+            tokens = {t: issue(key, Role.TABLE, t) for t in tables}
+        else:
+            raise CredentialError(f"no credentials: {root} has no auth.key; give --token-file (plain text), "
+                                  "--tls or --ca with --certs-dir (TLS), or --credentials DIR")
+        admin = None
+        if args.admin_token_file:
+            admin = _read(args.admin_token_file).decode().strip()
+        elif args.setup and configured:
+            admin = issue(_key(configured), Role.ADMIN, "jackpot-table")
+        elif args.setup:
+            try:
+                admin = role_token(root, [Role.ADMIN], "jackpot-table")
+            except (OSError, ValueError) as e:
+                raise CredentialError(str(e)) from None
+            if admin is None:
+                raise CredentialError(f"--setup needs an administrator's token: --admin-token-file, or "
+                                      f"{root}/tokens/admin-*.token")
+        return Credentials(table_tokens=tokens, admin_token=admin)
+    if args.token_file or args.admin_token_file:
+        raise CredentialError("on TLS the tables and --setup present certificates, not tokens")
+    certs: dict[str, tuple[bytes, bytes]] = {}
+    if args.cert or args.key:
+        if not (args.cert and args.key):
+            raise CredentialError("--cert and --key go together")
+        certs[tables[0]] = (_read(args.cert), _read(args.key))
+    else:
+        where = Path(args.certs_dir) if args.certs_dir else root / "tables"
+        certs = {t: (_read(where / f"{t}.pem"), _read(where / f"{t}.key")) for t in tables}
+    admin_cert = None
+    if args.admin_cert or args.admin_key:
+        if not (args.admin_cert and args.admin_key):
+            raise CredentialError("--admin-cert and --admin-key go together")
+        admin_cert = (_read(args.admin_cert), _read(args.admin_key))
+    elif args.setup:
+        found = role_certificate(root, [Role.ADMIN])
+        if found is None:
+            raise CredentialError(f"--setup on TLS needs an administrator's certificate: --admin-cert/--admin-key, "
+                                  f"or one in {root / 'roles'} (`jackpotd certs --roles admin:NAME`)")
+        admin_cert = (_read(found[0]), _read(found[1]))
+    return Credentials(ca=_read(ca_file), table_certs=certs, admin_cert=admin_cert)
+
+
+def tables_of(args: argparse.Namespace) -> list[str]:
+    """The simulated tables: PREFIX1..PREFIXN, or with --cert the one table its certificate names."""
+    if not args.cert:
+        return [f"{args.table_prefix}{i}" for i in range(1, args.tables + 1)]
+    named = identity_of_certificate(_read(args.cert))
+    if named is None or named.table_id is None:
+        raise CredentialError(f"--cert {args.cert} names no table (urn:jackpot:table:<id>): it names "
+                              f"{named.role.value + ' ' + named.actor if named else 'nobody'}")
+    return [named.table_id]
+
+
+def _key(path: Path) -> bytes:
+    try:
+        return read_key(path)
+    except (OSError, ValueError) as e:
+        raise CredentialError(str(e)) from None
+
+
+def _read(path: str | Path) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise CredentialError(f"{path}: {e.strerror or e}") from None
+
+
+async def setup(target: str, link: str, tables: list[str], game: str, seats: int, wager_cents: int,
+                credentials: Credentials | None = None) -> None:
     audit = admin_pb2.Audit(actor="jackpot-table", reason="simulator set-up", approval_ref="SIMULATOR")
-    async with grpc.aio.insecure_channel(target) as channel:
+    async with (credentials or Credentials()).admin_channel(target) as channel:
         admin = admin_pb2_grpc.AdminServiceStub(channel)
         try:
             await admin.CreateLink(admin_pb2.CreateLinkRequest(
@@ -82,14 +226,15 @@ def _print_hit(table_id: str, p: table_pb2.Payout) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    tables = [f"{args.table_prefix}{i}" for i in range(1, args.tables + 1)]
+    tables = tables_of(args)
+    credentials = credentials_of(args, tables)
     if args.setup:
-        await setup(args.target, args.setup, tables, args.game, args.seats, args.wager_cents)
+        await setup(args.target, args.setup, tables, args.game, args.seats, args.wager_cents, credentials)
     settings = TableSettings(args.game, args.seats, args.wager_cents, args.share,
                              getattr(args, "misdeal_rate", 0.0), getattr(args, "absent_rate", 0.0))
     scenario = Scenario.load(args.scenario) if getattr(args, "scenario", None) else None
-    controllers = [await TableController(ControllerConfig(args.target, t, str(Path(args.outbox_dir) / f"{t}.db"))
-                                         ).start() for t in tables]
+    controllers = [await TableController(credentials.table_config(
+        ControllerConfig(args.target, t, str(Path(args.outbox_dir) / f"{t}.db")))).start() for t in tables]
     tally = Tally()
     stop = asyncio.Event()
     try:
@@ -140,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(run(args))
     except KeyboardInterrupt:
         return 130
+    except CredentialError as e:
+        print(f"jackpot-table: {e}", file=sys.stderr)
+        return 2
     except grpc.aio.AioRpcError as e:
         print(f"{e.code().name}: {e.details()}", file=sys.stderr)
         return 1
