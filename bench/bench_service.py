@@ -121,7 +121,7 @@ async def run(args: argparse.Namespace) -> None:
     pg, valkey, server = stack.pg, stack.valkey, stack.server
     echo_port = free_port()
     try:
-        channel = grpc.aio.insecure_channel(server.target)
+        channel = stack.channel()
         admin = admin_pb2_grpc.AdminServiceStub(channel)
         table_stub = table_pb2_grpc.TableServiceStub(channel)
         link = "bench"

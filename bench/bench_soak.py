@@ -20,7 +20,6 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import grpc
 import redis.asyncio as aioredis
 from tqdm import tqdm
 
@@ -87,10 +86,9 @@ def per_round(a: Sample, b: Sample) -> float:
 
 async def run(args: argparse.Namespace) -> int:
     stack = start_stack("jackpotd-soak-", args.workers, "--retention-seconds", str(args.retention_seconds))
-    server = stack.server
     redis = aioredis.Redis.from_url(stack.valkey.url)
     try:
-        async with grpc.aio.insecure_channel(server.target) as channel:
+        async with stack.channel() as channel:
             admin = admin_pb2_grpc.AdminServiceStub(channel)
             link = "soak"
             await admin.CreateLink(admin_pb2.CreateLinkRequest(

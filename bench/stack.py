@@ -12,6 +12,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import grpc  # noqa: E402
+
+from jackpotd.auth.client import TableTokens, open_channel  # noqa: E402
+from jackpotd.auth.tokens import new_key  # noqa: E402
 from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey, free_port  # noqa: E402
 from tests.integration.process import ServerProcess  # noqa: E402
 
@@ -21,6 +25,11 @@ class Stack:
     pg: EmbeddedPostgres
     valkey: EmbeddedValkey
     server: ServerProcess
+    auth_key: bytes  # the server trusts bearer tokens signed with it
+
+    def channel(self) -> grpc.aio.Channel:
+        """A channel whose table calls carry their table's token, and other calls an admin token."""
+        return open_channel(self.server.target, interceptors=[TableTokens(self.auth_key).interceptor()])
 
     def stop(self) -> None:
         if self.server.proc and self.server.proc.poll() is None:
@@ -33,13 +42,16 @@ def start_stack(prefix: str, workers: int, *serve_args: str) -> Stack:
     """Start the stores and a serving jackpotd (given extra `serve` flags) in a new temporary directory."""
     root = Path(tempfile.mkdtemp(prefix=prefix))
     os.chmod(root, 0o755)
+    auth_key = new_key()
+    (root / "auth.key").write_bytes(auth_key)
+    os.environ["JACKPOTD_AUTH_KEY_FILE"] = str(root / "auth.key")  # the server process reads it
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pg = EmbeddedPostgres(root / "postgres" / "data").start()
         valkey = EmbeddedValkey(root / "valkey").start()
     server = ServerProcess(free_port(), root / "jackpotd.log", redis_url=valkey.url, dsn=pg.dsn, workers=workers)
     server.args += list(serve_args)
-    stack = Stack(pg, valkey, server)
+    stack = Stack(pg, valkey, server, auth_key)
     try:
         server.start()
     except BaseException:

@@ -36,6 +36,16 @@ class Settings(BaseSettings):
     group_commit_ms: float = Field(5.0, ge=0)
     # how long Redis keeps settled rounds and answered requests once the ledger has them
     retention_seconds: int = Field(60, ge=1)
+    # TLS (README, Security): the server's certificate and key, and the CA that signs client certificates
+    # (tables and role certificates). Without them the service listens in plain text, on loopback only.
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    tls_ca_file: str = ""
+    # the key that signs and checks bearer tokens (roles); a file, never the key itself on a command line
+    auth_key_file: str = ""
+    # secrets of external stores, read from files (the URL and DSN then carry no password)
+    postgres_password_file: str = ""
+    redis_password_file: str = ""
 
     @property
     def embedded(self) -> bool:

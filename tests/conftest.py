@@ -15,7 +15,18 @@ import asyncpg
 import pytest
 import pytest_asyncio
 
+from jackpotd.auth.tokens import new_key
 from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey, free_port
+
+# One signing key for the session's bearer tokens: every jackpotd the tests start (in-process through
+# Settings(auth_key_file=AUTH_KEY_FILE), or as a process through $JACKPOTD_AUTH_KEY_FILE) trusts it, and the
+# harness mints tokens with it (jackpotd.auth.client.TableTokens).
+_KEY_DIR = tempfile.mkdtemp(prefix="jackpotd-test-auth-")
+AUTH_KEY_FILE = os.path.join(_KEY_DIR, "auth.key")
+AUTH_KEY = new_key()
+with open(AUTH_KEY_FILE, "wb") as _f:
+    _f.write(AUTH_KEY)
+os.environ["JACKPOTD_AUTH_KEY_FILE"] = AUTH_KEY_FILE
 
 # Helpers that assert: their failures explain themselves as a test's own asserts do.
 pytest.register_assert_rewrite("tests.integration.harness", "tests.integration.checks", "tests.integration.load")
@@ -30,7 +41,12 @@ class Servers:
     root: Path
 
     def dsn(self, database: str = "postgres") -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.pg.port}/{database}"
+        """The owner's (superuser's) DSN, password included: migrations, and tests that tamper."""
+        return self.pg.owner_dsn(database)
+
+    def app_dsn(self, database: str = "postgres") -> str:
+        """The service's role (jackpotd_app: read and append only), password included."""
+        return self.pg.app_dsn(database)
 
     def redis_url(self, db: int = 0) -> str:
         return self.valkey.url_for(db)
@@ -55,8 +71,9 @@ def servers() -> Iterator[Servers]:
 class Isolated:
     """A database and a Redis db number of their own, for tests that flush, kill or rebuild."""
 
-    dsn: str
+    dsn: str  # the owner's (superuser's)
     redis_url: str
+    app_dsn: str = ""  # the service's role, jackpotd_app, on the same database
 
 
 _next_db = itertools.cycle(range(1, 16))  # db 0 belongs to the shared in-process server; flushed before reuse
@@ -79,7 +96,7 @@ async def isolated_stores(servers: Servers) -> Isolated:
     client = aioredis.Redis.from_url(servers.redis_url(db))
     await client.flushdb()
     await client.aclose()
-    return Isolated(servers.dsn(name), servers.redis_url(db))
+    return Isolated(servers.dsn(name), servers.redis_url(db), servers.app_dsn(name))
 
 
 @pytest.fixture

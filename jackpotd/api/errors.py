@@ -9,6 +9,8 @@ from typing import Any
 
 import grpc
 
+from ..auth.errors import PermissionDenied, Unauthenticated
+from ..auth.guard import CALLER, Guard
 from ..domain.errors import Conflict, FailedPrecondition, InvalidInput, NotFound
 from ..metrics import LATENCY, REQUESTS
 from ..service.errors import Unavailable
@@ -21,6 +23,8 @@ _STATUS: list[tuple[type[BaseException], grpc.StatusCode]] = [
     (FailedPrecondition, grpc.StatusCode.FAILED_PRECONDITION),
     (Conflict, grpc.StatusCode.ALREADY_EXISTS),
     (Unavailable, grpc.StatusCode.UNAVAILABLE),  # adapters raise it for every store failure
+    (Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
+    (PermissionDenied, grpc.StatusCode.PERMISSION_DENIED),
 ]
 
 
@@ -64,9 +68,11 @@ def _require_parsed(request: Any) -> None:
 
 
 class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
-    """Wraps every unary and server-streaming handler; each method is wrapped once and reused."""
+    """Wraps every unary and server-streaming handler, once per method: the guard identifies the caller and
+    applies the policy (auth/policy.py), then errors become statuses."""
 
-    def __init__(self) -> None:
+    def __init__(self, guard: Guard) -> None:
+        self.guard = guard
         self._wrapped: dict[str, Any] = {}
 
     async def intercept_service(self, continuation: Callable[[Any], Awaitable[Any]], details: Any) -> Any:
@@ -75,11 +81,12 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             handler = await continuation(details)
             if handler is None:
                 return None
-            wrapped = self._wrapped[details.method] = _wrap(details.method.rsplit("/", 1)[-1], handler)
+            wrapped = self._wrapped[details.method] = _wrap(details.method, handler, self.guard)
         return wrapped
 
 
-def _wrap(method: str, handler: Any) -> Any:
+def _wrap(path: str, handler: Any, guard: Guard) -> Any:
+    method = path.rsplit("/", 1)[-1]
     ok = REQUESTS.labels(method, grpc.StatusCode.OK.name)
     latency = LATENCY.labels(method)
     if handler.unary_unary is not None:
@@ -89,6 +96,7 @@ def _wrap(method: str, handler: Any) -> Any:
             started = time.perf_counter()
             try:
                 _require_parsed(request)
+                CALLER.set(guard.check(path, request, context))
                 response = await inner(request, context)
             except Exception as e:
                 code, message = status_of(e)
@@ -106,6 +114,7 @@ def _wrap(method: str, handler: Any) -> Any:
         async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
             try:
                 _require_parsed(request)
+                CALLER.set(guard.check(path, request, context))
                 async for item in inner_stream(request, context):
                     yield item
             except Exception as e:

@@ -9,6 +9,7 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
+from ..auth.guard import CALLER
 from ..domain.ids import require_id
 from ..domain.link import LinkConfig, TableConfig
 from ..domain.paytable import PaytableEntry, default_paytable
@@ -39,6 +40,15 @@ def request_of(msg: Message) -> c.Request:
 
 def audit_of(a: admin_pb2.Audit) -> c.Audit:
     return c.Audit(a.actor, a.reason, a.approval_ref)
+
+
+def audited(msg: Any) -> tuple[c.Request, c.Audit]:
+    """An admin request and its audit, the actor being the authenticated caller whatever the field said
+    (§9: who acted is who proved it)."""
+    caller = CALLER.get()
+    if caller is not None:
+        msg.audit.actor = caller.actor
+    return request_of(msg), audit_of(msg.audit)
 
 
 def pool_amounts(pools: Sequence[results.PoolView]) -> list[common_pb2.PoolAmount]:
@@ -152,36 +162,39 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             paytables={g: default_paytable(g, request.mode) for g in games},
             verification_threshold_cents=request.verification_threshold_cents,
             gaming_day_start=request.gaming_day_start or "06:00", time_zone=request.time_zone or "UTC")
-        return await self._change(c.CreateLink(request_of(request), config, audit_of(request.audit)))
+        req, audit = audited(request)
+        return await self._change(c.CreateLink(req, config, audit))
 
     async def UpdateLink(self, request: admin_pb2.UpdateLinkRequest, context: Ctx) -> admin_pb2.LinkResponse:
         threshold = request.verification_threshold_cents if request.HasField("verification_threshold_cents") else None
-        return await self._change(c.UpdateLink(request_of(request), request.link_id, request.wager_amount_cents,
-                                               pools_of(request.pools), threshold, audit_of(request.audit)))
+        req, audit = audited(request)
+        return await self._change(c.UpdateLink(req, request.link_id, request.wager_amount_cents,
+                                               pools_of(request.pools), threshold, audit))
 
     async def SetRates(self, request: admin_pb2.SetRatesRequest, context: Ctx) -> admin_pb2.LinkResponse:
-        return await self._change(c.SetRates(request_of(request), request.link_id,
-                                             {x.pool: x.ppm for x in request.rates.pools}, request.rates.retained_ppm,
-                                             request.rates.effective_at_ms, audit_of(request.audit)))
+        req, audit = audited(request)
+        return await self._change(c.SetRates(req, request.link_id, {x.pool: x.ppm for x in request.rates.pools},
+                                             request.rates.retained_ppm, request.rates.effective_at_ms, audit))
 
     async def SetPaytable(self, request: admin_pb2.SetPaytableRequest, context: Ctx) -> admin_pb2.LinkResponse:
         entries = [PaytableEntry(e.hand, e.pool, e.min_cents, e.percent_ppm, e.resets_pool) for e in request.entries]
-        return await self._change(c.SetPaytable(request_of(request), request.link_id, request.game, entries,
-                                                audit_of(request.audit)))
+        req, audit = audited(request)
+        return await self._change(c.SetPaytable(req, request.link_id, request.game, entries, audit))
 
     async def RegisterTable(self, request: admin_pb2.RegisterTableRequest, context: Ctx) -> admin_pb2.LinkResponse:
         table = TableConfig(request.table_id, request.game or "caribbean-stud", request.seats)
-        return await self._change(c.RegisterTable(request_of(request), request.link_id, table,
-                                                  audit_of(request.audit)))
+        req, audit = audited(request)
+        return await self._change(c.RegisterTable(req, request.link_id, table, audit))
 
     async def SuspendTable(self, request: admin_pb2.SuspendTableRequest, context: Ctx) -> admin_pb2.LinkResponse:
-        return await self._change(c.SuspendTable(request_of(request), request.table_id, True, audit_of(request.audit)))
+        req, audit = audited(request)
+        return await self._change(c.SuspendTable(req, request.table_id, True, audit))
 
     async def ResumeTable(self, request: admin_pb2.ResumeTableRequest, context: Ctx) -> admin_pb2.LinkResponse:
-        return await self._change(c.SuspendTable(request_of(request), request.table_id, False,
-                                                 audit_of(request.audit)))
+        req, audit = audited(request)
+        return await self._change(c.SuspendTable(req, request.table_id, False, audit))
 
     async def FundPool(self, request: admin_pb2.FundPoolRequest, context: Ctx) -> admin_pb2.FundPoolResponse:
-        done = await self.admin.fund(c.Fund(request_of(request), request.link_id, request.pool, request.amount_cents,
-                                            audit_of(request.audit)))
+        req, audit = audited(request)
+        done = await self.admin.fund(c.Fund(req, request.link_id, request.pool, request.amount_cents, audit))
         return admin_pb2.FundPoolResponse(pools=pool_amounts(done.pools), sequence=done.seq)

@@ -15,7 +15,7 @@ from jackpotd.app import serve
 from jackpotd.embedded import EmbeddedValkey, free_port
 from jackpotd.settings import Settings
 
-from ..conftest import Isolated, Servers
+from ..conftest import AUTH_KEY_FILE, Isolated, Servers
 from .harness import Client
 from .process import ServerProcess
 
@@ -24,6 +24,7 @@ from .process import ServerProcess
 async def target(servers: Servers) -> AsyncIterator[str]:
     listen = f"127.0.0.1:{free_port()}"
     settings = Settings(redis_url=servers.redis_url(0), postgres_dsn=servers.dsn(), listen=listen, metrics_port=0,
+                        auth_key_file=AUTH_KEY_FILE,
                         workers=0)
     task, stop = await start_private(settings)
     yield listen
@@ -86,7 +87,7 @@ async def open_private(isolated: Isolated, tmp_path: Path, **settings: Any) -> A
     """jackpotd in-process on a Valkey of its own and the isolated database; `settings` override defaults."""
     valkey = EmbeddedValkey(tmp_path / "valkey").start()
     config = Settings(**{"redis_url": valkey.url, "postgres_dsn": isolated.dsn, "listen": f"127.0.0.1:{free_port()}",
-                         "metrics_port": 0, "workers": 0, **settings})
+                         "metrics_port": 0, "workers": 0, "auth_key_file": AUTH_KEY_FILE, **settings})
     task, stop = await start_private(config)
     client = await Client.connect(config.listen, isolated.dsn, valkey.url)
     p = Private(client, valkey, config, task, stop)

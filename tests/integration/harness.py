@@ -23,8 +23,27 @@ from jackpotd.api.gen.jackpot.v1 import (
     table_pb2,
     table_pb2_grpc,
 )
+from jackpotd.auth.client import TableTokens, open_channel
+from jackpotd.auth.identity import Role
+from jackpotd.auth.tokens import issue
+
+from ..conftest import AUTH_KEY
 
 T = TypeVar("T")
+
+
+ADMIN = "test-admin"  # who the harness's admin calls are from: the audit trail's actor
+
+
+def authorized_channel(target: str, options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
+    """A channel whose table calls carry a token of the request's table and other calls an admin token."""
+    return open_channel(target, interceptors=[TableTokens(AUTH_KEY, Role.ADMIN, ADMIN).interceptor()],
+                        options=options)
+
+
+def token(role: Role, name: str) -> str:
+    """A bearer token of the test session's key (for a controller, or a call with explicit metadata)."""
+    return issue(AUTH_KEY, role, name)
 
 
 def rid() -> str:
@@ -47,7 +66,7 @@ class Client:
 
     @staticmethod
     async def connect(target: str, dsn: str, redis_url: str) -> Client:
-        channel = grpc.aio.insecure_channel(target)
+        channel = authorized_channel(target)
         pg = await asyncpg.create_pool(dsn, min_size=1, max_size=4)
         assert pg is not None
         return Client(channel, table_pb2_grpc.TableServiceStub(channel), display_pb2_grpc.DisplayServiceStub(channel),

@@ -15,6 +15,10 @@ from pathlib import Path
 from jackpot_table import ControllerConfig, TableController, simulator
 from jackpot_table.simulator import Scenario, TableSettings, play
 
+from jackpotd.auth.identity import Role
+
+from .harness import token
+
 FORCED = [["As", "Ks", "Qs", "Js", "Ts"], ["9h", "8h", "7h", "6h", "5h"], ["2c", "5c", "9c", "Jc", "Kc"],
           ["3d", "3h", "3s", "4c", "4d"]]
 HIT_SEATS = (7, 4, 2)
@@ -71,7 +75,8 @@ async def run_table(target: str, table: str, rounds: int, tally: Tally, seed: in
     """Play `rounds` rounds at `table` with a TableController of its own (and an outbox of its own)."""
     with tempfile.TemporaryDirectory(prefix="jackpot-outbox-", dir=OUTBOX_DIR) as outbox, \
             _counting_retries(table, tally):
-        config = ControllerConfig(target, table, str(Path(outbox) / "outbox.db"), silence_limit=SILENCE_LIMIT)
+        config = ControllerConfig(target, table, str(Path(outbox) / "outbox.db"), silence_limit=SILENCE_LIMIT,
+                                  token=token(Role.TABLE, table))
         controller = await TableController(config).start()
         try:
             await play(controller, SETTINGS, rounds, tally, random.Random(seed),

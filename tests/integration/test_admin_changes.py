@@ -14,7 +14,7 @@ import pytest
 from jackpotd.api.gen.jackpot.v1 import admin_pb2
 
 from ..conftest import unique
-from .harness import Client, rid
+from .harness import ADMIN, Client, rid
 
 S = grpc.StatusCode
 FLUSH = ["2c", "5c", "9c", "Jc", "Kc"]
@@ -29,11 +29,12 @@ def audit(actor: str, reason: str, approval_ref: str = "") -> admin_pb2.Audit:
 
 async def audited_config(client: Client, link: str, answer: admin_pb2.LinkResponse, kind: str,
                          who: admin_pb2.Audit) -> dict[str, Any]:
-    """The change is the ledger entry the answer names, of `kind`, with its audit stored as given; returns
-    the link's configuration from that entry (and checks it is the configuration version it made)."""
+    """The change is the ledger entry the answer names, of `kind`, with its audit stored as given but for the
+    actor, who is the authenticated caller whatever the field said; returns the link's configuration from
+    that entry (and checks it is the configuration version it made)."""
     entry = await client.entry(link, answer.sequence)
     assert entry["kind"] == kind
-    assert entry["audit"] == {"actor": who.actor, "reason": who.reason, "approval_ref": who.approval_ref}
+    assert entry["audit"] == {"actor": ADMIN, "reason": who.reason, "approval_ref": who.approval_ref}
     assert answer.config_version == answer.sequence
     stored = await client.pg.fetchval("SELECT config::text FROM link_configs WHERE link_id = $1 AND version = $2",
                                       link, answer.sequence)

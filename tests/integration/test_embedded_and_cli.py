@@ -8,14 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import grpc
 import psutil
 import pytest
 
 from jackpotd.api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
 from jackpotd.embedded import free_port
 
-from .harness import eventually
+from .harness import authorized_channel, eventually
 from .process import ServerProcess
 
 
@@ -35,7 +34,7 @@ def _children(pid: int) -> list[str]:
 
 async def _demo_pools(target: str, seconds: float = 30) -> dict[str, int]:
     """The demo's pools once it is seeded (the demo loads just after the service starts serving)."""
-    async with grpc.aio.insecure_channel(target) as channel:
+    async with authorized_channel(target) as channel:
         stub = display_pb2_grpc.DisplayServiceStub(channel)
 
         async def seeded() -> dict[str, int] | None:

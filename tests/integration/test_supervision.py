@@ -20,6 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
 from jackpotd.api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
+from jackpotd.api.transport import Listener, listener
 from jackpotd.app import SERVICES, jackpot_service, run_grpc, serve
 from jackpotd.embedded import EmbeddedValkey, free_port
 from jackpotd.settings import Settings
@@ -27,8 +28,8 @@ from jackpotd.store import keys, ledger
 from jackpotd.store import writer as writer_module
 from jackpotd.store.redis_pools import RedisPools
 
-from ..conftest import Isolated, unique
-from .harness import Client, eventually
+from ..conftest import AUTH_KEY_FILE, Isolated, unique
+from .harness import Client, authorized_channel, eventually
 from .process import ServerProcess
 
 T = TypeVar("T")
@@ -92,7 +93,7 @@ FRESH = [("grpc.use_local_subchannel_pool", 1)]  # a connection of its own, not 
 
 async def _get_pools(target: str, link: str) -> bool:
     """One GetPools on a new connection (the kernel picks the worker), waiting for a listener if needed."""
-    async with grpc.aio.insecure_channel(target, options=FRESH) as channel:
+    async with authorized_channel(target, options=FRESH) as channel:
         reply = await display_pb2_grpc.DisplayServiceStub(channel).GetPools(
             display_pb2.GetPoolsRequest(link_id=link), timeout=5, wait_for_ready=True)
     return reply.link_id == link
@@ -199,7 +200,7 @@ async def test_killed_embedded_valkey_is_restarted(tmp_path: Path) -> None:
             await r.aclose()
         # Rebuilt: the ledger writer puts the link back from PostgreSQL; the clients of the supervisor and
         # of the worker reconnect by themselves.
-        async with grpc.aio.insecure_channel(server.target, options=FRESH) as channel:
+        async with authorized_channel(server.target, options=FRESH) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
             await eventually(lambda: _equals(_status(stub), SERVING), 20, "SERVING after the restart")
             await eventually(lambda: _equals(_status(stub, "link:demo"), SERVING), 20, "link:demo SERVING")
@@ -223,7 +224,8 @@ async def test_killed_embedded_valkey_is_restarted(tmp_path: Path) -> None:
 async def test_health_follows_redis(isolated: Isolated, tmp_path: Path) -> None:
     valkey = EmbeddedValkey(tmp_path / "valkey").start()
     listen = f"127.0.0.1:{free_port()}"
-    settings = Settings(redis_url=valkey.url, postgres_dsn=isolated.dsn, listen=listen, metrics_port=0, workers=0)
+    settings = Settings(redis_url=valkey.url, postgres_dsn=isolated.dsn, listen=listen, metrics_port=0, workers=0,
+                        auth_key_file=AUTH_KEY_FILE)
     ready, stop = asyncio.Event(), asyncio.Event()
     task = asyncio.create_task(serve(settings, ready=ready, stop=stop))
     channel = grpc.aio.insecure_channel(listen)
@@ -265,7 +267,7 @@ async def test_link_health_follows_the_writers_problems(isolated: Isolated) -> N
     ready, stop = asyncio.Event(), asyncio.Event()
     try:
         async with jackpot_service(redis, pg) as service:
-            task = asyncio.create_task(run_grpc(service, listen, stop, ready=ready))
+            task = asyncio.create_task(run_grpc(service, _listener(listen), stop, ready=ready))
             await asyncio.wait_for(ready.wait(), 30)
             async with grpc.aio.insecure_channel(listen) as channel:
                 stub = health_pb2_grpc.HealthStub(channel)
@@ -306,7 +308,7 @@ async def test_stopped_ledger_writer_turns_health_not_serving(isolated: Isolated
     ready, stop = asyncio.Event(), asyncio.Event()
     try:
         async with jackpot_service(redis, pg) as service:
-            task = asyncio.create_task(run_grpc(service, listen, stop, ready=ready))
+            task = asyncio.create_task(run_grpc(service, _listener(listen), stop, ready=ready))
             await asyncio.wait_for(ready.wait(), 30)
             async with grpc.aio.insecure_channel(listen) as channel:
                 stub = health_pb2_grpc.HealthStub(channel)
@@ -320,6 +322,10 @@ async def test_stopped_ledger_writer_turns_health_not_serving(isolated: Isolated
         await writer.stop()
         await redis.close()
         await pg.close()
+
+
+def _listener(listen: str) -> Listener:
+    return listener(Settings(listen=listen, auth_key_file=AUTH_KEY_FILE))
 
 
 async def _async(value: T) -> T:

@@ -17,11 +17,12 @@ from jackpot_table.deal import system_rng
 from jackpot_table.simulator import Scenario, TableSettings, Tally, play
 
 from jackpotd.api.gen.jackpot.v1 import table_pb2
+from jackpotd.auth.identity import Role
 from jackpotd.domain import evaluate_hand
 from jackpotd.domain.paytable import PaytableEntry, default_paytable
 
 from ..conftest import unique
-from .harness import Client, eventually
+from .harness import Client, eventually, token
 from .process import ServerProcess
 
 
@@ -38,8 +39,8 @@ async def tables_on_a_link(client: Client, n: int, game: str = "caribbean-stud")
 
 
 async def controllers(target: str, tables: list[str], outbox: Path, silence: float = 10.0) -> list[TableController]:
-    return [await TableController(ControllerConfig(target, t, str(outbox / f"{t}.db"), silence_limit=silence)
-                                  ).start() for t in tables]
+    return [await TableController(ControllerConfig(target, t, str(outbox / f"{t}.db"), silence_limit=silence,
+                                                   token=token(Role.TABLE, t))).start() for t in tables]
 
 
 async def ledger_totals(client: Client, link: str) -> dict[str, int]:
@@ -147,7 +148,8 @@ SEED = 20240611
 @pytest.mark.parametrize("game", sorted(OTHER_GAMES))
 async def test_other_games_play_on_the_same_link(client: Client, target: str, tmp_path: Path, game: str) -> None:
     link, (table,) = await tables_on_a_link(client, 1, game=game)
-    ctrl = await RecordingController(ControllerConfig(target, table, str(tmp_path / "outbox.db"))).start()
+    ctrl = await RecordingController(ControllerConfig(target, table, str(tmp_path / "outbox.db"),
+                                                      token=token(Role.TABLE, table))).start()
     tally = Tally()
     forced, forced_hand = OTHER_GAMES[game]
     await play(ctrl, TableSettings(game=game, seats=5, share=1.0, misdeal_rate=0, absent_rate=0), 20, tally,

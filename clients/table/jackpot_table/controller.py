@@ -14,6 +14,7 @@ import grpc
 import tenacity
 
 from jackpotd.api.gen.jackpot.v1 import table_pb2, table_pb2_grpc
+from jackpotd.auth.client import bearer
 
 from .outbox import Outbox
 
@@ -35,7 +36,8 @@ class JackpotDisabled(RuntimeError):
 
 @dataclass
 class ControllerConfig:
-    """Where the service is and how patient to be. `credentials` carries mTLS in production."""
+    """Where the service is and how patient to be. `credentials` carries mTLS in production (the table's
+    certificate names it); `token` is a bearer token, accepted for tables on a loopback development server."""
 
     target: str
     table_id: str
@@ -44,6 +46,7 @@ class ControllerConfig:
     call_timeout: float = 5.0
     retry_for: float = 120.0  # then give up and raise; the outbox keeps the id for resume()
     credentials: grpc.ChannelCredentials | None = None  # grpc.ssl_channel_credentials(ca, key, cert)
+    token: str | None = None
     options: Sequence[tuple[str, Any]] = field(default_factory=lambda: [
         ("grpc.keepalive_time_ms", 5000), ("grpc.keepalive_timeout_ms", 2000),
         ("grpc.keepalive_permit_without_calls", 1), ("grpc.initial_reconnect_backoff_ms", 200),
@@ -65,10 +68,13 @@ class TableController:
         self._meter: asyncio.Task[None] | None = None
 
     async def start(self) -> TableController:
+        interceptors = [bearer(self.config.token)] if self.config.token else []
         if self.config.credentials is not None:
-            self.channel = grpc.aio.secure_channel(self.config.target, self.config.credentials, self.config.options)
+            self.channel = grpc.aio.secure_channel(self.config.target, self.config.credentials, self.config.options,
+                                                   interceptors=interceptors)
         else:
-            self.channel = grpc.aio.insecure_channel(self.config.target, self.config.options)
+            self.channel = grpc.aio.insecure_channel(self.config.target, self.config.options,
+                                                     interceptors=interceptors)
         self.stub = table_pb2_grpc.TableServiceStub(self.channel)  # typed as the async stub
         self._meter = asyncio.create_task(self._watch_meter(), name=f"meter-{self.config.table_id}")
         await self.wait_for_service(self.config.silence_limit)

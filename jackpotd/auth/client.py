@@ -1,0 +1,77 @@
+"""The client side of authentication: channels that present a bearer token or a client certificate.
+
+Used by the CLIs, the table client library, benchmarks and tests. A table in production presents its
+certificate (mTLS); tokens are for people and devices in a role, and for tables on a plain-text loopback
+listener in development, where `TableTokens` mints one per table from the development auth key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import grpc
+
+from .identity import Role
+from .tokens import issue
+
+TABLE_SERVICE = "/jackpot.v1.TableService/"
+
+
+class _Metadata(grpc.aio.UnaryUnaryClientInterceptor,  # type: ignore[type-arg]
+                grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[type-arg]
+    """Adds an authorization header chosen per call."""
+
+    def __init__(self, header: Callable[[str, Any], str | None]) -> None:
+        self._header = header
+
+    def _details(self, details: Any, request: Any) -> Any:
+        value = self._header(details.method.decode() if isinstance(details.method, bytes) else details.method,
+                             request)
+        if value is None:
+            return details
+        metadata = grpc.aio.Metadata(*(details.metadata or ()), ("authorization", value))
+        return grpc.aio.ClientCallDetails(details.method, details.timeout, metadata, details.credentials,
+                                          details.wait_for_ready)
+
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(self._details(details, request), request)
+
+    async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(self._details(details, request), request)
+
+
+def bearer(token: str) -> Any:
+    """Every call presents `token`."""
+    return _Metadata(lambda method, request: f"Bearer {token}")
+
+
+class TableTokens:
+    """Development and tests: table calls present a token minted for the request's table, other calls the
+    token of `role` (admin by default). Only a plain-text loopback listener accepts table tokens."""
+
+    def __init__(self, key: bytes, role: Role = Role.ADMIN, name: str = "dev") -> None:
+        self.key = key
+        self.other = f"Bearer {issue(key, role, name)}"
+        self._tables: dict[str, str] = {}
+
+    def header(self, method: str, request: Any) -> str | None:
+        if method.startswith(TABLE_SERVICE):
+            table = str(getattr(request, "table_id", ""))
+            if table not in self._tables:
+                self._tables[table] = f"Bearer {issue(self.key, Role.TABLE, table)}" if table else ""
+            return self._tables[table] or None
+        return self.other
+
+    def interceptor(self) -> Any:
+        return _Metadata(self.header)
+
+
+def open_channel(target: str, *, interceptors: Sequence[Any] = (),
+                 ca: bytes | None = None, cert: bytes | None = None, key: bytes | None = None,
+                 options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
+    """Plain text (loopback), or TLS trusting `ca`, presenting `cert` and `key` when given (mTLS)."""
+    if ca is None:
+        return grpc.aio.insecure_channel(target, options=list(options), interceptors=list(interceptors))
+    credentials = grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert)
+    return grpc.aio.secure_channel(target, credentials, options=list(options), interceptors=list(interceptors))

@@ -1,0 +1,144 @@
+"""Who may call what (jackpotd/auth/policy.py), checked method by method and role by role against a running
+service: a credential outside its role is PERMISSION_DENIED, a missing or bad one UNAUTHENTICATED, a table
+acts only for itself, and the audit trail records the authenticated actor, not the field."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2, table_pb2
+from jackpotd.auth.identity import Role
+from jackpotd.auth.policy import ALLOWED
+from jackpotd.auth.tokens import issue, new_key
+
+from ..conftest import AUTH_KEY, unique
+from .harness import AUDIT, Client, rid
+
+S = grpc.StatusCode
+REFUSED = {S.UNAUTHENTICATED, S.PERMISSION_DENIED}
+SERVICES = {"TableService": table_pb2, "DisplayService": display_pb2, "AdminService": admin_pb2}
+STREAMS = {"/jackpot.v1.TableService/WatchMeter", "/jackpot.v1.DisplayService/WatchPools"}
+
+
+def request_for(method: str, table: str, link: str) -> Any:
+    """A request of the method's type, naming `table` and `link` where it has such fields."""
+    service, name = method.strip("/").split("/")
+    module = SERVICES[service.split(".")[-1]]
+    descriptor = module.DESCRIPTOR.services_by_name[service.split(".")[-1]].methods_by_name[name]
+    message = getattr(module, descriptor.input_type.name)()
+    for field, value in (("table_id", table), ("link_id", link), ("request_id", rid()), ("round_id", "r1")):
+        if field in message.DESCRIPTOR.fields_by_name:
+            setattr(message, field, value)
+    if "audit" in message.DESCRIPTOR.fields_by_name:
+        message.audit.CopyFrom(AUDIT)
+    return message
+
+
+async def status_of(channel: grpc.aio.Channel, method: str, request: Any, token: str | None) -> S:
+    """The status the call ends with (OK if it succeeds; a stream's first message counts as success)."""
+    metadata = (("authorization", f"Bearer {token}"),) if token else None
+    kind = type(request)
+    try:
+        if method in STREAMS:
+            call = channel.unary_stream(method, request_serializer=kind.SerializeToString,
+                                        response_deserializer=lambda b: b)(request, metadata=metadata, timeout=5)
+            async for _ in call:
+                break
+            call.cancel()
+        else:
+            await channel.unary_unary(method, request_serializer=kind.SerializeToString,
+                                      response_deserializer=lambda b: b)(request, metadata=metadata, timeout=5)
+    except grpc.aio.AioRpcError as e:
+        return e.code()
+    return S.OK
+
+
+CALLERS: list[tuple[str, Role | None]] = [("table (itself)", Role.TABLE), ("display", Role.DISPLAY),
+                                          ("finance", Role.FINANCE), ("supervisor", Role.SUPERVISOR),
+                                          ("admin", Role.ADMIN)]
+
+
+def test_every_rpc_of_every_service_is_in_the_policy() -> None:
+    methods = {f"/{m.containing_service.full_name}/{m.name}" for module in SERVICES.values()
+               for service in module.DESCRIPTOR.services_by_name.values() for m in service.methods}
+    assert methods == set(ALLOWED)
+
+
+async def test_the_whole_authorisation_table(client: Client, target: str) -> None:
+    link, table, other = unique("auth"), unique("t"), unique("t")
+    await client.create_link(link)
+    await client.register(table, link)
+    await client.register(other, link)
+    outcomes: dict[tuple[str, str], S] = {}
+    async with grpc.aio.insecure_channel(target) as channel:
+        for method, allowed in ALLOWED.items():
+            for label, role in CALLERS:
+                token = issue(AUTH_KEY, role, table if role is Role.TABLE else f"{label}-1") if role else None
+                code = await status_of(channel, method, request_for(method, table, link), token)
+                outcomes[(method, label)] = code
+                assert (code not in REFUSED) == (role in allowed), (method, label, code)
+                if role in allowed:
+                    assert code != S.UNAUTHENTICATED
+                else:
+                    assert code == S.PERMISSION_DENIED, (method, label, code)
+            # a table acting for another table
+            if Role.TABLE in allowed:
+                code = await status_of(channel, method, request_for(method, other, link),
+                                       issue(AUTH_KEY, Role.TABLE, table))
+                assert code == S.PERMISSION_DENIED, (method, "table for another", code)
+    assert len(outcomes) == len(ALLOWED) * len(CALLERS)
+
+
+@pytest.mark.parametrize("case", ["missing", "wrong key", "expired", "not bearer", "garbage"])
+async def test_bad_credentials_are_unauthenticated(target: str, case: str) -> None:
+    method = "/jackpot.v1.AdminService/FundPool"
+    token = {"missing": None, "wrong key": issue(new_key(), Role.ADMIN, "x"),
+             "expired": issue(AUTH_KEY, Role.ADMIN, "x", ttl_seconds=-10), "garbage": "abc.def.ghi",
+             "not bearer": None}[case]
+    async with grpc.aio.insecure_channel(target) as channel:
+        request = request_for(method, "t", "l")
+        if case == "not bearer":
+            with pytest.raises(grpc.aio.AioRpcError) as e:
+                await channel.unary_unary(method, request_serializer=type(request).SerializeToString)(
+                    request, metadata=(("authorization", "Basic YWRtaW46YWRtaW4="),), timeout=5)
+            assert e.value.code() == S.UNAUTHENTICATED
+            return
+        assert await status_of(channel, method, request, token) == S.UNAUTHENTICATED
+
+
+async def test_health_and_reflection_stay_open(target: str) -> None:
+    async with grpc.aio.insecure_channel(target) as channel:
+        reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
+        assert reply.status in (health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING)
+
+
+async def test_the_audit_records_the_authenticated_actor_not_the_field(client: Client, target: str) -> None:
+    link = unique("actor")
+    await client.create_link(link)
+    request = admin_pb2.FundPoolRequest(request_id=rid(), link_id=link, pool="MINOR", amount_cents=5, audit=AUDIT)
+    request.audit.actor = "someone-else"
+    async with grpc.aio.insecure_channel(target) as channel:
+        await channel.unary_unary("/jackpot.v1.AdminService/FundPool",
+                                  request_serializer=admin_pb2.FundPoolRequest.SerializeToString)(
+            request, metadata=(("authorization", f"Bearer {issue(AUTH_KEY, Role.ADMIN, 'alice')}"),), timeout=10)
+    entry = await client.pg.fetchval("SELECT entry FROM entries WHERE link_id = $1 AND kind = 'fund'", link)
+    assert json.loads(entry)["audit"]["actor"] == "alice"
+
+
+async def test_a_sign_watches_but_cannot_move_money(client: Client, target: str) -> None:
+    link = unique("sign")
+    await client.create_link(link)
+    sign = issue(AUTH_KEY, Role.DISPLAY, "sign-7")
+    async with grpc.aio.insecure_channel(target) as channel:
+        assert await status_of(channel, "/jackpot.v1.DisplayService/GetPools",
+                               display_pb2.GetPoolsRequest(link_id=link), sign) == S.OK
+        fund = admin_pb2.FundPoolRequest(request_id=rid(), link_id=link, pool="MINOR", amount_cents=5, audit=AUDIT)
+        assert await status_of(channel, "/jackpot.v1.AdminService/FundPool", fund, sign) == S.PERMISSION_DENIED
+    await asyncio.sleep(0)
+    assert await client.pg.fetchval("SELECT count(*) FROM entries WHERE link_id = $1 AND kind = 'fund'", link) == 0
