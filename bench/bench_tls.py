@@ -204,7 +204,7 @@ async def run(args: argparse.Namespace) -> None:
         admin_token = issue(key, Role.ADMIN, "bench")
         sides = [
             Side("plain text + token", plain, lambda t: grpc.aio.insecure_channel(plain.server.target),
-                 lambda: open_channel(plain.server.target, interceptors=[bearer(admin_token)]),
+                 lambda: open_channel(plain.server.target, interceptors=bearer(admin_token)),
                  lambda t: (("authorization", f"Bearer {table_tokens[t]}"),)),
             Side("mTLS (table certificate)", tls,
                  lambda t: grpc.aio.secure_channel(tls_server.target, tls_server.credentials(f"tables/{t}")),

@@ -29,7 +29,7 @@ class Stack:
 
     def channel(self) -> grpc.aio.Channel:
         """A channel whose table calls carry their table's token, and other calls an admin token."""
-        return open_channel(self.server.target, interceptors=[TableTokens(self.auth_key).interceptor()])
+        return open_channel(self.server.target, interceptors=TableTokens(self.auth_key).interceptors())
 
     def stop(self) -> None:
         if self.server.proc and self.server.proc.poll() is None:

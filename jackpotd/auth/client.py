@@ -18,32 +18,44 @@ from .tokens import issue
 TABLE_SERVICE = "/jackpot.v1.TableService/"
 
 
-class _Metadata(grpc.aio.UnaryUnaryClientInterceptor,  # type: ignore[type-arg]
-                grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[type-arg]
-    """Adds an authorization header chosen per call."""
+class _UnaryHeader(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
+    """Adds an authorization header chosen per call, to unary calls."""
 
     def __init__(self, header: Callable[[str, Any], str | None]) -> None:
         self._header = header
 
-    def _details(self, details: Any, request: Any) -> Any:
-        value = self._header(details.method.decode() if isinstance(details.method, bytes) else details.method,
-                             request)
-        if value is None:
-            return details
-        metadata = grpc.aio.Metadata(*(details.metadata or ()), ("authorization", value))
-        return grpc.aio.ClientCallDetails(details.method, details.timeout, metadata, details.credentials,
-                                          details.wait_for_ready)
-
     async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
-        return await continuation(self._details(details, request), request)
+        return await continuation(_with_header(self._header, details, request), request)
+
+
+class _StreamHeader(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[type-arg]
+    """The same for server-streaming calls: grpc files an interceptor under one kind only, so each kind needs
+    its own object."""
+
+    def __init__(self, header: Callable[[str, Any], str | None]) -> None:
+        self._header = header
 
     async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
-        return await continuation(self._details(details, request), request)
+        return await continuation(_with_header(self._header, details, request), request)
 
 
-def bearer(token: str) -> Any:
-    """Every call presents `token`."""
-    return _Metadata(lambda method, request: f"Bearer {token}")
+def _with_header(header: Callable[[str, Any], str | None], details: Any, request: Any) -> Any:
+    method = details.method.decode() if isinstance(details.method, bytes) else details.method
+    value = header(method, request)
+    if value is None:
+        return details
+    metadata = grpc.aio.Metadata(*(details.metadata or ()), ("authorization", value))
+    return grpc.aio.ClientCallDetails(details.method, details.timeout, metadata, details.credentials,
+                                      details.wait_for_ready)
+
+
+def _interceptors(header: Callable[[str, Any], str | None]) -> list[Any]:
+    return [_UnaryHeader(header), _StreamHeader(header)]
+
+
+def bearer(token: str) -> list[Any]:
+    """Interceptors by which every call presents `token`."""
+    return _interceptors(lambda method, request: f"Bearer {token}")
 
 
 class TableTokens:
@@ -63,8 +75,8 @@ class TableTokens:
             return self._tables[table] or None
         return self.other
 
-    def interceptor(self) -> Any:
-        return _Metadata(self.header)
+    def interceptors(self) -> list[Any]:
+        return _interceptors(self.header)
 
 
 def open_channel(target: str, *, interceptors: Sequence[Any] = (),

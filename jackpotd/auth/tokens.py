@@ -23,8 +23,9 @@ def new_key() -> bytes:
 
 
 def read_key(path: str | Path) -> bytes:
-    """The signing key from its file (raw bytes, at least 32)."""
-    key = Path(path).read_bytes().strip()
+    """The signing key from its file: its raw bytes, as written (at least 32; never stripped, since random
+    bytes may begin or end with whitespace)."""
+    key = Path(path).read_bytes()
     if len(key) < KEY_BYTES:
         raise ValueError(f"{path}: an auth key needs at least {KEY_BYTES} bytes, it has {len(key)}")
     return key

@@ -37,7 +37,7 @@ ADMIN = "test-admin"  # who the harness's admin calls are from: the audit trail'
 
 def authorized_channel(target: str, options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
     """A channel whose table calls carry a token of the request's table and other calls an admin token."""
-    return open_channel(target, interceptors=[TableTokens(AUTH_KEY, Role.ADMIN, ADMIN).interceptor()],
+    return open_channel(target, interceptors=TableTokens(AUTH_KEY, Role.ADMIN, ADMIN).interceptors(),
                         options=options)
 
 

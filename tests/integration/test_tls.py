@@ -59,7 +59,7 @@ class Tls:
         ca = (self.creds / "ca.pem").read_bytes()
         pair = ((root / f"{cert}.pem").read_bytes(), (root / f"{cert}.key").read_bytes()) if cert else (None, None)
         channel = open_channel(self.target, ca=ca, cert=pair[0], key=pair[1],
-                               interceptors=[bearer(token)] if token else ())
+                               interceptors=bearer(token) if token else ())
         self.channels.append(channel)
         return channel
 

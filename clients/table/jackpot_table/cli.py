@@ -109,7 +109,7 @@ class Credentials:
         if self.ca is not None:
             cert, key = self.admin_cert or (None, None)
             return open_channel(target, ca=self.ca, cert=cert, key=key)
-        return open_channel(target, interceptors=[bearer(self.admin_token)] if self.admin_token else [])
+        return open_channel(target, interceptors=bearer(self.admin_token) if self.admin_token else [])
 
 
 class CredentialError(ValueError):

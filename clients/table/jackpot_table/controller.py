@@ -68,7 +68,7 @@ class TableController:
         self._meter: asyncio.Task[None] | None = None
 
     async def start(self) -> TableController:
-        interceptors = [bearer(self.config.token)] if self.config.token else []
+        interceptors = bearer(self.config.token) if self.config.token else []
         if self.config.credentials is not None:
             self.channel = grpc.aio.secure_channel(self.config.target, self.config.credentials, self.config.options,
                                                    interceptors=interceptors)
