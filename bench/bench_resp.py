@@ -125,7 +125,7 @@ def main() -> None:
     print(f"client on CPUs {sorted(mine)}, Valkey on {sorted(others or mine)}; hiredis: {HIREDIS_AVAILABLE}; "
           f"{args.rounds} rounds of {args.commands} commands, medians")
     try:
-        transports = [("Unix socket", valkey.url), ("TCP", f"redis://127.0.0.1:{valkey.port}/0")]
+        transports = [("Unix socket", valkey.url), ("TCP", valkey.url_for(0, tcp=True))]
         for label, url in transports:
             if url.startswith("unix:") and valkey.socket is None:
                 continue

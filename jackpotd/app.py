@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import grpc
 from grpc_health.v1 import _async as health_aio
@@ -35,7 +36,7 @@ from .embedded import EmbeddedPostgres, EmbeddedValkey
 from .health import HealthReporter
 from .metrics import multiprocess_dir, registry
 from .service.services import Services
-from .settings import Settings
+from .settings import Settings, SettingsError
 from .store import ledger, recovery
 from .store.durability import DurabilityWatcher
 from .store.ledger import PostgresLedger
@@ -53,8 +54,8 @@ class Stores:
 
     redis: RedisPools
     pg: ledger.Pool
-    redis_url: str
-    dsn: str
+    redis_url: str  # password included: in-process and to the workers (pickled), never logged or on a command line
+    dsn: str  # the service's login (for the embedded server jackpotd_app), password included, likewise
     embedded: tuple[EmbeddedPostgres, EmbeddedValkey] | None = None
 
 
@@ -64,29 +65,44 @@ def _endpoints_file(settings: Settings) -> Path:
 
 @contextlib.asynccontextmanager
 async def open_stores(settings: Settings, *, migrate: bool = True) -> AsyncIterator[Stores]:
-    """Connect to the configured stores, or reuse or start the embedded ones under the state directory."""
+    """Connect to the configured stores, or reuse or start the embedded ones under the state directory.
+
+    Migrations run as the ledger's owner; the pool logs in as the service's role (docs/DECISIONS.md,
+    Locked-down stores). Embedded: the owner is the superuser `postgres`, the service `jackpotd_app`, both with
+    passwords from `<state>/secrets`. External: the DSN's role for both (migrate with the owner's DSN first, then
+    serve with the service's: a role that may not migrate gets through when nothing is pending), passwords from
+    `postgres_password_file` and `redis_password_file` when set.
+    """
     embedded = None
-    redis_url, dsn = settings.redis_url, settings.postgres_dsn
     if settings.embedded:
+        state = Path(settings.state_dir).resolve()
         endpoints = _endpoints_file(settings)
         running = json.loads(endpoints.read_text()) if endpoints.exists() else None
         if running and _alive(running["pid"]):  # another jackpotd on this state dir owns the servers
             redis_url, dsn = running["redis_url"], running["postgres_dsn"]
+            owner_dsn = EmbeddedPostgres(state / "postgres" / "data", port=running["postgres_port"],
+                                         secrets=state / "secrets").dsn if "postgres_port" in running else dsn
         else:
-            state = Path(settings.state_dir).resolve()
             state.mkdir(parents=True, exist_ok=True)
             # Started from this thread on purpose: they die with the thread that started them (PDEATHSIG).
-            pg = EmbeddedPostgres(state / "postgres" / "data").start()
-            valkey = EmbeddedValkey(state / "valkey").start()
+            pg = EmbeddedPostgres(state / "postgres" / "data", secrets=state / "secrets").start()
+            valkey = EmbeddedValkey(state / "valkey", secrets=state / "secrets").start()
             embedded = (pg, valkey)
-            redis_url, dsn = valkey.url, pg.dsn
-            endpoints.write_text(json.dumps({"pid": os.getpid(), "redis_url": redis_url, "postgres_dsn": dsn}))
+            redis_url, dsn, owner_dsn = valkey.url, pg.app_dsn(), pg.dsn
+            _write_private(endpoints, json.dumps({"pid": os.getpid(), "redis_url": redis_url, "postgres_dsn": dsn,
+                                                  "postgres_port": pg.port, "valkey_port": valkey.port}))
+    else:
+        redis_url = _with_secret(settings.redis_url, settings.redis_password_file, "redis")
+        dsn = owner_dsn = _with_secret(settings.postgres_dsn, settings.postgres_password_file, "postgres")
     try:
         if migrate:
-            await ledger.migrate(dsn)
+            await ledger.migrate(owner_dsn)
         pool = await ledger.connect_pool(dsn, size=20)
         redis = RedisPools(redis_url)
         try:
+            for problem in await ledger.role_problems(pool):
+                log.warning("%s: the service could rewrite the ledger; let it log in as a role with only %s's "
+                            "grants (README, Pointing it at real Redis and PostgreSQL)", problem, ledger.APP_ROLE)
             yield Stores(redis, pool, redis_url, dsn, embedded)
         finally:
             await redis.close()
@@ -96,6 +112,33 @@ async def open_stores(settings: Settings, *, migrate: bool = True) -> AsyncItera
             _endpoints_file(settings).unlink(missing_ok=True)
             embedded[1].stop()
             embedded[0].stop()
+
+
+def _write_private(path: Path, text: str) -> None:
+    """`text` into `path`, readable by this user alone (it holds the stores' passwords)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(text)
+
+
+def _with_secret(url: str, password_file: str, store: str) -> str:
+    """`url` with the password kept in `password_file` (none: `url` as it is), as its `password` parameter,
+    which asyncpg and redis-py both read."""
+    if not password_file:
+        return url
+    try:
+        password = Path(password_file).read_text().strip()
+    except OSError as e:
+        raise SettingsError(f"{store}_password_file: cannot read {password_file}: {e.strerror or e}") from None
+    if not password:
+        raise SettingsError(f"{store}_password_file: {password_file} is empty")
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if parts.password or any(k == "password" for k, _ in query):
+        raise SettingsError(f"the {store} URL carries a password and {store}_password_file is set: "
+                            "keep the password in the file alone")
+    return urlunsplit(parts._replace(query=urlencode([*query, ("password", password)])))
 
 
 def _alive(pid: int) -> bool:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from .settings import Settings, SettingsError, load
 
@@ -20,8 +22,13 @@ servers under --state-dir and stops them when it exits. Settings may also come f
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="TOML file with redis_url, postgres_dsn, listen, state_dir, metrics_port")
-    p.add_argument("--redis-url", help="Redis or Valkey URL, e.g. redis://10.0.0.5:6379/0")
-    p.add_argument("--postgres-dsn", help="PostgreSQL DSN, e.g. postgresql://jackpot@db/jackpot")
+    p.add_argument("--redis-url", help="Redis or Valkey URL, e.g. redis://10.0.0.5:6379/0 (no password: "
+                                       "--redis-password-file)")
+    p.add_argument("--postgres-dsn", help="PostgreSQL DSN, e.g. postgresql://jackpotd_app@db/jackpot (no password: "
+                                          "--postgres-password-file)")
+    p.add_argument("--redis-password-file", help="file holding the Redis password (secrets never on the command "
+                                                 "line)")
+    p.add_argument("--postgres-password-file", help="file holding the PostgreSQL role's password")
     p.add_argument("--state-dir", help="where embedded servers keep their data (default ./state)")
     p.add_argument("--log-level", help="DEBUG, INFO, WARNING (default INFO)")
 
@@ -135,7 +142,31 @@ def client_credentials(p: argparse.ArgumentParser) -> None:
 
 
 def settings_of(args: argparse.Namespace) -> Settings:
-    return load(getattr(args, "config", None), **{name: getattr(args, name, None) for name in Settings.model_fields})
+    for name in ("redis_url", "postgres_dsn"):  # secrets never on the command line: any user sees it (ps, /proc)
+        value = getattr(args, name, None)
+        if value and _carries_password(value):
+            store = name.split("_")[0]
+            raise SettingsError(f"--{name.replace('_', '-')} carries a password, which every user of this host can "
+                                f"read on the command line: put the password in a file given by --{store}-password-"
+                                f"file (or $JACKPOTD_{store.upper()}_PASSWORD_FILE), or give the whole "
+                                f"{'URL' if store == 'redis' else 'DSN'} in $JACKPOTD_{name.upper()} or the "
+                                "--config file")
+    settings = load(getattr(args, "config", None),
+                    **{name: getattr(args, name, None) for name in Settings.model_fields})
+    for name in ("redis_password_file", "postgres_password_file"):
+        path = getattr(settings, name)
+        if path and not os.access(path, os.R_OK):
+            raise SettingsError(f"{name} = {path!r}: cannot read it")
+    return settings
+
+
+def _carries_password(url: str) -> bool:
+    """Whether a URL or DSN holds a password (user:password@, ?password=, or key=value's password=)."""
+    try:
+        in_netloc = urlsplit(url).password is not None
+    except ValueError:
+        in_netloc = False
+    return in_netloc or re.search(r"(^|[?&\s])password\s*=", url) is not None
 
 
 def main(argv: list[str] | None = None) -> int:

