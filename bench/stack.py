@@ -43,6 +43,7 @@ def start_stack(prefix: str, workers: int, *serve_args: str) -> Stack:
     root = Path(tempfile.mkdtemp(prefix=prefix))
     os.chmod(root, 0o755)
     auth_key = new_key()
+    (root / "auth.key").touch(mode=0o600)
     (root / "auth.key").write_bytes(auth_key)
     os.environ["JACKPOTD_AUTH_KEY_FILE"] = str(root / "auth.key")  # the server process reads it
     with warnings.catch_warnings():

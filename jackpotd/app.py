@@ -214,7 +214,7 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
 async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event | None = None,
                 stop: asyncio.Event | None = None) -> None:
     """Run until SIGINT or SIGTERM: recover, then serve; on exit stop in order and stop embedded servers."""
-    if settings.embedded and not settings.auth_key_file:  # `make run`: credentials of its own (README, Security)
+    if settings.embedded and not settings.auth_key_file and not settings.tls_cert_file:  # `make run` (README)
         credentials = await asyncio.to_thread(development_credentials, settings.state_dir)
         settings = settings.model_copy(update={"auth_key_file": str(credentials / "auth.key")})  # workers too
         log.info("development credentials in %s: tokens/*.token (bearer), ca.pem, server.*, roles/, tables/ "

@@ -24,7 +24,7 @@ from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey, free_port
 _KEY_DIR = tempfile.mkdtemp(prefix="jackpotd-test-auth-")
 AUTH_KEY_FILE = os.path.join(_KEY_DIR, "auth.key")
 AUTH_KEY = new_key()
-with open(AUTH_KEY_FILE, "wb") as _f:
+with open(os.open(AUTH_KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as _f:
     _f.write(AUTH_KEY)
 os.environ["JACKPOTD_AUTH_KEY_FILE"] = AUTH_KEY_FILE
 

@@ -11,6 +11,8 @@ import grpc
 
 from ..auth.errors import PermissionDenied, Unauthenticated
 from ..auth.guard import CALLER, Guard
+from ..auth.identity import Identity
+from ..auth.policy import is_open
 from ..domain.errors import Conflict, FailedPrecondition, InvalidInput, NotFound
 from ..metrics import LATENCY, REQUESTS
 from ..service.errors import Unavailable
@@ -95,8 +97,7 @@ def _wrap(path: str, handler: Any, guard: Guard) -> Any:
         async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             started = time.perf_counter()
             try:
-                _require_parsed(request)
-                CALLER.set(guard.check(path, request, context))
+                CALLER.set(_admitted(guard, path, request, context))
                 response = await inner(request, context)
             except Exception as e:
                 code, message = status_of(e)
@@ -113,8 +114,7 @@ def _wrap(path: str, handler: Any, guard: Guard) -> Any:
 
         async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
             try:
-                _require_parsed(request)
-                CALLER.set(guard.check(path, request, context))
+                CALLER.set(_admitted(guard, path, request, context))
                 async for item in inner_stream(request, context):
                     yield item
             except Exception as e:
@@ -124,4 +124,26 @@ def _wrap(path: str, handler: Any, guard: Guard) -> Any:
 
         return grpc.unary_stream_rpc_method_handler(stream, _tolerant(handler.request_deserializer),
                                                     handler.response_serializer)
-    return handler
+    if is_open(path):  # reflection: bidirectional, open to all
+        return handler
+    # A client-streaming or bidirectional method no policy covers: nobody may call it until one does.
+    return _refused(path, handler)
+
+
+def _admitted(guard: Guard, path: str, request: Any, context: Any) -> Identity | None:
+    """The caller, checked before anything of the request is read: who (UNAUTHENTICATED), then the bytes
+    (INVALID_ARGUMENT), then whether the role and the request's table allow it (PERMISSION_DENIED)."""
+    identity = guard.caller(path, context)
+    _require_parsed(request)
+    guard.authorize(path, identity, request)
+    return identity
+
+
+def _refused(path: str, handler: Any) -> Any:
+    async def refuse(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        await context.abort(grpc.StatusCode.PERMISSION_DENIED, f"{path} is in no access policy")
+
+    if handler.stream_unary is not None:
+        return grpc.stream_unary_rpc_method_handler(refuse, handler.request_deserializer,
+                                                    handler.response_serializer)
+    return grpc.stream_stream_rpc_method_handler(refuse, handler.request_deserializer, handler.response_serializer)

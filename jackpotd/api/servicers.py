@@ -46,8 +46,9 @@ def audited(msg: Any) -> tuple[c.Request, c.Audit]:
     """An admin request and its audit, the actor being the authenticated caller whatever the field said
     (§9: who acted is who proved it)."""
     caller = CALLER.get()
-    if caller is not None:
-        msg.audit.actor = caller.actor
+    if caller is None:  # every admin method is closed: the guard has set its caller
+        raise RuntimeError("an admin call reached its handler without an authenticated caller")
+    msg.audit.actor = caller.actor
     return request_of(msg), audit_of(msg.audit)
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from cryptography import x509
 
-from .errors import Unauthenticated
-from .identity import Identity, Role, from_uri
+from .errors import PermissionDenied, Unauthenticated
+from .identity import URN_PREFIX, Identity, Role, from_uri
 from .policy import authorize, is_open
 from .tokens import verify
 
@@ -22,17 +22,17 @@ _CACHE_MAX = 10_000
 
 
 def identity_of_certificate(pem: bytes) -> Identity | None:
-    """The identity a client certificate's URI names (the TLS layer has verified it against our CA)."""
-    cert = x509.load_pem_x509_certificate(pem)
+    """The identity a client certificate's URI names (the TLS layer has verified it against our CA); None
+    for a certificate that names none, more than one, or cannot be read."""
     try:
+        cert = x509.load_pem_x509_certificate(pem)
         names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
+    except (ValueError, x509.ExtensionNotFound):
         return None
-    for uri in names.get_values_for_type(x509.UniformResourceIdentifier):
-        found = from_uri(uri)
-        if found is not None:
-            return found
-    return None
+    ours = [uri for uri in names.get_values_for_type(x509.UniformResourceIdentifier) if uri.startswith(URN_PREFIX)]
+    if len(ours) != 1:  # one holder per certificate: a second claim is never chosen between
+        return None
+    return from_uri(ours[0])
 
 
 class Guard:
@@ -60,13 +60,30 @@ class Guard:
             raise Unauthenticated("a table authenticates with its client certificate, not a token")
         return identity
 
-    def check(self, method: str, request: Any, context: Any) -> Identity | None:
-        """The caller, once the policy allows it to call `method` with `request`; raises otherwise."""
+    def caller(self, method: str, context: Any) -> Identity | None:
+        """Who calls `method` (None for the open services); Unauthenticated when a closed method has no
+        valid credential."""
         if is_open(method):
             return None
         identity = self.identify(context)
-        table_id = getattr(request, "table_id", None) if method.startswith(TABLE_SERVICE) else None
-        authorize(method, identity, table_id)
+        if identity is None:
+            raise Unauthenticated(f"{method.rsplit('/', 1)[-1]} needs a credential: a client certificate or "
+                                  "a bearer token")
+        return identity
+
+    def authorize(self, method: str, identity: Identity | None, request: Any) -> None:
+        """Raise unless `identity` may call `method` with `request` (a table: on its own table only)."""
+        if is_open(method):
+            return
+        table_id = getattr(request, "table_id", None)
+        if identity is not None and identity.role is Role.TABLE and not isinstance(table_id, str):
+            raise PermissionDenied(f"a table may not call {method.rsplit('/', 1)[-1]}: it names no table")
+        authorize(method, identity, table_id if identity is not None and identity.role is Role.TABLE else None)
+
+    def check(self, method: str, request: Any, context: Any) -> Identity | None:
+        """The caller, once the policy allows it to call `method` with `request`; raises otherwise."""
+        identity = self.caller(method, context)
+        self.authorize(method, identity, request)
         return identity
 
     def _token(self, token: str) -> Identity:

@@ -25,6 +25,10 @@ def new_key() -> bytes:
 def read_key(path: str | Path) -> bytes:
     """The signing key from its file: its raw bytes, as written (at least 32; never stripped, since random
     bytes may begin or end with whitespace)."""
+    mode = Path(path).stat().st_mode
+    if mode & 0o077:
+        raise ValueError(f"{path}: an auth key must be readable by its owner only (mode {mode & 0o777:o}); "
+                         "chmod 600 it")
     key = Path(path).read_bytes()
     if len(key) < KEY_BYTES:
         raise ValueError(f"{path}: an auth key needs at least {KEY_BYTES} bytes, it has {len(key)}")

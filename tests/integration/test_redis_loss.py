@@ -19,7 +19,7 @@ from prometheus_client import REGISTRY
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2, table_pb2
 from jackpotd.embedded import EmbeddedValkey
-from jackpotd.store import keys, recovery
+from jackpotd.store import keys, ledger, recovery
 from jackpotd.store.redis_pools import RedisPools
 
 from ..conftest import Isolated, unique
@@ -310,7 +310,8 @@ async def test_a_writer_that_keeps_failing_turns_health_not_serving_and_fences_n
         isolated: Isolated, tmp_path: Path) -> None:
     """A fault that is no entry's (the service's role lost its grant): every call waits, health says so,
     no link is fenced for it, and everything goes on once it is repaired."""
-    async with open_private(isolated, tmp_path) as p:
+    await ledger.migrate(isolated.dsn)  # as the owner; the service then logs in as its own role, as deployed
+    async with open_private(isolated, tmp_path, postgres_dsn=isolated.app_dsn) as p:
         c = p.client
         _, (table,) = await new_link(c, 1)
         conn = await asyncpg.connect(isolated.dsn)

@@ -142,17 +142,23 @@ def columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
 
 async def heads_of(conn: Any, link_ids: Sequence[str] | None) -> HeadCache:
     """The ledger's heads and account balances of these links (None: every link); a link not there yet
-    starts empty."""
+    starts empty. One statement, so the heads and the balances come from one snapshot: read apart, a
+    writer committing in between would pair a head with balances of another entry."""
     out = {link: Head(0, b"", {}) for link in link_ids or ()}
-    where = "" if link_ids is None else "WHERE l.link_id = ANY($1)"
+    where = "" if link_ids is None else "WHERE {t}.link_id = ANY($1)"
     args = [] if link_ids is None else [list(link_ids)]
-    for r in await conn.fetch("SELECT l.link_id, l.last_seq, l.last_hash, e.request_id, e.request_hash "
-                              "FROM links l LEFT JOIN entries e ON e.link_id = l.link_id AND e.seq = l.last_seq "
-                              + where, *args):
-        out[r["link_id"]] = Head(int(r["last_seq"]), bytes(r["last_hash"]), {}, identity_of(r))
-    for r in await conn.fetch("SELECT link_id, account, balance_uc FROM account_balances b "
-                              + where.replace("l.link_id", "b.link_id"), *args):
-        out[r["link_id"]].balances[r["account"]] = int(r["balance_uc"])
+    rows = await conn.fetch(
+        "SELECT l.link_id, l.last_seq, l.last_hash, e.request_id, e.request_hash, NULL::text AS account, "
+        "NULL::bigint AS balance_uc FROM links l LEFT JOIN entries e ON e.link_id = l.link_id "
+        "AND e.seq = l.last_seq " + where.format(t="l") + " UNION ALL "
+        "SELECT b.link_id, NULL, NULL, NULL, NULL, b.account, b.balance_uc FROM account_balances b "
+        + where.format(t="b"), *args)
+    for r in rows:
+        if r["account"] is None:
+            out[r["link_id"]] = Head(int(r["last_seq"]), bytes(r["last_hash"]), {}, identity_of(r))
+    for r in rows:
+        if r["account"] is not None:
+            out.setdefault(r["link_id"], Head(0, b"", {})).balances[r["account"]] = int(r["balance_uc"])
     return out
 
 
