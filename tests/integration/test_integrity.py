@@ -9,11 +9,12 @@ import grpc
 import pytest
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2, table_pb2
+from jackpotd.auth.identity import Role
 from jackpotd.domain.ids import hit_id
 from jackpotd.store import keys, ledger
 
 from ..conftest import unique
-from .harness import AUDIT, Client, rid
+from .harness import AUDIT, Client, rid, token
 
 S = grpc.StatusCode
 FLUSH = ["2c", "5c", "9c", "Jc", "Kc"]
@@ -140,9 +141,10 @@ async def test_malformed_request_bytes_are_invalid_argument(client: Client, worl
     call = client.channel.unary_unary("/jackpot.v1.TableService/CommitWagers",
                                       request_serializer=lambda b: b, response_deserializer=lambda b: b)
     before = await ledger_state(client)
+    table = (("authorization", f"Bearer {token(Role.TABLE, world['table'])}"),)  # raw bytes name no table
     for raw in (bad_utf8, truncated):
         with pytest.raises(grpc.aio.AioRpcError) as err:
-            await call(raw)
+            await call(raw, metadata=table)
         assert err.value.code() == S.INVALID_ARGUMENT, err.value.details()
         assert (err.value.details() or "").startswith("request=")
     assert await ledger_state(client) == before
