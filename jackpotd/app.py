@@ -154,11 +154,17 @@ def _alive(pid: int) -> bool:
 async def run_grpc(service: JackpotService, listen: Listener, stop: asyncio.Event, *, reuse_port: bool = False,
                    ready: asyncio.Event | None = None) -> None:
     """Serve the three services plus health and reflection until `stop` is set."""
-    server = grpc.aio.server(interceptors=[ErrorInterceptor(listen.guard)],
+    async def record(act: dict[str, str]) -> None:
+        await ledger.record_admin_act(service.pg, act)
+
+    async def trail(**query: Any) -> list[ledger.AdminAct]:
+        return await ledger.admin_acts(service.pg, ledger.AdminActFilter(**query))
+
+    server = grpc.aio.server(interceptors=[ErrorInterceptor(listen.guard, record=record)],
                              options=[("grpc.so_reuseport", int(reuse_port)), ("grpc.max_concurrent_streams", 1000)])
     table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(service.services), server)
     display_pb2_grpc.add_DisplayServiceServicer_to_server(DisplayServicer(service.services), server)
-    admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(service.services), server)
+    admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(service.services, trail), server)
     health_servicer = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name,

@@ -29,6 +29,8 @@ LINK_FENCED = Gauge("jackpotd_link_fenced", "1 while a link is fenced because th
                     ["link"], multiprocess_mode="mostrecent")
 DURABILITY_CHECKS = Counter("jackpotd_durability_ledger_checks_total", "answers whose durability was confirmed by "
                             "reading the ledger because no announcement named them", ["outcome"])
+ADMIN_AUDIT_FAILURES = Counter("jackpotd_admin_audit_failures_total", "AdminService calls answered but not "
+                               "recorded in the audit trail (admin_audit)", ["method"])
 RESTARTS = Counter("jackpotd_process_restarts_total", "processes the supervisor restarted after they died",
                    ["process"])  # worker, valkey, postgres
 

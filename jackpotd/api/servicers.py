@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
 from ..auth.guard import CALLER
+from ..domain.errors import InvalidInput
 from ..domain.ids import require_id
 from ..domain.link import LinkConfig, TableConfig
 from ..domain.paytable import PaytableEntry, default_paytable
@@ -18,6 +20,7 @@ from ..domain.rates import RateSet
 from ..domain.rounds import SeatHand, Wager
 from ..service import commands as c
 from ..service import results
+from ..service.errors import Unavailable
 from ..service.services import Services
 from .gen.jackpot.v1 import (
     admin_pb2,
@@ -29,7 +32,13 @@ from .gen.jackpot.v1 import (
     table_pb2_grpc,
 )
 
+if TYPE_CHECKING:
+    from ..store.ledger import AdminAct
+
 Ctx = grpc.aio.ServicerContext[Any, Any]
+# Reads the audit trail (app.py binds it to ledger.admin_acts): keyword arguments of ledger.AdminActFilter.
+AuditTrail = Callable[..., Awaitable[Sequence["AdminAct"]]]
+LIST_AUDIT_MAX = 1000
 
 
 def request_of(msg: Message) -> c.Request:
@@ -147,8 +156,9 @@ def rates_of(r: admin_pb2.Rates, approval_ref: str) -> RateSet:
 class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     """Supervisors and administrators (API.md AdminService)."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, trail: AuditTrail | None = None) -> None:
         self.admin = services.admin
+        self.trail = trail
 
     async def _change(self, cmd: c.ConfigCommand) -> admin_pb2.LinkResponse:
         done = await self.admin.change(cmd)
@@ -199,3 +209,24 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         req, audit = audited(request)
         done = await self.admin.fund(c.Fund(req, request.link_id, request.pool, request.amount_cents, audit))
         return admin_pb2.FundPoolResponse(pools=pool_amounts(done.pools), sequence=done.seq)
+
+    async def ListAudit(self, request: admin_pb2.ListAuditRequest, context: Ctx) -> admin_pb2.ListAuditResponse:
+        if self.trail is None:
+            raise Unavailable("this server keeps no audit trail")
+        if not 0 <= request.limit <= LIST_AUDIT_MAX:
+            raise InvalidInput("limit", request.limit, f"must be 0 (100) to {LIST_AUDIT_MAX}")
+        for name, ms in (("since_ms", request.since_ms), ("until_ms", request.until_ms)):
+            if ms < 0:
+                raise InvalidInput(name, ms, "must be 0 (unbounded) or milliseconds since the epoch")
+        acts = await self.trail(link_id=request.link_id, actor=request.actor, method=request.method,
+                                since=_instant(request.since_ms), until=_instant(request.until_ms),
+                                limit=request.limit)
+        return admin_pb2.ListAuditResponse(rows=[admin_pb2.AuditRow(
+            id=a.id, at_ms=int(a.at.timestamp() * 1000) if a.at else 0, actor=a.actor, role=a.role,
+            method=a.method, request_id=a.request_id, link_id=a.link_id, table_id=a.table_id, reason=a.reason,
+            approval_ref=a.approval_ref, outcome=a.outcome, detail=a.detail) for a in acts])
+
+
+def _instant(ms: int) -> datetime | None:
+    """Milliseconds since the epoch as an instant; 0 is no bound."""
+    return datetime.fromtimestamp(ms / 1000, UTC) if ms else None

@@ -29,6 +29,8 @@ ALLOWED: Mapping[str, frozenset[Role]] = {
     "/jackpot.v1.AdminService/SetPaytable": frozenset({A}),
     "/jackpot.v1.AdminService/RegisterTable": frozenset({A}),
     "/jackpot.v1.AdminService/FundPool": frozenset({A}),
+    # the trail of administrative acts: those who answer for them, and finance, read it
+    "/jackpot.v1.AdminService/ListAudit": frozenset({F, S, A}),
 }
 
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")

@@ -4,9 +4,10 @@ holds SQL. Callers use `ledger.X`.
 
 schema: migrate, connect_pool, role_problems, ping · errors: what a refusal is · chain: the
 hash chain and write_batch · reads: heads, snapshot and single lookups · lookups: the batched request-id/round
-lookup · fences · audit · service_port: PostgresLedger.
+lookup · fences · audit · admin_audit: the trail of administrative acts · service_port: PostgresLedger.
 """
 
+from .admin_audit import AdminAct, AdminActFilter, admin_acts, record_admin_act
 from .audit import AuditReport, audit_link
 from .chain import (
     Appended,
@@ -50,6 +51,8 @@ __all__ = [
     "APP_ROLE",
     "DRIVER_ERRORS",
     "MIGRATIONS",
+    "AdminAct",
+    "AdminActFilter",
     "Appended",
     "AuditReport",
     "Connection",
@@ -65,6 +68,7 @@ __all__ = [
     "PostgresLedger",
     "Refused",
     "Written",
+    "admin_acts",
     "audit_link",
     "chain_hash",
     "clear_fence",
@@ -78,6 +82,7 @@ __all__ = [
     "link_known",
     "migrate",
     "ping",
+    "record_admin_act",
     "refused_entry",
     "refuses",
     "role_problems",

@@ -484,3 +484,118 @@ class FundPoolResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___FundPoolResponse: _TypeAlias = FundPoolResponse  # noqa: Y015
+
+@_typing.final
+class ListAuditRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LINK_ID_FIELD_NUMBER: _builtins.int
+    ACTOR_FIELD_NUMBER: _builtins.int
+    METHOD_FIELD_NUMBER: _builtins.int
+    SINCE_MS_FIELD_NUMBER: _builtins.int
+    UNTIL_MS_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    link_id: _builtins.str
+    """empty: any"""
+    actor: _builtins.str
+    """empty: any"""
+    method: _builtins.str
+    """e.g. "FundPool"; empty: any"""
+    since_ms: _builtins.int
+    """0: from the start"""
+    until_ms: _builtins.int
+    """0: up to now"""
+    limit: _builtins.int
+    """0: 100; at most 1000"""
+    def __init__(
+        self,
+        *,
+        link_id: _builtins.str = ...,
+        actor: _builtins.str = ...,
+        method: _builtins.str = ...,
+        since_ms: _builtins.int = ...,
+        until_ms: _builtins.int = ...,
+        limit: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "limit", b"limit", "link_id", b"link_id", "method", b"method", "since_ms", b"since_ms", "until_ms", b"until_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListAuditRequest: _TypeAlias = ListAuditRequest  # noqa: Y015
+
+@_typing.final
+class AuditRow(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    AT_MS_FIELD_NUMBER: _builtins.int
+    ACTOR_FIELD_NUMBER: _builtins.int
+    ROLE_FIELD_NUMBER: _builtins.int
+    METHOD_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    LINK_ID_FIELD_NUMBER: _builtins.int
+    TABLE_ID_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    APPROVAL_REF_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
+    id: _builtins.int
+    at_ms: _builtins.int
+    actor: _builtins.str
+    """the authenticated caller; empty when there was none"""
+    role: _builtins.str
+    method: _builtins.str
+    request_id: _builtins.str
+    link_id: _builtins.str
+    table_id: _builtins.str
+    reason: _builtins.str
+    approval_ref: _builtins.str
+    outcome: _builtins.str
+    """OK or the status code's name"""
+    detail: _builtins.str
+    """the status message, truncated"""
+    def __init__(
+        self,
+        *,
+        id: _builtins.int = ...,
+        at_ms: _builtins.int = ...,
+        actor: _builtins.str = ...,
+        role: _builtins.str = ...,
+        method: _builtins.str = ...,
+        request_id: _builtins.str = ...,
+        link_id: _builtins.str = ...,
+        table_id: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        approval_ref: _builtins.str = ...,
+        outcome: _builtins.str = ...,
+        detail: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "approval_ref", b"approval_ref", "at_ms", b"at_ms", "detail", b"detail", "id", b"id", "link_id", b"link_id", "method", b"method", "outcome", b"outcome", "reason", b"reason", "request_id", b"request_id", "role", b"role", "table_id", b"table_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AuditRow: _TypeAlias = AuditRow  # noqa: Y015
+
+@_typing.final
+class ListAuditResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROWS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def rows(self) -> _containers.RepeatedCompositeFieldContainer[Global___AuditRow]: ...
+    def __init__(
+        self,
+        *,
+        rows: _abc.Iterable[Global___AuditRow] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["rows", b"rows"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListAuditResponse: _TypeAlias = ListAuditResponse  # noqa: Y015

@@ -75,6 +75,11 @@ class AdminServiceStub:
                 request_serializer=jackpot_dot_v1_dot_admin__pb2.FundPoolRequest.SerializeToString,
                 response_deserializer=jackpot_dot_v1_dot_admin__pb2.FundPoolResponse.FromString,
                 _registered_method=True)
+        self.ListAudit = channel.unary_unary(
+                '/jackpot.v1.AdminService/ListAudit',
+                request_serializer=jackpot_dot_v1_dot_admin__pb2.ListAuditRequest.SerializeToString,
+                response_deserializer=jackpot_dot_v1_dot_admin__pb2.ListAuditResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -129,6 +134,13 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListAudit(self, request, context):
+        """The append-only trail of administrative acts, refused ones included (newest first).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -171,6 +183,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.FundPool,
                     request_deserializer=jackpot_dot_v1_dot_admin__pb2.FundPoolRequest.FromString,
                     response_serializer=jackpot_dot_v1_dot_admin__pb2.FundPoolResponse.SerializeToString,
+            ),
+            'ListAudit': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAudit,
+                    request_deserializer=jackpot_dot_v1_dot_admin__pb2.ListAuditRequest.FromString,
+                    response_serializer=jackpot_dot_v1_dot_admin__pb2.ListAuditResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -390,6 +407,33 @@ class AdminService:
             '/jackpot.v1.AdminService/FundPool',
             jackpot_dot_v1_dot_admin__pb2.FundPoolRequest.SerializeToString,
             jackpot_dot_v1_dot_admin__pb2.FundPoolResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAudit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jackpot.v1.AdminService/ListAudit',
+            jackpot_dot_v1_dot_admin__pb2.ListAuditRequest.SerializeToString,
+            jackpot_dot_v1_dot_admin__pb2.ListAuditResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -41,6 +41,8 @@ class AdminServiceStub:
     SuspendTable: _grpc.UnaryUnaryMultiCallable[_admin_pb2.SuspendTableRequest, _admin_pb2.LinkResponse]
     ResumeTable: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ResumeTableRequest, _admin_pb2.LinkResponse]
     FundPool: _grpc.UnaryUnaryMultiCallable[_admin_pb2.FundPoolRequest, _admin_pb2.FundPoolResponse]
+    ListAudit: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListAuditRequest, _admin_pb2.ListAuditResponse]
+    """The append-only trail of administrative acts, refused ones included (newest first)."""
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
@@ -55,6 +57,8 @@ class AdminServiceAsyncStub(AdminServiceStub):
     SuspendTable: _aio.UnaryUnaryMultiCallable[_admin_pb2.SuspendTableRequest, _admin_pb2.LinkResponse]  # type: ignore[assignment]
     ResumeTable: _aio.UnaryUnaryMultiCallable[_admin_pb2.ResumeTableRequest, _admin_pb2.LinkResponse]  # type: ignore[assignment]
     FundPool: _aio.UnaryUnaryMultiCallable[_admin_pb2.FundPoolRequest, _admin_pb2.FundPoolResponse]  # type: ignore[assignment]
+    ListAudit: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListAuditRequest, _admin_pb2.ListAuditResponse]  # type: ignore[assignment]
+    """The append-only trail of administrative acts, refused ones included (newest first)."""
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
     """Supervisors and administrators. Every act records who, why and the approval reference (DOMAIN.md §9)."""
@@ -114,5 +118,13 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _admin_pb2.FundPoolRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.FundPoolResponse, _abc.Awaitable[_admin_pb2.FundPoolResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ListAudit(
+        self,
+        request: _admin_pb2.ListAuditRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ListAuditResponse, _abc.Awaitable[_admin_pb2.ListAuditResponse]]:
+        """The append-only trail of administrative acts, refused ones included (newest first)."""
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
