@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -63,25 +62,8 @@ class TlsServerProcess(ServerProcess):
                                             (self.creds / f"{cert}.key").read_bytes(),
                                             (self.creds / f"{cert}.pem").read_bytes())
 
-    def start(self, timeout: float = 90) -> TlsServerProcess:
-        from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-        out = open(self.log, "ab")  # noqa: SIM115 - the child writes to it
-        env = {**os.environ, **getattr(self, "env", {}), "PYTHONUNBUFFERED": "1"}  # ServerProcess's stores
-        self.proc = subprocess.Popen(self.args, stdout=out, stderr=out, env=env)
-        deadline = time.monotonic() + timeout
-        with grpc.secure_channel(self.target, self.credentials("roles/admin-bench")) as channel:
-            stub = health_pb2_grpc.HealthStub(channel)
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"jackpotd exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
-                try:
-                    if stub.Check(health_pb2.HealthCheckRequest(), timeout=1).status == 1:
-                        return self
-                except grpc.RpcError:
-                    pass
-                time.sleep(0.1)
-        raise RuntimeError(f"jackpotd not serving after {timeout}s:\n{self.log.read_text()[-3000:]}")
+    def health_channel(self) -> grpc.Channel:
+        return grpc.secure_channel(self.target, self.credentials("roles/admin-bench"))
 
 
 def start_tls_stack(workers: int, tables: list[str]) -> tuple[Stack, TlsServerProcess]:

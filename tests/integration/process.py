@@ -44,12 +44,16 @@ class ServerProcess:
             text: str = r.read().decode()
         return text
 
+    def health_channel(self) -> grpc.Channel:
+        """How `start` asks whether it serves: plain text (a TLS server needs its own)."""
+        return grpc.insecure_channel(self.target)
+
     def start(self, timeout: float = 90) -> ServerProcess:
         out = open(self.log, "ab")  # noqa: SIM115 - the child writes to it
         self.proc = subprocess.Popen(self.args, stdout=out, stderr=out,
                                      env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"})
         deadline = time.monotonic() + timeout
-        with grpc.insecure_channel(self.target) as channel:
+        with self.health_channel() as channel:
             stub = health_pb2_grpc.HealthStub(channel)
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
