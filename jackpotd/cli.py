@@ -31,6 +31,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--postgres-password-file", help="file holding the PostgreSQL role's password")
     p.add_argument("--state-dir", help="where embedded servers keep their data (default ./state)")
     p.add_argument("--log-level", help="DEBUG, INFO, WARNING (default INFO)")
+    p.add_argument("--checkpoint-key-file", help="the HMAC key of the hash chain's checkpoints, a file the database "
+                                                 "never sees (audit checks STATE_DIR/checkpoints with it; "
+                                                 "docs/DECISIONS.md, Hash chain)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -67,6 +70,8 @@ def parser() -> argparse.ArgumentParser:
     a = sub.add_parser("audit", help="recompute every balance from the ledger and check Redis and the chain",
                        description="Exit status 0 when every link's ledger sums, chains and matches Redis.")
     _common(a)
+    a.add_argument("--checkpoints", metavar="DIR", help="check the chain against the checkpoints in DIR (default "
+                                                        "STATE_DIR/checkpoints when a checkpoint key file is set)")
     f = sub.add_parser("fenced", help="list links stopped because the ledger refused one of their entries",
                        description="Each fenced link, the entry the ledger refused and why. Exit status 1 when "
                                    "any link is fenced. See README, 'A fenced link', for what to do.")
@@ -218,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from . import app
     from .domain.money import format_cents
-    from .store import ledger, recovery
+    from .store import checkpoints, ledger, recovery
 
     if args.command == "serve":
         await app.serve(settings, demo=args.demo)
@@ -244,9 +249,23 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         failed = 0
         heads = await ledger.heads(stores.pg)
+        anchored: dict[str, list[checkpoints.Checkpoint]] = {}
+        if args.checkpoints or settings.checkpoint_key_file:
+            if not settings.checkpoint_key_file:
+                print("jackpotd: --checkpoints needs --checkpoint-key-file", file=sys.stderr)
+                return 2
+            where = args.checkpoints or str(Path(settings.state_dir) / "checkpoints")
+            anchored, bad = checkpoints.load(where, checkpoints.read_key(settings.checkpoint_key_file))
+            print(f"checkpoints in {where}: {sum(map(len, anchored.values()))} verified, {len(bad)} refused")
+            for problem in bad:
+                print(f"  - {problem}")
+            for link in sorted(set(anchored) - set(heads)):
+                print(f"{link}: FAILED - checkpoints name it but the ledger has no such link")
+                bad.append(link)
+            failed += len(bad)
         for link in sorted(heads):
             report = await ledger.audit_link(stores.pg, link, await stores.redis.balances(link),
-                                             await stores.redis.seq(link))
+                                             await stores.redis.seq(link), anchored.get(link, ()))
             verdict = "OK" if report.ok else "FAILED"
             pools = ", ".join(f"{k} {format_cents(v // 1_000_000)}" for k, v in sorted(report.ledger_pools.items()))
             print(f"{link}: {verdict} - {report.entries} entries, chain {'intact' if report.chain_ok else 'BROKEN'}, "

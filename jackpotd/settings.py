@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     # secrets of external stores, read from files (the URL and DSN then carry no password)
     postgres_password_file: str = ""
     redis_password_file: str = ""
+    # the HMAC key of the chain's checkpoints (docs/DECISIONS.md, Hash chain), a file the database never sees;
+    # `jackpotd audit` checks the checkpoints in STATE_DIR/checkpoints with it (store/checkpoints.py)
+    checkpoint_key_file: str = ""
 
     @property
     def embedded(self) -> bool:

@@ -22,6 +22,7 @@ import tenacity
 from ..clock import now_ms
 from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS
 from . import ledger, recovery
+from .checkpoints import Checkpointer
 from .redis_pools import Durable, Journal, RedisPools
 
 log = logging.getLogger("jackpotd.writer")
@@ -37,7 +38,7 @@ class LedgerWriter:
     REBUILD_WINDOW = 60.0
 
     def __init__(self, redis: RedisPools, pg: ledger.Pool, batch: int = 2000, linger: float = 0.005,
-                 retention_seconds: int = 60) -> None:
+                 retention_seconds: int = 60, checkpoints: Checkpointer | None = None) -> None:
         self.redis = redis
         self.pg = pg
         self.batch = batch
@@ -56,6 +57,7 @@ class LedgerWriter:
         self._failing: tuple[float, str] | None = None  # since when, and why, appends fail
         self._unannounced: dict[str, list[ledger.Written]] = {}  # appended, not yet announced
         self._rebuilt_at: dict[str, list[float]] = {}
+        self.checkpoints = checkpoints  # heads anchored outside the database (store/checkpoints.py)
 
     async def start(self) -> None:
         """Load the heads and fences from PostgreSQL and start the loop."""
@@ -78,6 +80,7 @@ class LedgerWriter:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        await self._checkpoint(force=True)
         await self._held.release()
 
     async def _run(self) -> None:
@@ -236,6 +239,7 @@ class LedgerWriter:
         """Compare each link's Redis state with the ledger, rebuild what Redis lost, lift fences an operator
         resolved, and report the writer's health."""
         self._probed_at = time.monotonic()
+        await self._checkpoint()
         resolved = set(self.fenced) - set(await ledger.fences(self.pg))
         for link in resolved:  # `jackpotd unfence` removed the fence: follow the link again
             log.warning("link %s: fence lifted", link)
@@ -268,6 +272,18 @@ class LedgerWriter:
         if stalled is not None:
             report["stalled"] = stalled
         await self.redis.set_health(report)
+
+    async def _checkpoint(self, force: bool = False) -> None:
+        """Write a checkpoint of each link whose head moved (at most once every Checkpointer.INTERVAL seconds;
+        at stop, always). A failure to write is logged: the ledger goes on, and the next one tries again."""
+        if self.checkpoints is None:
+            return
+        due = self.checkpoints.due({link: (h.seq, h.hash) for link, h in self._heads.items()}, force)
+        try:
+            await asyncio.to_thread(self.checkpoints.write, due)
+        except OSError as e:
+            log.error("writing checkpoints to %s failed: %s", self.checkpoints.directory, e)
+            self.checkpoints.forget(due)
 
     @staticmethod
     def _entries(rows: Journal, after: dict[str, int]) -> list[ledger.JournalEntry]:

@@ -1,12 +1,18 @@
-"""`jackpotd audit`: every balance recomputed from the postings, the hash chain verified, Redis compared."""
+"""`jackpotd audit`: every balance recomputed from the postings, the hash chain verified, the projections
+(postings, hits, balances, the link's head) re-derived from the entries, Redis compared, and the chain checked
+against checkpoints kept outside the database (docs/DECISIONS.md, Hash chain)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
+import orjson
 
 from ...domain.postings import PAYOUTS
+from ..checkpoints import Checkpoint
 from .chain import chain_hash
 
 
@@ -21,31 +27,53 @@ class AuditReport:
     ledger_pools: dict[str, int]
     redis_pools: dict[str, int]
     problems: list[str]
+    first_altered: int | None = None  # the first entry whose stored rows disagree with it or with a checkpoint
+    checkpoints: int = 0  # how many checkpoints were checked
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
 
+_HIT = ("hit_id", "table_id", "round_id", "seat", "hand", "cards", "pool", "amount_cents",
+        "funded_by_operator_cents", "pool_before_uc", "rule", "status")
+
+
+def _hit(source: Any) -> tuple[Any, ...]:
+    """A hit's fields, from a hits row or from the entry's JSON, comparable."""
+    return tuple(tuple(source[k]) if k == "cards" else source[k] for k in _HIT)
+
+
 async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redis_pools: dict[str, int],
-                     redis_seq: int) -> AuditReport:
-    """Recompute every balance from the postings, verify the hash chain and each entry sums to zero."""
+                     redis_seq: int, checkpoints: Sequence[Checkpoint] = ()) -> AuditReport:
+    """Recompute every balance from the postings, verify the hash chain (each entry with its own chain version)
+    and that each entry sums to zero; re-derive the postings, hits, balances and head rows from the entries and
+    name the first entry that differs; check the chain against `checkpoints` (already MAC-verified)."""
     problems: list[str] = []
+    altered: dict[int, list[str]] = {}  # seq -> what of it differs
     prev = b""
+    recomputed_prev = b""
+    recomputed: dict[int, bytes] = {}  # each entry's hash recomputed from its stored bytes along the chain
     balances: dict[str, int] = {}
+    derived: dict[str, int] = {}  # balances from the entries' own postings
     count = 0
     balanced = True
     chain_ok = True
     expected_seq = 1
-    rows = await conn.fetch("SELECT seq, entry::text AS entry, prev_hash, hash FROM entries WHERE link_id = $1 "
-                            "ORDER BY seq", link_id)
+    rows = await conn.fetch("SELECT seq, entry::text AS entry, reply, chain_version, prev_hash, hash FROM entries "
+                            "WHERE link_id = $1 ORDER BY seq", link_id)
     legs_by_seq: dict[int, list[tuple[str, int, int]]] = {}
     for r in await conn.fetch("SELECT seq, account, amount_uc, balance_after_uc FROM postings WHERE link_id = $1 "
                               "ORDER BY seq, idx", link_id):
         legs_by_seq.setdefault(int(r["seq"]), []).append(
             (r["account"], int(r["amount_uc"]), int(r["balance_after_uc"])))
+    hits_by_seq: dict[int, list[tuple[Any, ...]]] = {}
+    for r in await conn.fetch("SELECT seq, " + ", ".join(_HIT) + " FROM hits WHERE link_id = $1", link_id):
+        hits_by_seq.setdefault(int(r["seq"]), []).append(_hit(r))
+    seqs = set()
     for r in rows:
         seq = int(r["seq"])
+        seqs.add(seq)
         count += 1
         if seq != expected_seq:
             problems.append(f"sequence gap: expected {expected_seq}, found {seq}")
@@ -59,16 +87,49 @@ async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redi
             if balances[account] != after:
                 problems.append(f"entry {seq}: {account} balance_after {after} but recomputed {balances[account]}")
         canonical = r["entry"]  # stored as `json`: the very text the service wrote
-        if bytes(r["prev_hash"]) != prev or chain_hash(prev, link_id, seq, canonical, legs) != bytes(r["hash"]):
+        version = int(r["chain_version"])
+        if version not in (1, 2):
+            altered.setdefault(seq, []).append(f"unknown chain version {version}")
+        reply = r["reply"] if version >= 2 else None
+        if bytes(r["prev_hash"]) != prev or chain_hash(prev, link_id, seq, canonical, legs, reply) != bytes(r["hash"]):
             chain_ok = False
             problems.append(f"hash chain broken at entry {seq}")
+        recomputed_prev = recomputed[seq] = chain_hash(recomputed_prev, link_id, seq, canonical, legs, reply)
         prev = bytes(r["hash"])
+        try:  # the projections re-derived from the entry itself
+            body = orjson.loads(canonical)
+            want = []
+            for account, amount in body["postings"]:
+                derived[account] = derived.get(account, 0) + int(amount)
+                want.append((account, int(amount), derived[account]))
+            want_hits = sorted(_hit(h) for h in body.get("hits", ()))
+        except (KeyError, TypeError, ValueError) as e:
+            altered.setdefault(seq, []).append(f"its entry cannot be read ({type(e).__name__}: {e})")
+            continue
+        if want != legs:
+            altered.setdefault(seq, []).append(f"postings rows {legs} but the entry posts {want}")
+        if want_hits != sorted(hits_by_seq.get(seq, [])):
+            altered.setdefault(seq, []).append(f"hits rows {sorted(hits_by_seq.get(seq, []))} but the entry "
+                                               f"records {want_hits}")
+    for seq in sorted(set(legs_by_seq) - seqs):
+        altered.setdefault(seq, []).append("postings rows without an entry")
+    for seq in sorted(set(hits_by_seq) - seqs):
+        altered.setdefault(seq, []).append("hits rows without an entry")
     stored = {r["account"]: int(r["balance_uc"]) for r in await conn.fetch(
         "SELECT account, balance_uc FROM account_balances WHERE link_id = $1", link_id)}
     for account in set(stored) | set(balances):
         if stored.get(account, 0) != balances.get(account, 0):
             problems.append(f"{account}: balance table {stored.get(account, 0)} but postings sum to "
                             f"{balances.get(account, 0)}")
+    for account in set(stored) | set(derived):
+        if stored.get(account, 0) != derived.get(account, 0):
+            problems.append(f"{account}: balance table {stored.get(account, 0)} but the entries' postings sum to "
+                            f"{derived.get(account, 0)}")
+    head = await conn.fetchrow("SELECT last_seq, last_hash FROM links WHERE link_id = $1", link_id)
+    if rows and (head is None or int(head["last_seq"]) != int(rows[-1]["seq"])
+                 or bytes(head["last_hash"]) != bytes(rows[-1]["hash"])):
+        problems.append(f"the link's head {None if head is None else int(head['last_seq'])} is not its last entry "
+                        f"{int(rows[-1]['seq'])} and that entry's hash")
     ledger_pools = {a[5:]: v for a, v in balances.items() if a.startswith("pool:")}
     for pool in set(ledger_pools) | set(redis_pools):
         if ledger_pools.get(pool, 0) != redis_pools.get(pool, 0):
@@ -77,4 +138,26 @@ async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redi
         problems.append(f"sequence: Redis at {redis_seq}, ledger at {count}")
     if balances.get(PAYOUTS, 0) < 0:
         problems.append("payouts account is negative")
-    return AuditReport(link_id, count, chain_ok, balanced, ledger_pools, redis_pools, problems)
+    matched = 0  # the last checkpoint the chain matches: entries up to it are as they were when it was written
+    for cp in sorted(checkpoints, key=lambda c: c.seq):
+        if cp.seq not in recomputed:
+            problems.append(f"checkpoint at seq {cp.seq} but the ledger holds no such entry: entries after "
+                            f"seq {matched} were removed or rewritten")
+            break
+        if recomputed[cp.seq] != cp.hash:
+            problems.append(f"the ledger does not match checkpoint seq {cp.seq}: entries after checkpoint seq "
+                            f"{matched} were rewritten")
+            later = [s for s in altered if matched < s <= cp.seq]
+            if not later:
+                problems.append(f"the first altered entry is between seq {matched + 1} and {cp.seq} (its stored "
+                                "rows agree with one another: a rewritten reply or a rewritten entry with its "
+                                "projections)")
+                altered.setdefault(matched + 1, []).append(f"differs from checkpoint seq {cp.seq}")
+            break
+        matched = cp.seq
+    first = min(altered) if altered else None
+    if first is not None:
+        problems.insert(0, f"first altered entry: seq {first}: {'; '.join(altered[first])}")
+        problems += [f"entry {s} altered: {'; '.join(altered[s])}" for s in sorted(altered) if s != first]
+    return AuditReport(link_id, count, chain_ok, balanced, ledger_pools, redis_pools, problems, first,
+                       len(checkpoints))

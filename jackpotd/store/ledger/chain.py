@@ -16,13 +16,23 @@ from ...domain.postings import pool_account
 from ...metrics import HITS
 from ..replies import pairs
 
+CHAIN_VERSION = 2  # the version new entries are written with (entries.chain_version)
 
-def chain_hash(prev: bytes, link_id: str, seq: int, entry: str, postings: Sequence[tuple[str, int, int]]) -> bytes:
-    """sha256 over the previous hash and the entry's link, sequence, text and postings: any edit breaks the chain."""
+
+def chain_hash(prev: bytes, link_id: str, seq: int, entry: str, postings: Sequence[tuple[str, int, int]],
+               reply: str | None = None) -> bytes:
+    """sha256 over the previous hash and the entry's link, sequence, text and postings: any edit breaks the chain.
+
+    Version 1 (reply None) covers just those; version 2 (the reply given) also covers the stored reply, its
+    length first, so every stored byte of the entry is chained (docs/DECISIONS.md, Hash chain)."""
     h = hashlib.sha256(prev)
     h.update(f"{link_id}\n{seq}\n".encode())
     h.update(entry.encode())
     h.update(canonical_json([list(p) for p in postings]).encode())
+    if reply is not None:
+        data = reply.encode()
+        h.update(f"\nreply {len(data)}\n".encode())
+        h.update(data)
     return h.digest()
 
 
@@ -98,8 +108,9 @@ WITH h AS (
                         WHERE p.link_id = l.link_id)
     RETURNING 1
 ), e AS (
-    INSERT INTO entries (link_id, seq, kind, request_id, request_hash, created_at, entry, reply, prev_hash, hash)
-    SELECT * FROM unnest($5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::timestamptz[],
+    INSERT INTO entries (link_id, seq, kind, request_id, request_hash, created_at, entry, reply, prev_hash, hash,
+                         chain_version)
+    SELECT *, 2::smallint FROM unnest($5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::timestamptz[],
                          $11::json[], $12::text[], $13::bytea[], $14::bytea[])
 ), p AS (
     INSERT INTO postings (link_id, seq, idx, account, amount_uc, balance_after_uc)
@@ -209,7 +220,7 @@ def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head) -> tupl
                 if balances.get(pool_account(pool), 0) != bal:
                     return Refused(e.seq, f"Redis has {pool}={bal} µ¢ after entry {e.seq}, the ledger's postings "
                                           f"make it {balances.get(pool_account(pool), 0)} µ¢")
-            digest = chain_hash(last_hash, link_id, e.seq, e.entry, legs)
+            digest = chain_hash(last_hash, link_id, e.seq, e.entry, legs, e.reply)  # version 2
             created = datetime.fromtimestamp(body["ts_ms"] / 1000, UTC)
             rows.entries.append((link_id, e.seq, body["kind"], body["request_id"], body["request_hash"], created,
                                  e.entry, e.reply, last_hash, digest))
