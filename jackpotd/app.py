@@ -37,7 +37,7 @@ from .health import HealthReporter
 from .metrics import multiprocess_dir, registry
 from .service.services import Services
 from .settings import Settings, SettingsError
-from .store import ledger, recovery
+from .store import checkpoints, ledger, recovery
 from .store.durability import DurabilityWatcher
 from .store.ledger import PostgresLedger
 from .store.redis_pools import RedisPools
@@ -234,7 +234,9 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
         for a in actions:
             log.info("recovery: link %s %s", a.link_id, a.action)
         writer = LedgerWriter(stores.redis, stores.pg, linger=settings.group_commit_ms / 1000,
-                              retention_seconds=settings.retention_seconds)
+                              retention_seconds=settings.retention_seconds,
+                              checkpoints=checkpoints.checkpointer_of(settings.checkpoint_key_file,
+                                                                      settings.state_dir))
         await writer.start()
         _start_metrics(settings.metrics_port)
         supervisor = Supervisor(settings, stores, stop, worker_main)

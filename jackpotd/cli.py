@@ -32,8 +32,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--state-dir", help="where embedded servers keep their data (default ./state)")
     p.add_argument("--log-level", help="DEBUG, INFO, WARNING (default INFO)")
     p.add_argument("--checkpoint-key-file", help="the HMAC key of the hash chain's checkpoints, a file the database "
-                                                 "never sees (audit checks STATE_DIR/checkpoints with it; "
-                                                 "docs/DECISIONS.md, Hash chain)")
+                                                 "never sees: serve writes STATE_DIR/checkpoints with it, audit "
+                                                 "checks them (docs/DECISIONS.md, Hash chain)")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -47,7 +47,7 @@ class Settings(BaseSettings):
     postgres_password_file: str = ""
     redis_password_file: str = ""
     # the HMAC key of the chain's checkpoints (docs/DECISIONS.md, Hash chain), a file the database never sees;
-    # `jackpotd audit` checks the checkpoints in STATE_DIR/checkpoints with it (store/checkpoints.py)
+    # the ledger writer writes STATE_DIR/checkpoints with it, `jackpotd audit` checks them (store/checkpoints.py)
     checkpoint_key_file: str = ""
 
     @property

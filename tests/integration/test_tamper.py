@@ -10,15 +10,11 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import asyncpg
-import pytest
 
-from jackpotd import app
 from jackpotd.store import checkpoints
 from jackpotd.store.ledger import chain_hash
-from jackpotd.store.writer import LedgerWriter
 
 from ..conftest import Isolated, unique
 from .conftest import open_private
@@ -47,18 +43,12 @@ def _audit(env: dict[str, str], where: Path) -> subprocess.CompletedProcess[str]
                           env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
 
 
-async def test_a_superuser_rewrite_is_named_by_the_audit(isolated: Isolated, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_superuser_rewrite_is_named_by_the_audit(isolated: Isolated, tmp_path: Path) -> None:
     key_file = tmp_path / "checkpoint.key"
     key_file.write_text(secrets.token_hex(32))
     key_file.chmod(0o600)
     where = tmp_path / "state" / "checkpoints"
 
-    def writer(*args: Any, **kwargs: Any) -> LedgerWriter:  # the service's writer, anchoring its heads
-        kwargs["checkpoints"] = checkpoints.checkpointer_of(str(key_file), str(tmp_path / "state"))
-        return LedgerWriter(*args, **kwargs)
-
-    monkeypatch.setattr(app, "LedgerWriter", writer)
     link, table = unique("tamper"), unique("t")
     async with open_private(isolated, tmp_path, state_dir=str(tmp_path / "state"),
                             checkpoint_key_file=str(key_file)) as p:
