@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -222,11 +222,19 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
                                 since=_instant(request.since_ms), until=_instant(request.until_ms),
                                 limit=request.limit)
         return admin_pb2.ListAuditResponse(rows=[admin_pb2.AuditRow(
-            id=a.id, at_ms=int(a.at.timestamp() * 1000) if a.at else 0, actor=a.actor, role=a.role,
+            id=a.id, at_ms=_ms(a.at) if a.at else 0, actor=a.actor, role=a.role,
             method=a.method, request_id=a.request_id, link_id=a.link_id, table_id=a.table_id, reason=a.reason,
             approval_ref=a.approval_ref, outcome=a.outcome, detail=a.detail) for a in acts])
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MILLISECOND = timedelta(milliseconds=1)
+
+
 def _instant(ms: int) -> datetime | None:
-    """Milliseconds since the epoch as an instant; 0 is no bound."""
-    return datetime.fromtimestamp(ms / 1000, UTC) if ms else None
+    """Milliseconds since the epoch as an instant, exactly (integer arithmetic); 0 is no bound."""
+    return EPOCH + ms * MILLISECOND if ms else None
+
+
+def _ms(at: datetime) -> int:
+    return (at - EPOCH) // MILLISECOND
