@@ -31,7 +31,7 @@ from .api.errors import ErrorInterceptor
 from .api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, display_pb2, display_pb2_grpc, table_pb2, table_pb2_grpc
 from .api.servicers import AdminServicer, DisplayServicer, TableServicer
 from .api.transport import Listener, listener
-from .auth.issue import development_credentials
+from .auth.credentials import development_credentials
 from .embedded import EmbeddedPostgres, EmbeddedValkey
 from .health import HealthReporter
 from .metrics import multiprocess_dir, registry

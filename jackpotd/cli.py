@@ -315,7 +315,7 @@ def _client_credentials(args: argparse.Namespace, roles: tuple[Any, ...]) -> tup
     credentials directory."""
     import grpc
 
-    from .auth.issue import configured_auth_key, default_credentials_dir, role_certificate, role_token
+    from .auth.credentials import configured_auth_key, default_credentials_dir, role_certificate, role_token
     from .auth.tokens import issue, read_key
 
     root = Path(args.credentials) if args.credentials else default_credentials_dir()

@@ -13,20 +13,10 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from jackpotd.api.transport import ListenRefused, listener
+from jackpotd.auth.credentials import development_credentials, role_certificate, role_token
 from jackpotd.auth.guard import identity_of_certificate
 from jackpotd.auth.identity import Identity, Role
-from jackpotd.auth.issue import (
-    DEV_ROLES,
-    DEV_TABLES,
-    Authority,
-    IssueError,
-    Request,
-    development_credentials,
-    issue_into,
-    parse_roles,
-    role_certificate,
-    role_token,
-)
+from jackpotd.auth.issue import DEV_ROLES, DEV_TABLES, Authority, IssueError, Request, issue_into, parse_roles
 from jackpotd.auth.tokens import read_key, verify
 from jackpotd.settings import Settings
 

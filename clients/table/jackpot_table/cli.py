@@ -16,9 +16,9 @@ from tqdm import tqdm
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, table_pb2
 from jackpotd.auth.client import bearer, open_channel
+from jackpotd.auth.credentials import configured_auth_key, default_credentials_dir, role_certificate, role_token
 from jackpotd.auth.guard import identity_of_certificate
 from jackpotd.auth.identity import Role
-from jackpotd.auth.issue import configured_auth_key, default_credentials_dir, role_certificate, role_token
 from jackpotd.auth.tokens import issue, read_key
 from jackpotd.domain.money import format_cents
 
