@@ -158,6 +158,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
 
     def __init__(self, services: Services, trail: AuditTrail | None = None) -> None:
         self.admin = services.admin
+        self.reads = services.reads
         self.trail = trail
 
     async def _change(self, cmd: c.ConfigCommand) -> admin_pb2.LinkResponse:
@@ -209,6 +210,14 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         req, audit = audited(request)
         done = await self.admin.fund(c.Fund(req, request.link_id, request.pool, request.amount_cents, audit))
         return admin_pb2.FundPoolResponse(pools=pool_amounts(done.pools), sequence=done.seq)
+
+    async def ListHits(self, request: admin_pb2.ListHitsRequest, context: Ctx) -> admin_pb2.ListHitsResponse:
+        found = await self.reads.hits(request.link_id, request.table_id, request.status, request.limit)
+        return admin_pb2.ListHitsResponse(hits=[admin_pb2.HitRow(
+            hit_id=h.hit_id, link_id=h.link_id, table_id=h.table_id, round_id=h.round_id, seat=h.seat, hand=h.hand,
+            cards=h.cards, pool=h.pool, amount_cents=h.amount_cents,
+            funded_by_operator_cents=h.funded_by_operator_cents, pool_before_ucents=h.pool_before_uc, rule=h.rule,
+            status=h.status, sequence=h.seq) for h in found])
 
     async def ListAudit(self, request: admin_pb2.ListAuditRequest, context: Ctx) -> admin_pb2.ListAuditResponse:
         if self.trail is None:

@@ -29,6 +29,7 @@ ALLOWED: Mapping[str, frozenset[Role]] = {
     "/jackpot.v1.AdminService/SetPaytable": frozenset({A}),
     "/jackpot.v1.AdminService/RegisterTable": frozenset({A}),
     "/jackpot.v1.AdminService/FundPool": frozenset({A}),
+    "/jackpot.v1.AdminService/ListHits": frozenset({F, S, A}),
     # the trail of administrative acts: those who answer for them, and finance, read it
     "/jackpot.v1.AdminService/ListAudit": frozenset({F, S, A}),
 }

@@ -132,6 +132,26 @@ class LastHit:
     seq: int
 
 
+@dataclass(frozen=True, slots=True)
+class HitRecord:
+    """A hit as the ledger holds it: what traces the payout to its round, seat, cards, pool and rule (§10)."""
+
+    hit_id: str
+    link_id: str
+    table_id: str
+    round_id: str
+    seat: int
+    hand: str
+    cards: tuple[str, ...]
+    pool: str
+    amount_cents: int
+    funded_by_operator_cents: int
+    pool_before_uc: int
+    rule: str
+    status: str
+    seq: int
+
+
 class LiveStore(Protocol):
     """The live pools (Redis): atomic steps, checked reads, stored replies, the link catalogue."""
 
@@ -165,6 +185,8 @@ class Ledger(Protocol):
 
     async def last_hit(self, link_id: str) -> LastHit | None: ...
 
+    async def hits(self, link_id: str, table_id: str, status: str, limit: int) -> list[HitRecord]: ...
+
     async def close(self) -> None: ...
 
 
@@ -176,5 +198,6 @@ class Durability(Protocol):
     async def wait_durable(self, link_id: str, seq: int, identity: str | None = None) -> None: ...
 
 
-__all__ = ["NEW_LINK", "ROUND_ABSENT", "Applied", "Durability", "IdReused", "LastHit", "Ledger", "LinkExists",
-           "LinkRead", "LiveRound", "LiveStore", "Moved", "Outcome", "Reply", "RoundNotOpen", "Seen", "Step"]
+__all__ = ["NEW_LINK", "ROUND_ABSENT", "Applied", "Durability", "HitRecord", "IdReused", "LastHit", "Ledger",
+           "LinkExists", "LinkRead", "LiveRound", "LiveStore", "Moved", "Outcome", "Reply", "RoundNotOpen", "Seen",
+           "Step"]

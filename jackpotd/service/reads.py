@@ -5,9 +5,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+from ..domain.errors import InvalidInput
+from ..domain.ids import require_id
 from . import results
 from .decide.reads import METER_INTERVAL, Due, Pacing
 from .links import Links
+from .ports import HitRecord
+
+HIT_STATUSES = ("", "PAID", "PENDING")
+LIST_DEFAULT, LIST_MAX = 100, 1000
 
 
 class Reads:
@@ -23,6 +29,18 @@ class Reads:
         hit = None if last is None else results.HitAnnouncement(last.table_id, last.seat, last.hand,
                                                                 last.amount_cents, last.pool, last.hit_id, last.seq)
         return results.PoolsNow(seq, link_id, pools, hit)
+
+    async def hits(self, link_id: str, table_id: str = "", status: str = "", limit: int = 0) -> list[HitRecord]:
+        """The link's hits as the ledger holds them, newest first (§7, §10)."""
+        require_id("link_id", link_id)
+        if table_id:
+            require_id("table_id", table_id)
+        if status not in HIT_STATUSES:
+            raise InvalidInput("status", status, "must be PAID, PENDING or empty (any)")
+        if not 0 <= limit <= LIST_MAX:
+            raise InvalidInput("limit", limit, f"must be 0 ({LIST_DEFAULT}) to {LIST_MAX}")
+        await self.links.config(link_id)  # NOT_FOUND for a link that does not exist
+        return await self.links.ledger.hits(link_id, table_id, status, limit or LIST_DEFAULT)
 
     async def snapshot(self, link_id: str) -> tuple[int, tuple[results.PoolView, ...]]:
         """The link's sequence and pools: a checked read, answered once the ledger has every entry it includes."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from ...service.ports import LastHit
+from ...service.ports import HitRecord, LastHit
 from .chain import identity_of
 from .fences import refused_entry
 
@@ -79,6 +79,18 @@ async def last_hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> Las
         return None
     return LastHit(row["hit_id"], row["table_id"], int(row["seat"]), row["hand"], int(row["amount_cents"]),
                    row["pool"], int(row["seq"]))
+
+
+async def hits(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: str, status: str,
+               limit: int) -> list[HitRecord]:
+    """A link's hits, newest first; `table_id` and `status` narrow them when given."""
+    rows = await conn.fetch(
+        "SELECT hit_id, link_id, table_id, round_id, seat, hand, cards, pool, amount_cents, funded_by_operator_cents, "
+        "pool_before_uc, rule, status, seq FROM hits WHERE link_id = $1 AND ($2 = '' OR table_id = $2) "
+        "AND ($3 = '' OR status = $3) ORDER BY seq DESC, seat LIMIT $4", link_id, table_id, status, limit)
+    return [HitRecord(r["hit_id"], r["link_id"], r["table_id"], r["round_id"], int(r["seat"]), r["hand"],
+                      tuple(r["cards"]), r["pool"], int(r["amount_cents"]), int(r["funded_by_operator_cents"]),
+                      int(r["pool_before_uc"]), r["rule"], r["status"], int(r["seq"])) for r in rows]
 
 
 async def entry_identities(conn: asyncpg.Connection | asyncpg.Pool, link_id: str,

@@ -10,7 +10,7 @@ from typing import Any, ParamSpec, TypeVar
 import asyncpg
 
 from ...service.errors import Unavailable
-from ...service.ports import LastHit, Reply, Seen
+from ...service.ports import HitRecord, LastHit, Reply, Seen
 from ..replies import parse_reply
 from . import reads
 from .lookups import Lookups
@@ -84,6 +84,11 @@ class PostgresLedger:
     async def last_hit(self, link_id: str) -> LastHit | None:
         """The link's latest hit, or None before its first."""
         return await reads.last_hit(self.pg, link_id)
+
+    @translated
+    async def hits(self, link_id: str, table_id: str, status: str, limit: int) -> list[HitRecord]:
+        """A link's hits, newest first (ListHits)."""
+        return await reads.hits(self.pg, link_id, table_id, status, limit)
 
     @translated
     async def close(self) -> None:

@@ -599,3 +599,117 @@ class ListAuditResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListAuditResponse: _TypeAlias = ListAuditResponse  # noqa: Y015
+
+@_typing.final
+class ListHitsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LINK_ID_FIELD_NUMBER: _builtins.int
+    TABLE_ID_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    link_id: _builtins.str
+    """required"""
+    table_id: _builtins.str
+    """empty: any"""
+    status: _builtins.str
+    """PAID or PENDING; empty: any"""
+    limit: _builtins.int
+    """0: 100; at most 1000"""
+    def __init__(
+        self,
+        *,
+        link_id: _builtins.str = ...,
+        table_id: _builtins.str = ...,
+        status: _builtins.str = ...,
+        limit: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "link_id", b"link_id", "status", b"status", "table_id", b"table_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListHitsRequest: _TypeAlias = ListHitsRequest  # noqa: Y015
+
+@_typing.final
+class HitRow(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HIT_ID_FIELD_NUMBER: _builtins.int
+    LINK_ID_FIELD_NUMBER: _builtins.int
+    TABLE_ID_FIELD_NUMBER: _builtins.int
+    ROUND_ID_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    HAND_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
+    POOL_FIELD_NUMBER: _builtins.int
+    AMOUNT_CENTS_FIELD_NUMBER: _builtins.int
+    FUNDED_BY_OPERATOR_CENTS_FIELD_NUMBER: _builtins.int
+    POOL_BEFORE_UCENTS_FIELD_NUMBER: _builtins.int
+    RULE_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    SEQUENCE_FIELD_NUMBER: _builtins.int
+    hit_id: _builtins.str
+    link_id: _builtins.str
+    table_id: _builtins.str
+    round_id: _builtins.str
+    seat: _builtins.int
+    hand: _builtins.str
+    pool: _builtins.str
+    amount_cents: _builtins.int
+    funded_by_operator_cents: _builtins.int
+    pool_before_ucents: _builtins.int
+    rule: _builtins.str
+    """the rule that priced it"""
+    status: _builtins.str
+    """PAID, or PENDING above the verification threshold"""
+    sequence: _builtins.int
+    """the settle's entry"""
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        hit_id: _builtins.str = ...,
+        link_id: _builtins.str = ...,
+        table_id: _builtins.str = ...,
+        round_id: _builtins.str = ...,
+        seat: _builtins.int = ...,
+        hand: _builtins.str = ...,
+        cards: _abc.Iterable[_builtins.str] | None = ...,
+        pool: _builtins.str = ...,
+        amount_cents: _builtins.int = ...,
+        funded_by_operator_cents: _builtins.int = ...,
+        pool_before_ucents: _builtins.int = ...,
+        rule: _builtins.str = ...,
+        status: _builtins.str = ...,
+        sequence: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_cents", b"amount_cents", "cards", b"cards", "funded_by_operator_cents", b"funded_by_operator_cents", "hand", b"hand", "hit_id", b"hit_id", "link_id", b"link_id", "pool", b"pool", "pool_before_ucents", b"pool_before_ucents", "round_id", b"round_id", "rule", b"rule", "seat", b"seat", "sequence", b"sequence", "status", b"status", "table_id", b"table_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HitRow: _TypeAlias = HitRow  # noqa: Y015
+
+@_typing.final
+class ListHitsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HITS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def hits(self) -> _containers.RepeatedCompositeFieldContainer[Global___HitRow]: ...
+    def __init__(
+        self,
+        *,
+        hits: _abc.Iterable[Global___HitRow] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hits", b"hits"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListHitsResponse: _TypeAlias = ListHitsResponse  # noqa: Y015

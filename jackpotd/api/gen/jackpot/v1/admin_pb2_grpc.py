@@ -80,6 +80,11 @@ class AdminServiceStub:
                 request_serializer=jackpot_dot_v1_dot_admin__pb2.ListAuditRequest.SerializeToString,
                 response_deserializer=jackpot_dot_v1_dot_admin__pb2.ListAuditResponse.FromString,
                 _registered_method=True)
+        self.ListHits = channel.unary_unary(
+                '/jackpot.v1.AdminService/ListHits',
+                request_serializer=jackpot_dot_v1_dot_admin__pb2.ListHitsRequest.SerializeToString,
+                response_deserializer=jackpot_dot_v1_dot_admin__pb2.ListHitsResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -141,6 +146,13 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListHits(self, request, context):
+        """Hits as the ledger holds them, with what traces each payout (DOMAIN.md §7, §10; newest first).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -188,6 +200,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ListAudit,
                     request_deserializer=jackpot_dot_v1_dot_admin__pb2.ListAuditRequest.FromString,
                     response_serializer=jackpot_dot_v1_dot_admin__pb2.ListAuditResponse.SerializeToString,
+            ),
+            'ListHits': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListHits,
+                    request_deserializer=jackpot_dot_v1_dot_admin__pb2.ListHitsRequest.FromString,
+                    response_serializer=jackpot_dot_v1_dot_admin__pb2.ListHitsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -434,6 +451,33 @@ class AdminService:
             '/jackpot.v1.AdminService/ListAudit',
             jackpot_dot_v1_dot_admin__pb2.ListAuditRequest.SerializeToString,
             jackpot_dot_v1_dot_admin__pb2.ListAuditResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListHits(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jackpot.v1.AdminService/ListHits',
+            jackpot_dot_v1_dot_admin__pb2.ListHitsRequest.SerializeToString,
+            jackpot_dot_v1_dot_admin__pb2.ListHitsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -43,6 +43,8 @@ class AdminServiceStub:
     FundPool: _grpc.UnaryUnaryMultiCallable[_admin_pb2.FundPoolRequest, _admin_pb2.FundPoolResponse]
     ListAudit: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListAuditRequest, _admin_pb2.ListAuditResponse]
     """The append-only trail of administrative acts, refused ones included (newest first)."""
+    ListHits: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListHitsRequest, _admin_pb2.ListHitsResponse]
+    """Hits as the ledger holds them, with what traces each payout (DOMAIN.md §7, §10; newest first)."""
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
@@ -59,6 +61,8 @@ class AdminServiceAsyncStub(AdminServiceStub):
     FundPool: _aio.UnaryUnaryMultiCallable[_admin_pb2.FundPoolRequest, _admin_pb2.FundPoolResponse]  # type: ignore[assignment]
     ListAudit: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListAuditRequest, _admin_pb2.ListAuditResponse]  # type: ignore[assignment]
     """The append-only trail of administrative acts, refused ones included (newest first)."""
+    ListHits: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListHitsRequest, _admin_pb2.ListHitsResponse]  # type: ignore[assignment]
+    """Hits as the ledger holds them, with what traces each payout (DOMAIN.md §7, §10; newest first)."""
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
     """Supervisors and administrators. Every act records who, why and the approval reference (DOMAIN.md §9)."""
@@ -126,5 +130,13 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.ListAuditResponse, _abc.Awaitable[_admin_pb2.ListAuditResponse]]:
         """The append-only trail of administrative acts, refused ones included (newest first)."""
+
+    @_abc_1.abstractmethod
+    def ListHits(
+        self,
+        request: _admin_pb2.ListHitsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ListHitsResponse, _abc.Awaitable[_admin_pb2.ListHitsResponse]]:
+        """Hits as the ledger holds them, with what traces each payout (DOMAIN.md §7, §10; newest first)."""
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
