@@ -80,12 +80,6 @@ class Guard:
             raise PermissionDenied(f"a table may not call {method.rsplit('/', 1)[-1]}: it names no table")
         authorize(method, identity, table_id if identity is not None and identity.role is Role.TABLE else None)
 
-    def check(self, method: str, request: Any, context: Any) -> Identity | None:
-        """The caller, once the policy allows it to call `method` with `request`; raises otherwise."""
-        identity = self.caller(method, context)
-        self.authorize(method, identity, request)
-        return identity
-
     def _token(self, token: str) -> Identity:
         """A token's identity; a token verified before is trusted until it expires (verifying costs more than
         the rest of a call)."""
