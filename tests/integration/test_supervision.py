@@ -9,7 +9,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import TypeVar
 
@@ -264,33 +264,25 @@ async def test_link_health_follows_the_writers_problems(isolated: Isolated) -> N
     a, b, c = unique("ok"), unique("stuck"), unique("unknown")
     await raw.sadd(keys.LINKS, a, b)
     beating = asyncio.create_task(beat())
-    ready, stop = asyncio.Event(), asyncio.Event()
     try:
-        async with jackpot_service(redis, pg) as service:
-            task = asyncio.create_task(run_grpc(service, _listener(listen), stop, ready=ready))
-            await asyncio.wait_for(ready.wait(), 30)
-            async with grpc.aio.insecure_channel(listen) as channel:
-                stub = health_pb2_grpc.HealthStub(channel)
+        async with _health_of_run_grpc(redis, pg, listen) as stub:
 
-                async def statuses(*names: str) -> tuple[int, ...]:
-                    return tuple([await _status(stub, n) for n in names])
+            async def statuses(*names: str) -> tuple[int, ...]:
+                return tuple([await _status(stub, n) for n in names])
 
-                names = ("", SERVICES[0], f"link:{a}", f"link:{b}")
-                # no heartbeat: nothing becomes durable, so nothing serves
-                assert await statuses(*names) == (NOT_SERVING,) * 4
-                problems = {}
-                await eventually(lambda: _equals(statuses(*names), (SERVING,) * 4), 5, "all SERVING")
-                problems = {b: "ledger disagrees with the pools", c: "not in Redis"}
-                await eventually(lambda: _equals(statuses(*names, f"link:{c}"),
-                                                 (SERVING, SERVING, SERVING, NOT_SERVING, NOT_SERVING)), 5,
-                                 "only the named links NOT_SERVING")
-                problems = None
-                await raw.delete(keys.HEALTH)  # the writer stopped
-                await eventually(lambda: _equals(statuses(*names), (NOT_SERVING,) * 4), 5, "all NOT_SERVING")
-                stop.set()
-                await asyncio.wait_for(task, 30)
+            names = ("", SERVICES[0], f"link:{a}", f"link:{b}")
+            # no heartbeat: nothing becomes durable, so nothing serves
+            assert await statuses(*names) == (NOT_SERVING,) * 4
+            problems = {}
+            await eventually(lambda: _equals(statuses(*names), (SERVING,) * 4), 5, "all SERVING")
+            problems = {b: "ledger disagrees with the pools", c: "not in Redis"}
+            await eventually(lambda: _equals(statuses(*names, f"link:{c}"),
+                                             (SERVING, SERVING, SERVING, NOT_SERVING, NOT_SERVING)), 5,
+                             "only the named links NOT_SERVING")
+            problems = None
+            await raw.delete(keys.HEALTH)  # the writer stopped
+            await eventually(lambda: _equals(statuses(*names), (NOT_SERVING,) * 4), 5, "all NOT_SERVING")
     finally:
-        stop.set()
         beating.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await beating
@@ -305,23 +297,31 @@ async def test_stopped_ledger_writer_turns_health_not_serving(isolated: Isolated
     listen = f"127.0.0.1:{free_port()}"
     writer = writer_module.LedgerWriter(redis, pg)
     await writer.start()
-    ready, stop = asyncio.Event(), asyncio.Event()
     try:
-        async with jackpot_service(redis, pg) as service:
-            task = asyncio.create_task(run_grpc(service, _listener(listen), stop, ready=ready))
-            await asyncio.wait_for(ready.wait(), 30)
-            async with grpc.aio.insecure_channel(listen) as channel:
-                stub = health_pb2_grpc.HealthStub(channel)
-                await eventually(lambda: _equals(_status(stub), SERVING), 5, "SERVING with a writer")
-                await writer.stop()
-                await eventually(lambda: _equals(_status(stub), NOT_SERVING), 8, "NOT_SERVING once it stopped")
-            stop.set()
-            await asyncio.wait_for(task, 30)
+        async with _health_of_run_grpc(redis, pg, listen) as stub:
+            await eventually(lambda: _equals(_status(stub), SERVING), 5, "SERVING with a writer")
+            await writer.stop()
+            await eventually(lambda: _equals(_status(stub), NOT_SERVING), 8, "NOT_SERVING once it stopped")
     finally:
-        stop.set()
         await writer.stop()
         await redis.close()
         await pg.close()
+
+
+@contextlib.asynccontextmanager
+async def _health_of_run_grpc(redis: RedisPools, pg: ledger.Pool, listen: str
+                              ) -> AsyncIterator[health_pb2_grpc.HealthStub]:
+    """run_grpc on these stores (no supervisor, no writer of its own) and a health stub of it; stopped after."""
+    ready, stop = asyncio.Event(), asyncio.Event()
+    async with jackpot_service(redis, pg) as service:
+        task = asyncio.create_task(run_grpc(service, _listener(listen), stop, ready=ready))
+        try:
+            await asyncio.wait_for(ready.wait(), 30)
+            async with grpc.aio.insecure_channel(listen) as channel:
+                yield health_pb2_grpc.HealthStub(channel)
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 30)
 
 
 def _listener(listen: str) -> Listener:
