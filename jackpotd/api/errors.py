@@ -199,9 +199,13 @@ def _act(method: str, request: Any, identity: Identity | None, outcome: str, det
     def text(name: str) -> str:
         return str(getattr(request, name)) if name in fields else ""
 
+    link_id, table_id = text("link_id"), text("table_id")
+    if "hit_id" in fields:  # a hit decision names its link and table in its hit id
+        link_id, table_id, _ = [*text("hit_id").split(":", 2), "", ""][:3]
+    reason = text("reason") or (audit.reason if audit is not None else "")
     return {"actor": identity.actor if identity else "", "role": identity.role.value if identity else "",
-            "method": method, "request_id": text("request_id"), "link_id": text("link_id"),
-            "table_id": text("table_id"), "reason": audit.reason if audit is not None else "",
+            "method": method, "request_id": text("request_id"), "link_id": link_id,
+            "table_id": table_id, "reason": reason,
             "approval_ref": audit.approval_ref if audit is not None else "", "outcome": outcome, "detail": detail}
 
 

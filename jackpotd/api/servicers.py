@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from ..domain.errors import InvalidInput
 from ..domain.ids import require_id
 from ..domain.link import LinkConfig, TableConfig
 from ..domain.paytable import PaytableEntry, default_paytable
-from ..domain.pools import RESERVE, PoolSpec
+from ..domain.pools import JACKPOT, RESERVE, PoolSpec
 from ..domain.rates import RateSet
 from ..domain.rounds import SeatHand, Wager
 from ..service import commands as c
@@ -211,6 +212,34 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         done = await self.admin.fund(c.Fund(req, request.link_id, request.pool, request.amount_cents, audit))
         return admin_pb2.FundPoolResponse(pools=pool_amounts(done.pools), sequence=done.seq)
 
+    async def ApproveHit(self, request: admin_pb2.ApproveHitRequest, context: Ctx) -> admin_pb2.HitDecisionResponse:
+        req, audit = audited(request)
+        return hit_decision(await self.admin.decide_hit(c.DecideHit(req, request.hit_id, True, "", audit)))
+
+    async def RejectHit(self, request: admin_pb2.RejectHitRequest, context: Ctx) -> admin_pb2.HitDecisionResponse:
+        req, audit = audited(request)
+        return hit_decision(await self.admin.decide_hit(c.DecideHit(req, request.hit_id, False, request.reason,
+                                                                    audit)))
+
+    async def CombinePools(self, request: admin_pb2.CombinePoolsRequest,
+                           context: Ctx) -> admin_pb2.PoolsChangedResponse:
+        req, audit = audited(request)
+        jackpot = pools_of([request.jackpot])[0]
+        return pools_changed(await self.admin.restructure(c.CombinePools(
+            req, request.link_id, replace(jackpot, name=jackpot.name or JACKPOT),
+            rates_of(request.rates, audit.approval_ref), audit)))
+
+    async def SplitPools(self, request: admin_pb2.SplitPoolsRequest, context: Ctx) -> admin_pb2.PoolsChangedResponse:
+        req, audit = audited(request)
+        allocation: dict[str, int] = {}
+        for i, a in enumerate(request.allocation):
+            if a.pool in allocation:
+                raise InvalidInput(f"allocation[{i}].pool", a.pool, "allocated twice")
+            allocation[a.pool] = a.amount_ucents
+        return pools_changed(await self.admin.restructure(c.SplitPools(
+            req, request.link_id, pools_of(request.pools), allocation, rates_of(request.rates, audit.approval_ref),
+            audit)))
+
     async def ListHits(self, request: admin_pb2.ListHitsRequest, context: Ctx) -> admin_pb2.ListHitsResponse:
         found = await self.reads.hits(request.link_id, request.table_id, request.status, request.limit)
         return admin_pb2.ListHitsResponse(hits=[admin_pb2.HitRow(
@@ -234,6 +263,19 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             id=a.id, at_ms=_ms(a.at) if a.at else 0, actor=a.actor, role=a.role,
             method=a.method, request_id=a.request_id, link_id=a.link_id, table_id=a.table_id, reason=a.reason,
             approval_ref=a.approval_ref, outcome=a.outcome, detail=a.detail) for a in acts])
+
+
+def hit_decision(done: results.HitDecided) -> admin_pb2.HitDecisionResponse:
+    h = done.hit
+    return admin_pb2.HitDecisionResponse(hit_id=h.hit_id, status=h.status, amount_cents=h.amount_cents, pool=h.pool,
+                                         returned_to_pool_ucents=h.returned_to_pool_uc,
+                                         returned_to_operator_cents=h.returned_to_operator_cents,
+                                         pools=pool_amounts(done.pools), sequence=done.seq)
+
+
+def pools_changed(done: results.PoolsChanged) -> admin_pb2.PoolsChangedResponse:
+    return admin_pb2.PoolsChangedResponse(link_id=done.link_id, mode=done.mode, pools=pool_amounts(done.pools),
+                                          sequence=done.seq, config_version=done.seq)
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -30,6 +30,12 @@ ALLOWED: Mapping[str, frozenset[Role]] = {
     "/jackpot.v1.AdminService/RegisterTable": frozenset({A}),
     "/jackpot.v1.AdminService/FundPool": frozenset({A}),
     "/jackpot.v1.AdminService/ListHits": frozenset({F, S, A}),
+    # §7: a supervisor verifies a hit above the threshold (the cards stay on the table until then)
+    "/jackpot.v1.AdminService/ApproveHit": frozenset({S, A}),
+    "/jackpot.v1.AdminService/RejectHit": frozenset({S, A}),
+    # NZ 11.6A/B: restructuring the pools is administration
+    "/jackpot.v1.AdminService/CombinePools": frozenset({A}),
+    "/jackpot.v1.AdminService/SplitPools": frozenset({A}),
     # the trail of administrative acts: those who answer for them, and finance, read it
     "/jackpot.v1.AdminService/ListAudit": frozenset({F, S, A}),
 }

@@ -39,6 +39,18 @@ def escape(value: str) -> str:
     return value if _ID.fullmatch(value) else quote(value, safe="")
 
 
+_HIT_ID = re.compile(r"([A-Za-z0-9._-]{1,64}):([A-Za-z0-9._-]{1,64}):([A-Za-z0-9._-]{1,64}):([1-9][0-9]{0,4})")
+
+
+def parse_hit_id(value: object) -> tuple[str, str, str, int]:
+    """A hit id as `hit_id` makes it from ids of the grammar: (link, table, round, seat), or refused."""
+    found = _HIT_ID.fullmatch(value) if isinstance(value, str) else None
+    if found is None:
+        raise InvalidInput("hit_id", value, "must be <link_id>:<table_id>:<round_id>:<seat>, as a hit reports it")
+    link_id, table_id, round_id, seat = found.groups()
+    return link_id, table_id, round_id, int(seat)
+
+
 def hit_id(link_id: str, table_id: str, round_id: str, seat: int) -> str:
     """A hit is identified by (link, table, round, seat); each component is escaped, so ids never collide."""
     return f"{escape(link_id)}:{escape(table_id)}:{escape(round_id)}:{seat}"

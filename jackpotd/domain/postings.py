@@ -12,6 +12,7 @@ WAGERS = "wagers"  # players' jackpot wagers flow out of here (goes negative)
 REFUNDS = "refunds"  # voided wagers returned to players (§6)
 RETAINED = "retained"  # the operator's retained portion (NSW 11.6; NZ 11.6(a))
 PAYOUTS = "payouts"  # jackpot prizes paid to players
+PENDING_PAYOUTS = "pending_payouts"  # §7: prizes taken from their pool, awaiting a supervisor's verification
 OPERATOR_FUNDING = "operator_funding"  # seed, top-ups and shortfalls (NZ 11.6(b)); goes negative
 
 

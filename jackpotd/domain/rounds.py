@@ -12,8 +12,10 @@ from .pricing import Hit
 from .seats import require_seat
 
 COMMITTED = "COMMITTED"
+PENDING = "PENDING"  # §7: settled, with a hit above the verification threshold not yet approved or rejected
 SETTLED = "SETTLED"
 VOIDED = "VOIDED"
+OPEN = (COMMITTED, PENDING)  # NZ 11.6A/B: pools are split or combined only when no round is open
 
 
 @dataclass(frozen=True, slots=True)

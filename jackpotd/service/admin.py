@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from ..clock import Clock
 from ..domain.errors import FailedPrecondition
-from ..domain.ids import require_id
+from ..domain.ids import parse_hit_id, require_id, require_text
 from ..domain.link import LinkConfig
 from ..domain.money import require_positive_cents
 from . import results
-from .commands import ConfigCommand, CreateLink, Fund, RegisterTable, SuspendTable
-from .decide.admin import AdminState, decide_config, decide_fund, require_approval
+from .commands import ConfigCommand, CreateLink, DecideHit, Fund, RegisterTable, Restructure, SuspendTable
+from .decide.admin import AdminState, decide_config, decide_fund, decide_restructure, require_approval
+from .decide.hits import HitPlace, HitState, decide_hit
 from .engine import Gather, WritePath
 from .ports import Seen
 
 
 class AdminCommands:
-    """FundPool, CreateLink, RegisterTable, Suspend/ResumeTable, SetRates, SetPaytable, UpdateLink."""
+    """FundPool, CreateLink, RegisterTable, Suspend/ResumeTable, SetRates, SetPaytable, UpdateLink,
+    Approve/RejectHit, Combine/SplitPools."""
 
     def __init__(self, engine: WritePath, clock: Clock) -> None:
         self.engine = engine
@@ -65,3 +67,31 @@ class AdminCommands:
         if isinstance(cmd, RegisterTable):
             await self.links.live.set_table_link(cmd.table.table_id, link_id)
         return results.answered(done.reply, done.config)
+
+    async def decide_hit(self, cmd: DecideHit) -> results.HitDecided:
+        """§7: a PENDING hit approved (paid) or rejected (its prize returned)."""
+        where = HitPlace(*parse_hit_id(cmd.hit_id))
+        if not cmd.approve:
+            require_text("reason", cmd.reason, required=True)  # a rejection says why the hit is not paid
+
+        async def gather(config: LinkConfig, seen: Seen) -> HitState:
+            live = await self.links.read(where.link_id, (where.table_id, where.round_id))
+            known = await self.links.ledger.hit(where.link_id, where.table_id, where.round_id, where.seat)
+            return HitState(self.clock(), live.round, None if known is None else known.status)
+
+        done = await self.engine.execute(where.link_id, cmd.request, gather,
+                                         lambda c, v, s: decide_hit(cmd, where, c, v, s))
+        return results.hit_decided(done.reply, done.config)
+
+    async def restructure(self, cmd: Restructure) -> results.PoolsChanged:
+        """NZ 11.6A/B: the pools split or combined, between rounds."""
+        require_approval(cmd)
+        require_id("link_id", cmd.link_id)
+
+        async def gather(config: LinkConfig, seen: Seen) -> AdminState:
+            return AdminState(self.clock(), balances=(await self.links.read(cmd.link_id)).balances)
+
+        done = await self.engine.execute(cmd.link_id, cmd.request, gather,
+                                         lambda c, v, s: decide_restructure(cmd, c, v, s))
+        _, now = await self.links.config(cmd.link_id)  # the new pools (the write path dropped the cached config)
+        return results.pools_changed(done.reply, now)

@@ -13,6 +13,7 @@ from ..domain.ids import require_text
 from ..domain.link import LinkConfig, TableConfig
 from ..domain.paytable import PaytableEntry
 from ..domain.pools import PoolSpec
+from ..domain.rates import RateSet
 from ..domain.rounds import SeatHand, Wager
 
 
@@ -142,4 +143,39 @@ class UpdateLink:
     audit: Audit
 
 
+@dataclass(frozen=True, slots=True)
+class DecideHit:
+    """§7: a supervisor approves a PENDING hit (it is paid) or rejects it (its prize goes back)."""
+
+    request: Request
+    hit_id: str
+    approve: bool
+    reason: str  # required to reject
+    audit: Audit
+
+
+@dataclass(frozen=True, slots=True)
+class CombinePools:
+    """NZ 11.6B: MAJOR and MINOR into one JACKPOT."""
+
+    request: Request
+    link_id: str
+    jackpot: PoolSpec
+    rates: RateSet  # in force from the act
+    audit: Audit
+
+
+@dataclass(frozen=True, slots=True)
+class SplitPools:
+    """NZ 11.6A: JACKPOT into MAJOR and MINOR, its balance allocated explicitly (µ¢ per pool)."""
+
+    request: Request
+    link_id: str
+    pools: Sequence[PoolSpec]
+    allocation: Mapping[str, int]
+    rates: RateSet
+    audit: Audit
+
+
+Restructure = CombinePools | SplitPools
 ConfigCommand = CreateLink | RegisterTable | SuspendTable | SetRates | SetPaytable | UpdateLink

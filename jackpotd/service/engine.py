@@ -14,7 +14,7 @@ from ..metrics import CAS_RETRIES
 from .commands import Request
 from .errors import LinkLost, Unavailable
 from .links import Links
-from .ports import NEW_LINK, Applied, IdReused, LinkExists, Moved, Reply, RoundNotOpen, Seen, Step
+from .ports import NEW_LINK, Applied, IdReused, LinkExists, Moved, Reply, RoundNotOpen, RoundsOpen, Seen, Step
 
 MAX_ATTEMPTS = 200
 
@@ -83,8 +83,13 @@ class WritePath:
                 case LinkExists():
                     raise FailedPrecondition("link_id", link_id, "a link with this id already exists")
                 case RoundNotOpen(state=state):
+                    field, value = step.refusal_field or ("round_id", step.round[1] if step.round else "")
+                    return await self._replay_or(link_id, req, FailedPrecondition(field, value,
+                                                                                  f"the round is {state}"))
+                case RoundsOpen(count=count):  # NZ 11.6A/B
                     return await self._replay_or(link_id, req, FailedPrecondition(
-                        "round_id", step.round[1] if step.round else "", f"the round is {state}"))
+                        "link_id", link_id, f"{count} round(s) are open (committed, or with a hit awaiting "
+                        "verification); pools change only between rounds"))
                 case Moved(contended=contended):  # decide again against the config and pools as they now stand
                     if contended:
                         CAS_RETRIES.labels(link_id).inc()

@@ -46,6 +46,8 @@ class Step:
     round_rev: str = ""
     round_new_state: str = ""
     round_data: str = ""
+    refusal_field: tuple[str, str] | None = None  # what a refusal for the round's state names; default round_id
+    between_rounds: bool = False  # NZ 11.6A/B: refused while any round of the link is open
     new_config: str = ""
     guards: Mapping[str, int] = field(default_factory=dict)
     deltas: Sequence[tuple[str, int]] = ()
@@ -84,11 +86,18 @@ class RoundNotOpen:
 
 
 @dataclass(frozen=True, slots=True)
+class RoundsOpen:
+    """A step that needs the link between rounds found `count` rounds open."""
+
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
 class LinkExists:
     """A create found the link there already."""
 
 
-Outcome = Applied | IdReused | Moved | RoundNotOpen | LinkExists
+Outcome = Applied | IdReused | Moved | RoundNotOpen | RoundsOpen | LinkExists
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +157,8 @@ class HitRecord:
     funded_by_operator_cents: int
     pool_before_uc: int
     rule: str
-    status: str
-    seq: int
+    status: str  # PAID, PENDING (§7: awaiting a supervisor) or REJECTED
+    seq: int  # the settle's entry
 
 
 class LiveStore(Protocol):
@@ -187,6 +196,8 @@ class Ledger(Protocol):
 
     async def hits(self, link_id: str, table_id: str, status: str, limit: int) -> list[HitRecord]: ...
 
+    async def hit(self, link_id: str, table_id: str, round_id: str, seat: int) -> HitRecord | None: ...
+
     async def close(self) -> None: ...
 
 
@@ -199,5 +210,5 @@ class Durability(Protocol):
 
 
 __all__ = ["NEW_LINK", "ROUND_ABSENT", "Applied", "Durability", "HitRecord", "IdReused", "LastHit", "Ledger",
-           "LinkExists", "LinkRead", "LiveRound", "LiveStore", "Moved", "Outcome", "Reply", "RoundNotOpen", "Seen",
-           "Step"]
+           "LinkExists", "LinkRead", "LiveRound", "LiveStore", "Moved", "Outcome", "Reply",
+           "RoundNotOpen", "RoundsOpen", "Seen", "Step"]

@@ -12,7 +12,7 @@ from .decide.reads import METER_INTERVAL, Due, Pacing
 from .links import Links
 from .ports import HitRecord
 
-HIT_STATUSES = ("", "PAID", "PENDING")
+HIT_STATUSES = ("", "PAID", "PENDING", "REJECTED")
 LIST_DEFAULT, LIST_MAX = 100, 1000
 
 
@@ -36,7 +36,7 @@ class Reads:
         if table_id:
             require_id("table_id", table_id)
         if status not in HIT_STATUSES:
-            raise InvalidInput("status", status, "must be PAID, PENDING or empty (any)")
+            raise InvalidInput("status", status, "must be PAID, PENDING, REJECTED or empty (any)")
         if not 0 <= limit <= LIST_MAX:
             raise InvalidInput("limit", limit, f"must be 0 ({LIST_DEFAULT}) to {LIST_MAX}")
         await self.links.config(link_id)  # NOT_FOUND for a link that does not exist

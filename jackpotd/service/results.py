@@ -98,6 +98,30 @@ class Voided(Answer):
     refunds: tuple[Refund, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class HitDecision:
+    """§7: a PENDING hit approved (PAID) or rejected (REJECTED), and what a rejection gave back."""
+
+    hit_id: str
+    status: str
+    amount_cents: int
+    pool: str
+    returned_to_pool_uc: int
+    returned_to_operator_cents: int
+
+
+@dataclass(frozen=True, slots=True)
+class HitDecided(Answer):
+    hit: HitDecision
+
+
+@dataclass(frozen=True, slots=True)
+class PoolsChanged(Answer):
+    """NZ 11.6A/B: the link's new mode and pools (RESERVE included: administrators see it)."""
+
+    mode: str
+
+
 def pool_views(config: LinkConfig, balances: Mapping[str, int], include_hidden: bool = False
                ) -> tuple[PoolView, ...]:
     """The link's pools in configuration order; hidden pools (RESERVE) only when asked (§1)."""
@@ -125,6 +149,17 @@ def settled(reply: Reply, config: LinkConfig) -> Settled:
 def voided(reply: Reply, config: LinkConfig) -> Voided:
     return Voided(reply.seq, config.link_id, pool_views(config, reply.balances),
                   _rows(Refund, reply.result["refunds"]))
+
+
+def hit_decided(reply: Reply, config: LinkConfig) -> HitDecided:
+    return HitDecided(reply.seq, config.link_id, pool_views(config, reply.balances),
+                      HitDecision(**reply.result["hit"]))
+
+
+def pools_changed(reply: Reply, config: LinkConfig) -> PoolsChanged:
+    """The stored mode is the act's; the config is the one in force now (the pools it names)."""
+    return PoolsChanged(reply.seq, config.link_id, pool_views(config, reply.balances, include_hidden=True),
+                        reply.result["mode"])
 
 
 def answered(reply: Reply, config: LinkConfig) -> Answer:

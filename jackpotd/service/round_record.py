@@ -15,6 +15,16 @@ from ..domain.postings import Posting
 
 
 @dataclass(frozen=True, slots=True)
+class HeldHit:
+    """§7: a hit above the verification threshold, its prize held in pending_payouts until it is decided."""
+
+    hit_id: str
+    pool: str
+    amount_cents: int
+    funded_by_operator_cents: int
+
+
+@dataclass(frozen=True, slots=True)
 class RoundRecord:
     """An open (or finished) round's stored data. `seats` by seat number; `voided` seats were refunded."""
 
@@ -24,6 +34,8 @@ class RoundRecord:
     voided: tuple[int, ...] = ()
     hands: Mapping[int, str] | None = None  # set at settle: each hitting seat's category
     void_reasons: tuple[Mapping[str, Any], ...] = ()
+    held: Mapping[int, HeldHit] | None = None  # §7: seats whose hit awaits a supervisor (a PENDING round)
+    decided: Mapping[int, str] | None = None  # §7: seats whose held hit was decided: PAID or REJECTED
 
     @property
     def active(self) -> list[int]:
@@ -47,6 +59,11 @@ class RoundRecord:
             data["hands"] = {str(s): hand for s, hand in self.hands.items()}
         if self.void_reasons:
             data["void_reasons"] = [dict(r) for r in self.void_reasons]
+        if self.held:
+            data["held"] = {str(s): [h.hit_id, h.pool, h.amount_cents, h.funded_by_operator_cents]
+                            for s, h in self.held.items()}
+        if self.decided:
+            data["decided"] = {str(s): status for s, status in self.decided.items()}
         return canonical_json(data)
 
     @staticmethod
@@ -57,7 +74,9 @@ class RoundRecord:
                  for s, (at, wager, overflow) in d["seats"].items()}
         return RoundRecord(d["game"], d["rates_version"], seats, tuple(d["voided"]),
                            None if "hands" not in d else {int(s): hand for s, hand in d["hands"].items()},
-                           tuple(d.get("void_reasons", ())))
+                           tuple(d.get("void_reasons", ())),
+                           {int(s): HeldHit(*h) for s, h in d["held"].items()} if "held" in d else None,
+                           {int(s): status for s, status in d["decided"].items()} if "decided" in d else None)
 
 
 def new_round(game: str, rates_version: int, seats: Sequence[SeatContribution]) -> RoundRecord:

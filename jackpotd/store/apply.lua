@@ -3,6 +3,7 @@
 -- except for the sign check below, where balances are below 2^53 µ¢ by rule (DOMAIN.md §2).
 --
 -- KEYS: 1 config  2 balances  3 seq  4 journal  5 request record  6 round (or an unused key)  7 last  8 fence
+--       9 open: how many of the link's rounds are open (committed, or settled with a hit awaiting verification)
 -- Returns {'ok', '', seq, balances} (the caller holds the rest of the reply), {'dup' | 'conflict', stored
 -- reply}, or {reason, detail}.
 -- ARGV: 1 request hash  2 expected config version ("new" to create the link)  3 expected round state
@@ -11,7 +12,8 @@
 --       finished round (the ledger writer shortens it once the entry is durable)  11 channel
 --       12 request content JSON  13 floor: the ledger's durable sequence as the caller knows it
 --       14 the request's identity (of its id and content)
---       15 n guards, then n (pool, balance) pairs, then n deltas and (pool, delta) pairs
+--       15 "1" if the step needs the link between rounds (NZ 11.6A/B), else ""
+--       16 n guards, then n (pool, balance) pairs, then n deltas and (pool, delta) pairs
 
 -- A store that forgot or went back answers nothing (ARCHITECTURE.md, Recovery): the link is rebuilt first.
 local fence = redis.call('GET', KEYS[8])
@@ -45,7 +47,12 @@ if ARGV[3] ~= '' then
   end
 end
 
-local i = 15
+if ARGV[15] == '1' then
+  local open = tonumber(redis.call('GET', KEYS[9]) or '0')
+  if open > 0 then return {'rounds_open', tostring(open)} end
+end
+
+local i = 16
 local n = tonumber(ARGV[i])
 for k = 1, n do
   local pool, expected = ARGV[i + 2 * k - 1], ARGV[i + 2 * k]
@@ -77,7 +84,12 @@ end
 local ttl = tonumber(ARGV[10])
 if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[6], 'state', ARGV[5], 'data', ARGV[6], 'rev', tostring(seq))
-  if ARGV[5] == 'SETTLED' or ARGV[5] == 'VOIDED' then redis.call('EXPIRE', KEYS[6], ttl) end
+  if ARGV[5] == 'SETTLED' or ARGV[5] == 'VOIDED' then
+    redis.call('EXPIRE', KEYS[6], ttl)
+    if ARGV[3] ~= 'absent' then redis.call('DECR', KEYS[9]) end
+  elseif ARGV[3] == 'absent' then
+    redis.call('INCR', KEYS[9])
+  end
 end
 local balances = cjson.encode(redis.call('HGETALL', KEYS[2]))
 -- The reply embeds the caller's canonical JSON as it is: re-encoding it as strings cost more than the rest.

@@ -47,6 +47,11 @@ def round_(link_id: str, table_id: str, round_id: str) -> str:
     return tag(link_id) + ":round:" + escape(table_id) + ":" + escape(round_id)
 
 
+def open_rounds(link_id: str) -> str:
+    """How many of the link's rounds are open: pools are split or combined only at zero (NZ 11.6A/B)."""
+    return tag(link_id) + ":open"
+
+
 def no_round(link_id: str) -> str:
     """A key of the link's slot that no operation writes: the atomic step's round key when there is no round."""
     return tag(link_id) + ":noround"

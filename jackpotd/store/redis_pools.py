@@ -29,6 +29,7 @@ from ..service.ports import (
     Outcome,
     Reply,
     RoundNotOpen,
+    RoundsOpen,
     Step,
 )
 from . import keys
@@ -97,7 +98,7 @@ class RedisPools:
             step.request_hash, step.config_version, step.round_expect, step.round_rev, step.round_new_state,
             step.round_data, step.new_config, canonical_json(step.entry),
             canonical_json(step.result), SAFETY_TTL_SECONDS, keys.events(link), step.canonical_content, floor,
-            step.identity, len(step.guards)]
+            step.identity, "1" if step.between_rounds else "", len(step.guards)]
         for pool, bal in sorted(step.guards.items()):
             args += [pool, str(bal)]
         args.append(len(step.deltas))
@@ -105,7 +106,7 @@ class RedisPools:
             args += [pool, str(delta)]
         status, payload, *fresh = await self._scripts.run(self._scripts.apply_sha, [
             keys.config(link), keys.balances(link), keys.seq(link), keys.journal(link),
-            keys.record(link, step.request_id), rkey, keys.last(link), keys.fence(link)], args)
+            keys.record(link, step.request_id), rkey, keys.last(link), keys.fence(link), keys.open_rounds(link)], args)
         verdict = Verdict(status)
         if verdict is Verdict.OK:  # the stored reply is what we sent plus the sequence and balances
             seq, balances = fresh
@@ -117,6 +118,8 @@ class RedisPools:
             return IdReused(parse_reply(payload))
         if verdict is Verdict.ROUND_STATE:
             return RoundNotOpen(payload)
+        if verdict is Verdict.ROUNDS_OPEN:
+            return RoundsOpen(int(payload))
         if verdict is Verdict.EXISTS:
             return LinkExists()
         if verdict in _RETRY:
@@ -343,9 +346,9 @@ class RedisPools:
         pipe.set(keys.durable(link), snap.last_seq)
         pipe.xadd(keys.journal(link), {"entry": "{}", "balances": "[]", "reply": ""}, id=f"0-{snap.last_seq}")
         pipe.xtrim(keys.journal(link), minid=f"0-{snap.last_seq + 1}")  # an empty stream whose last id is the head
-        for table_id, round_id, rev, data in snap.open_rounds:
-            pipe.hset(keys.round_(link, table_id, round_id), mapping={"state": "COMMITTED", "rev": str(rev),
-                                                                       "data": data})
+        for table_id, round_id, state, rev, data in snap.open_rounds:
+            pipe.hset(keys.round_(link, table_id, round_id), mapping={"state": state, "rev": str(rev), "data": data})
+        pipe.set(keys.open_rounds(link), len(snap.open_rounds))
         for table_id in snap.tables:
             pipe.set(keys.table(table_id), link)
         if snap.fence is not None:

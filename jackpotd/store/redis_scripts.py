@@ -34,6 +34,7 @@ class Verdict(Enum):
     LOST = "lost"  # Redis forgot the link's config or sequence
     BEHIND = "behind"  # Redis went back behind the ledger's durable mark
     FENCED = "fenced"
+    ROUNDS_OPEN = "rounds_open"  # a step that needs the link between rounds found rounds open
 
 
 # Replies of a Redis that cannot take the step now but will (a replica, a failover, a load from disk).

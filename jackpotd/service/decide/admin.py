@@ -3,21 +3,26 @@ a journaled entry with who, why and the approval reference. Pure."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from ...canonical import canonical_json
 from ...domain.errors import FailedPrecondition, InvalidInput
 from ...domain.link import LinkConfig
 from ...domain.paytable import Paytable
-from ...domain.postings import OPERATOR_FUNDING, Posting, pool_account
+from ...domain.postings import OPERATOR_FUNDING, Posting, pool_account, pool_legs
 from ...domain.rates import RateSet
+from ...domain.restructure import combine, split
 from ..commands import (
+    CombinePools,
     ConfigCommand,
     CreateLink,
     Fund,
     RegisterTable,
+    Restructure,
     SetPaytable,
     SetRates,
+    SplitPools,
     SuspendTable,
     UpdateLink,
 )
@@ -33,6 +38,7 @@ class AdminState:
 
     now_ms: int
     link_known: bool = False
+    balances: Mapping[str, int] = field(default_factory=dict)  # the pools, for a split or a combine
 
 
 def decide_fund(cmd: Fund, config: LinkConfig, version: str, state: AdminState) -> Step:
@@ -61,9 +67,11 @@ def kind_of(cmd: ConfigCommand) -> str:
             return "update_link"
 
 
-def require_approval(cmd: ConfigCommand) -> None:
+def require_approval(cmd: ConfigCommand | Restructure) -> None:
     """What a change must carry before anything is read (§9): resuming a table cites the inspector's approval
-    (NSW 14.13), a rate change the regulator's."""
+    (NSW 14.13), a rate change and a split or combine of the pools the regulator's (NZ 11.6A/B)."""
+    if isinstance(cmd, CombinePools | SplitPools) and not cmd.audit.approval_ref:
+        raise InvalidInput("audit.approval_ref", "", "splitting or combining pools needs an approval reference")
     if isinstance(cmd, SuspendTable) and not cmd.suspended and not cmd.audit.approval_ref:
         raise InvalidInput("audit.approval_ref", "", "resuming a table needs the inspector's approval reference")
     if isinstance(cmd, SetRates) and not cmd.audit.approval_ref:
@@ -107,3 +115,24 @@ def decide_config(cmd: ConfigCommand, config: LinkConfig, version: str, state: A
     return step(config.link_id, cmd.request, kind_of(cmd), version, state.now_ms, new_config=canonical_json(as_dict),
                 extra={"config": as_dict, "audit": cmd.audit.as_dict(), "table": table},
                 result={"link_id": config.link_id})
+
+
+def decide_restructure(cmd: Restructure, config: LinkConfig, version: str, state: AdminState) -> Step:
+    """§9 (NZ 11.6A/B): the pools split or combined between rounds, every µ¢ moved, the new rates in force from
+    the act. The step is refused while a round is open and when a moved pool has changed since it was read."""
+    at = cmd.rates.effective_at_ms or state.now_ms
+    if abs(at - state.now_ms) > RETROACTIVE_SLACK_MS:
+        raise InvalidInput("rates.effective_at_ms", at, "the new rates are in force from the act itself: give 0 "
+                           "(now), and make the change at the time it is to take effect")
+    if isinstance(cmd, CombinePools):
+        new, legs = combine(config, state.balances, cmd.jackpot, cmd.rates, state.now_ms)
+        kind = "combine_pools"
+    else:
+        new, legs = split(config, state.balances, cmd.pools, cmd.allocation, cmd.rates, state.now_ms)
+        kind = "split_pools"
+    as_dict = new.to_dict()
+    moved = {pool for pool, _ in pool_legs(legs)}  # zero legs too: a pool that held nothing must still hold nothing
+    return step(config.link_id, cmd.request, kind, version, state.now_ms, postings=legs,
+                new_config=canonical_json(as_dict), extra={"config": as_dict, "audit": cmd.audit.as_dict()},
+                result={"link_id": config.link_id, "mode": new.mode},
+                guards={p: state.balances.get(p, 0) for p in moved}, between_rounds=True)

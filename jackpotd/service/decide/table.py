@@ -14,12 +14,13 @@ from ...domain.money import floor_cents
 from ...domain.postings import Posting
 from ...domain.pricing import price_round
 from ...domain.rates import rates_in_force
-from ...domain.rounds import COMMITTED, SETTLED, VOIDED, evaluate_round, validate_wagers
+from ...domain.rounds import COMMITTED, PENDING, SETTLED, VOIDED, evaluate_round, validate_wagers
+from ...domain.verification import PAID, held, status_of
 from ..commands import Commit, Settle, Void
 from ..errors import Unavailable
 from ..ports import ROUND_ABSENT, LiveRound, Step
 from ..results import Payout, SeatResult, stored
-from ..round_record import RoundRecord, new_round
+from ..round_record import HeldHit, RoundRecord, new_round
 from .steps import step
 
 
@@ -55,7 +56,7 @@ def decide_commit(cmd: Commit, config: LinkConfig, version: str, state: TableSta
                             "overflow_uc": s.overflow_uc} for s in c.seats]}
     round_data = record.encode()
     return step(config.link_id, cmd.request, "commit", version, state.now_ms, postings=c.merged,
-                result=result, extra={"round": _round_entry(cmd.table_id, cmd.round_id, COMMITTED, round_data)},
+                result=result, extra={"round": round_entry(cmd.table_id, cmd.round_id, COMMITTED, round_data)},
                 round=(cmd.table_id, cmd.round_id), round_expect=ROUND_ABSENT, round_new_state=COMMITTED,
                 round_data=round_data, guards={n: state.balances.get(n, 0) for n in capped})
 
@@ -74,10 +75,10 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
     balances = state.balances if qualifying else {}
     price = price_round(paytable, config.pools, balances, qualifying, table.seats)
     cards = {hand.seat: [*hand.cards, *cmd.board_cards] for hand in cmd.hands}
-    threshold = config.verification_threshold_cents
+    statuses = [status_of(p.amount_cents, config.verification_threshold_cents) for p in price.payouts]  # §7
     payouts, hit_rows = [], []
-    for p in price.payouts:
-        status = "PENDING" if threshold and p.amount_cents > threshold else "PAID"  # §7
+    waiting: dict[int, HeldHit] = {}
+    for p, status in zip(price.payouts, statuses, strict=True):
         payout = Payout(p.seat, p.category, p.amount_cents, p.pool, p.funded_by_operator_cents,
                         hit_id(config.link_id, cmd.table_id, cmd.round_id, p.seat), status, p.pool_before_uc, p.rule)
         payouts.append(stored(payout))
@@ -86,17 +87,20 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
                          "amount_cents": p.amount_cents, "funded_by_operator_cents": p.funded_by_operator_cents,
                          "pool_before_uc": p.pool_before_uc, "rule": p.rule, "status": status,
                          "pool_after_cents": floor_cents(p.pool_after_uc)})
+        if status != PAID:
+            waiting[p.seat] = HeldHit(payout.hit_id, p.pool, p.amount_cents, p.funded_by_operator_cents)
     seats = [SeatResult(x.seat, x.category) for x in hits]
     seats += [SeatResult(s, "") for s in sorted(wagered - {x.seat for x in hits})]
     result = {"payouts": payouts,
               "resets": [stored(r) for r in price.resets],
               "seats": [stored(s) for s in seats]}
-    round_data = replace(record, hands={x.seat: x.category for x in hits}).encode()
-    return step(config.link_id, cmd.request, "settle", version, state.now_ms, postings=price.postings,
-                result=result, extra={"round": _round_entry(cmd.table_id, cmd.round_id, SETTLED, round_data),
-                                      "hits": hit_rows},
+    round_data = replace(record, hands={x.seat: x.category for x in hits}, held=waiting or None).encode()
+    new_state = PENDING if waiting else SETTLED  # §7: the round stays open until its held hits are decided
+    return step(config.link_id, cmd.request, "settle", version, state.now_ms,
+                postings=[*price.postings, *held(price.payouts, statuses)], result=result,
+                extra={"round": round_entry(cmd.table_id, cmd.round_id, new_state, round_data), "hits": hit_rows},
                 round=(cmd.table_id, cmd.round_id), round_expect=COMMITTED, round_rev=rnd.rev,
-                round_new_state=SETTLED, round_data=round_data,
+                round_new_state=new_state, round_data=round_data,
                 guards={p.name: balances.get(p.name, 0) for p in config.pools} if qualifying else {})
 
 
@@ -116,7 +120,7 @@ def decide_void(cmd: Void, config: LinkConfig, version: str, state: TableState) 
     round_data = after.encode()
     result = {"refunds": [{"seat": s, "amount_cents": record.seats[s].wager_cents} for s in chosen]}
     return step(config.link_id, cmd.request, "void", version, state.now_ms, postings=undo, result=result,
-                extra={"round": _round_entry(cmd.table_id, cmd.round_id, new_state, round_data),
+                extra={"round": round_entry(cmd.table_id, cmd.round_id, new_state, round_data),
                        "reason": cmd.reason},
                 round=(cmd.table_id, cmd.round_id), round_expect=COMMITTED, round_rev=rnd.rev,
                 round_new_state=new_state, round_data=round_data)
@@ -138,6 +142,6 @@ def open_round(state: TableState, link_id: str, table_id: str, round_id: str, mo
     return rnd
 
 
-def _round_entry(table_id: str, round_id: str, state: str, data: str) -> dict[str, str]:
+def round_entry(table_id: str, round_id: str, state: str, data: str) -> dict[str, str]:
     """The round as the journal entry carries it to the ledger's rounds table."""
     return {"table_id": table_id, "round_id": round_id, "state": state, "data": data}

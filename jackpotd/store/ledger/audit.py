@@ -11,9 +11,10 @@ from typing import Any
 import asyncpg
 import orjson
 
-from ...domain.postings import PAYOUTS
+from ...domain.money import cents_to_uc
+from ...domain.postings import PAYOUTS, PENDING_PAYOUTS
 from ..checkpoints import Checkpoint
-from .chain import chain_hash
+from .chain import chain_hash, decision_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,10 @@ async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redi
     hits_by_seq: dict[int, list[tuple[Any, ...]]] = {}
     for r in await conn.fetch("SELECT seq, " + ", ".join(_HIT) + " FROM hits WHERE link_id = $1", link_id):
         hits_by_seq.setdefault(int(r["seq"]), []).append(_hit(r))
+    decisions_by_seq: dict[int, list[tuple[Any, ...]]] = {}
+    for r in await conn.fetch("SELECT link_id, table_id, round_id, seat, hit_id, seq, status, reason "
+                              "FROM hit_decisions WHERE link_id = $1", link_id):
+        decisions_by_seq.setdefault(int(r["seq"]), []).append(tuple(r.values()))
     seqs = set()
     for r in rows:
         seq = int(r["seq"])
@@ -103,6 +108,8 @@ async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redi
                 derived[account] = derived.get(account, 0) + int(amount)
                 want.append((account, int(amount), derived[account]))
             want_hits = sorted(_hit(h) for h in body.get("hits", ()))
+            decision = body.get("decision")
+            want_decisions = [] if decision is None else [decision_row(link_id, seq, decision)]
         except (KeyError, TypeError, ValueError) as e:
             altered.setdefault(seq, []).append(f"its entry cannot be read ({type(e).__name__}: {e})")
             continue
@@ -111,10 +118,15 @@ async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redi
         if want_hits != sorted(hits_by_seq.get(seq, [])):
             altered.setdefault(seq, []).append(f"hits rows {sorted(hits_by_seq.get(seq, []))} but the entry "
                                                f"records {want_hits}")
+        if want_decisions != decisions_by_seq.get(seq, []):
+            altered.setdefault(seq, []).append(f"hit_decisions rows {decisions_by_seq.get(seq, [])} but the entry "
+                                               f"records {want_decisions}")
     for seq in sorted(set(legs_by_seq) - seqs):
         altered.setdefault(seq, []).append("postings rows without an entry")
     for seq in sorted(set(hits_by_seq) - seqs):
         altered.setdefault(seq, []).append("hits rows without an entry")
+    for seq in sorted(set(decisions_by_seq) - seqs):
+        altered.setdefault(seq, []).append("hit_decisions rows without an entry")
     stored = {r["account"]: int(r["balance_uc"]) for r in await conn.fetch(
         "SELECT account, balance_uc FROM account_balances WHERE link_id = $1", link_id)}
     for account in set(stored) | set(balances):
@@ -138,6 +150,13 @@ async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redi
         problems.append(f"sequence: Redis at {redis_seq}, ledger at {count}")
     if balances.get(PAYOUTS, 0) < 0:
         problems.append("payouts account is negative")
+    waiting = await conn.fetchval(  # §7: what pending_payouts holds is exactly the prizes still awaiting a decision
+        "SELECT coalesce(sum(h.amount_cents), 0) FROM hits h WHERE h.link_id = $1 AND h.status = 'PENDING' "
+        "AND NOT EXISTS (SELECT 1 FROM hit_decisions d WHERE d.link_id = h.link_id AND d.table_id = h.table_id "
+        "AND d.round_id = h.round_id AND d.seat = h.seat)", link_id)
+    if balances.get(PENDING_PAYOUTS, 0) != cents_to_uc(int(waiting)):
+        problems.append(f"pending_payouts holds {balances.get(PENDING_PAYOUTS, 0)} µ¢ but the hits awaiting a "
+                        f"decision come to {cents_to_uc(int(waiting))} µ¢")
     matched = 0  # the last checkpoint the chain matches: entries up to it are as they were when it was written
     for cp in sorted(checkpoints, key=lambda c: c.seq):
         if cp.seq not in recomputed:

@@ -140,6 +140,10 @@ WITH h AS (
     INSERT INTO account_balances (link_id, account, balance_uc)
     SELECT * FROM unnest($46::text[], $47::text[], $48::bigint[])
     ON CONFLICT (link_id, account) DO UPDATE SET balance_uc = EXCLUDED.balance_uc
+), d AS (
+    INSERT INTO hit_decisions (link_id, table_id, round_id, seat, hit_id, seq, status, reason)
+    SELECT * FROM unnest($49::text[], $50::text[], $51::text[], $52::int[], $53::text[], $54::bigint[],
+                         $55::text[], $56::text[])
 )
 SELECT ledger_require((SELECT count(*) FROM h) = cardinality($1::text[]),
                       'a link head moved under this writer; the batch was not written')
@@ -180,6 +184,7 @@ class _Rows:
     entries: list[tuple[Any, ...]] = field(default_factory=list)
     postings: list[tuple[Any, ...]] = field(default_factory=list)
     hits: list[tuple[Any, ...]] = field(default_factory=list)
+    decisions: list[tuple[Any, ...]] = field(default_factory=list)
     configs: list[tuple[Any, ...]] = field(default_factory=list)
     tables: list[tuple[Any, ...]] = field(default_factory=list)
     rounds: dict[tuple[str, str, str], tuple[Any, ...]] = field(default_factory=dict)
@@ -189,6 +194,7 @@ class _Rows:
         self.entries += other.entries
         self.postings += other.postings
         self.hits += other.hits
+        self.decisions += other.decisions
         self.configs += other.configs
         self.tables += other.tables
         self.rounds.update(other.rounds)
@@ -240,6 +246,8 @@ def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head) -> tupl
                                   hit["hand"], ",".join(hit["cards"]), hit["pool"], hit["amount_cents"],
                                   hit["funded_by_operator_cents"], hit["pool_before_uc"], hit["rule"],
                                   hit["status"]))
+            if (decision := body.get("decision")) is not None:  # §7: a PENDING hit approved or rejected
+                rows.decisions.append(decision_row(link_id, e.seq, decision))
             identity = request_identity(body["request_id"], body["request_hash"])
             rows.written.append(Written(e.seq, body["request_id"], identity, finished,
                                         tuple((hit["hand"], hit["pool"]) for hit in body.get("hits", ()))))
@@ -292,7 +300,7 @@ async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache
             await conn.execute(_APPEND, *columns(head_rows, 4), *columns(rows.entries, 10),
                                *columns(rows.postings, 6), *columns(rows.hits, 14), *columns(rows.configs, 3),
                                *columns(rows.tables, 2), *columns(list(rows.rounds.values()), 6),
-                               *columns(balance_rows, 3))
+                               *columns(balance_rows, 3), *columns(rows.decisions, 8))
         except BaseException:
             for link in by_link:  # whatever happened, read the heads afresh next time
                 cache.pop(link, None)
@@ -316,6 +324,12 @@ def journal_entries(link_id: str, rows: Iterable[tuple[int, dict[str, str]]]) ->
             out.append(JournalEntry(link_id, seq, str(fields.get("entry", "")), {}, "", fields.get("after"),
                                     f"{type(e).__name__}: {e}"))
     return out
+
+
+def decision_row(link_id: str, seq: int, decision: dict[str, Any]) -> tuple[Any, ...]:
+    """A hit decision as its hit_decisions row (the append, and audit re-deriving it)."""
+    return (link_id, decision["table_id"], decision["round_id"], decision["seat"], decision["hit_id"], seq,
+            decision["status"], decision["reason"])
 
 
 def identity_of(row: Any) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from ...domain.rounds import OPEN
 from ...service.ports import HitRecord, LastHit
 from .chain import identity_of
 from .fences import refused_entry
@@ -28,7 +29,7 @@ class LinkSnapshot:
     config_version: int
     config: str
     pool_balances: dict[str, int]
-    open_rounds: list[tuple[str, str, int, str]]  # (table, round, rev, data) of rounds still COMMITTED
+    open_rounds: list[tuple[str, str, str, int, str]]  # (table, round, state, rev, data) of rounds still open
     tables: list[str]
     fence: str | None
 
@@ -44,8 +45,9 @@ async def snapshot(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> Lin
     assert head is not None and cfg is not None
     balances = {r["account"][5:]: int(r["balance_uc"]) for r in await conn.fetch(
         "SELECT account, balance_uc FROM account_balances WHERE link_id = $1 AND account LIKE 'pool:%'", link_id)}
-    rounds = [(r["table_id"], r["round_id"], int(r["rev"]), r["data"]) for r in await conn.fetch(
-        "SELECT table_id, round_id, rev, data FROM rounds WHERE link_id = $1 AND state = 'COMMITTED'", link_id)]
+    rounds = [(r["table_id"], r["round_id"], r["state"], int(r["rev"]), r["data"]) for r in await conn.fetch(
+        "SELECT table_id, round_id, state, rev, data FROM rounds WHERE link_id = $1 AND state = ANY($2::text[])",
+        link_id, list(OPEN))]
     tables = [r["table_id"] for r in await conn.fetch("SELECT table_id FROM tables WHERE link_id = $1", link_id)]
     fenced = await conn.fetchrow("SELECT seq, reason FROM link_fences WHERE link_id = $1", link_id)
     fence = None if fenced is None else refused_entry(int(fenced["seq"]), fenced["reason"])
@@ -81,16 +83,33 @@ async def last_hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> Las
                    row["pool"], int(row["seq"]))
 
 
+# A hit's status is its decision's (§7: PAID or REJECTED) once a supervisor has decided it, else its own.
+_HITS = ("SELECT h.hit_id, h.link_id, h.table_id, h.round_id, h.seat, h.hand, h.cards, h.pool, h.amount_cents, "
+         "h.funded_by_operator_cents, h.pool_before_uc, h.rule, coalesce(d.status, h.status) AS status, h.seq "
+         "FROM hits h LEFT JOIN hit_decisions d ON d.link_id = h.link_id AND d.table_id = h.table_id "
+         "AND d.round_id = h.round_id AND d.seat = h.seat WHERE h.link_id = $1 ")
+
+
+def _hit_record(r: asyncpg.Record) -> HitRecord:
+    return HitRecord(r["hit_id"], r["link_id"], r["table_id"], r["round_id"], int(r["seat"]), r["hand"],
+                     tuple(r["cards"]), r["pool"], int(r["amount_cents"]), int(r["funded_by_operator_cents"]),
+                     int(r["pool_before_uc"]), r["rule"], r["status"], int(r["seq"]))
+
+
 async def hits(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: str, status: str,
                limit: int) -> list[HitRecord]:
     """A link's hits, newest first; `table_id` and `status` narrow them when given."""
-    rows = await conn.fetch(
-        "SELECT hit_id, link_id, table_id, round_id, seat, hand, cards, pool, amount_cents, funded_by_operator_cents, "
-        "pool_before_uc, rule, status, seq FROM hits WHERE link_id = $1 AND ($2 = '' OR table_id = $2) "
-        "AND ($3 = '' OR status = $3) ORDER BY seq DESC, seat LIMIT $4", link_id, table_id, status, limit)
-    return [HitRecord(r["hit_id"], r["link_id"], r["table_id"], r["round_id"], int(r["seat"]), r["hand"],
-                      tuple(r["cards"]), r["pool"], int(r["amount_cents"]), int(r["funded_by_operator_cents"]),
-                      int(r["pool_before_uc"]), r["rule"], r["status"], int(r["seq"])) for r in rows]
+    rows = await conn.fetch(_HITS + "AND ($2 = '' OR h.table_id = $2) AND ($3 = '' OR coalesce(d.status, h.status) "
+                            "= $3) ORDER BY h.seq DESC, h.seat LIMIT $4", link_id, table_id, status, limit)
+    return [_hit_record(r) for r in rows]
+
+
+async def hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: str, round_id: str,
+              seat: int) -> HitRecord | None:
+    """One hit with its current status, or None when the ledger holds no such hit."""
+    row = await conn.fetchrow(_HITS + "AND h.table_id = $2 AND h.round_id = $3 AND h.seat = $4", link_id, table_id,
+                              round_id, seat)
+    return None if row is None else _hit_record(row)
 
 
 async def entry_identities(conn: asyncpg.Connection | asyncpg.Pool, link_id: str,

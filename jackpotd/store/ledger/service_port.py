@@ -91,6 +91,11 @@ class PostgresLedger:
         return await reads.hits(self.pg, link_id, table_id, status, limit)
 
     @translated
+    async def hit(self, link_id: str, table_id: str, round_id: str, seat: int) -> HitRecord | None:
+        """One hit with its current status (§7), or None."""
+        return await reads.hit(self.pg, link_id, table_id, round_id, seat)
+
+    @translated
     async def close(self) -> None:
         """Stops the lookups (pending ones fail as Unavailable); the pool is its owner's to close."""
         await self.lookups.close()

@@ -713,3 +713,246 @@ class ListHitsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListHitsResponse: _TypeAlias = ListHitsResponse  # noqa: Y015
+
+@_typing.final
+class ApproveHitRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    HIT_ID_FIELD_NUMBER: _builtins.int
+    AUDIT_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    hit_id: _builtins.str
+    @_builtins.property
+    def audit(self) -> Global___Audit:
+        """approval_ref: the verification (e.g. the surveillance review) that allows payment"""
+
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        hit_id: _builtins.str = ...,
+        audit: Global___Audit | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "hit_id", b"hit_id", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ApproveHitRequest: _TypeAlias = ApproveHitRequest  # noqa: Y015
+
+@_typing.final
+class RejectHitRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    HIT_ID_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    AUDIT_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    hit_id: _builtins.str
+    reason: _builtins.str
+    """required: why the hit is not paid"""
+    @_builtins.property
+    def audit(self) -> Global___Audit: ...
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        hit_id: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        audit: Global___Audit | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "hit_id", b"hit_id", "reason", b"reason", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RejectHitRequest: _TypeAlias = RejectHitRequest  # noqa: Y015
+
+@_typing.final
+class HitDecisionResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HIT_ID_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    AMOUNT_CENTS_FIELD_NUMBER: _builtins.int
+    POOL_FIELD_NUMBER: _builtins.int
+    RETURNED_TO_POOL_UCENTS_FIELD_NUMBER: _builtins.int
+    RETURNED_TO_OPERATOR_CENTS_FIELD_NUMBER: _builtins.int
+    POOLS_FIELD_NUMBER: _builtins.int
+    SEQUENCE_FIELD_NUMBER: _builtins.int
+    hit_id: _builtins.str
+    status: _builtins.str
+    """PAID (approved) or REJECTED"""
+    amount_cents: _builtins.int
+    pool: _builtins.str
+    returned_to_pool_ucents: _builtins.int
+    """a rejection: what went back into the pool"""
+    returned_to_operator_cents: _builtins.int
+    """a rejection: the operator's shortfall funding given back"""
+    sequence: _builtins.int
+    @_builtins.property
+    def pools(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.PoolAmount]: ...
+    def __init__(
+        self,
+        *,
+        hit_id: _builtins.str = ...,
+        status: _builtins.str = ...,
+        amount_cents: _builtins.int = ...,
+        pool: _builtins.str = ...,
+        returned_to_pool_ucents: _builtins.int = ...,
+        returned_to_operator_cents: _builtins.int = ...,
+        pools: _abc.Iterable[_common_pb2.PoolAmount] | None = ...,
+        sequence: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_cents", b"amount_cents", "hit_id", b"hit_id", "pool", b"pool", "pools", b"pools", "returned_to_operator_cents", b"returned_to_operator_cents", "returned_to_pool_ucents", b"returned_to_pool_ucents", "sequence", b"sequence", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HitDecisionResponse: _TypeAlias = HitDecisionResponse  # noqa: Y015
+
+@_typing.final
+class CombinePoolsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    LINK_ID_FIELD_NUMBER: _builtins.int
+    JACKPOT_FIELD_NUMBER: _builtins.int
+    RATES_FIELD_NUMBER: _builtins.int
+    AUDIT_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    link_id: _builtins.str
+    @_builtins.property
+    def jackpot(self) -> Global___PoolConfig:
+        """the combined pool's reset value and cap (pool name JACKPOT or empty)"""
+
+    @_builtins.property
+    def rates(self) -> Global___Rates:
+        """in force from the act (effective_at_ms 0 or now); JACKPOT and RESERVE"""
+
+    @_builtins.property
+    def audit(self) -> Global___Audit:
+        """approval_ref required"""
+
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        link_id: _builtins.str = ...,
+        jackpot: Global___PoolConfig | None = ...,
+        rates: Global___Rates | None = ...,
+        audit: Global___Audit | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "jackpot", b"jackpot", "rates", b"rates"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "jackpot", b"jackpot", "link_id", b"link_id", "rates", b"rates", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CombinePoolsRequest: _TypeAlias = CombinePoolsRequest  # noqa: Y015
+
+@_typing.final
+class PoolAllocation(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    POOL_FIELD_NUMBER: _builtins.int
+    AMOUNT_UCENTS_FIELD_NUMBER: _builtins.int
+    pool: _builtins.str
+    """MAJOR or MINOR"""
+    amount_ucents: _builtins.int
+    def __init__(
+        self,
+        *,
+        pool: _builtins.str = ...,
+        amount_ucents: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_ucents", b"amount_ucents", "pool", b"pool"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PoolAllocation: _TypeAlias = PoolAllocation  # noqa: Y015
+
+@_typing.final
+class SplitPoolsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    LINK_ID_FIELD_NUMBER: _builtins.int
+    POOLS_FIELD_NUMBER: _builtins.int
+    ALLOCATION_FIELD_NUMBER: _builtins.int
+    RATES_FIELD_NUMBER: _builtins.int
+    AUDIT_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    link_id: _builtins.str
+    @_builtins.property
+    def pools(self) -> _containers.RepeatedCompositeFieldContainer[Global___PoolConfig]:
+        """MAJOR and MINOR"""
+
+    @_builtins.property
+    def allocation(self) -> _containers.RepeatedCompositeFieldContainer[Global___PoolAllocation]:
+        """must add up to JACKPOT's balance exactly"""
+
+    @_builtins.property
+    def rates(self) -> Global___Rates:
+        """in force from the act (effective_at_ms 0 or now); MAJOR, MINOR and RESERVE"""
+
+    @_builtins.property
+    def audit(self) -> Global___Audit:
+        """approval_ref required"""
+
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        link_id: _builtins.str = ...,
+        pools: _abc.Iterable[Global___PoolConfig] | None = ...,
+        allocation: _abc.Iterable[Global___PoolAllocation] | None = ...,
+        rates: Global___Rates | None = ...,
+        audit: Global___Audit | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "rates", b"rates"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocation", b"allocation", "audit", b"audit", "link_id", b"link_id", "pools", b"pools", "rates", b"rates", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SplitPoolsRequest: _TypeAlias = SplitPoolsRequest  # noqa: Y015
+
+@_typing.final
+class PoolsChangedResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LINK_ID_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
+    POOLS_FIELD_NUMBER: _builtins.int
+    SEQUENCE_FIELD_NUMBER: _builtins.int
+    CONFIG_VERSION_FIELD_NUMBER: _builtins.int
+    link_id: _builtins.str
+    mode: _builtins.str
+    sequence: _builtins.int
+    config_version: _builtins.int
+    @_builtins.property
+    def pools(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.PoolAmount]: ...
+    def __init__(
+        self,
+        *,
+        link_id: _builtins.str = ...,
+        mode: _builtins.str = ...,
+        pools: _abc.Iterable[_common_pb2.PoolAmount] | None = ...,
+        sequence: _builtins.int = ...,
+        config_version: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["config_version", b"config_version", "link_id", b"link_id", "mode", b"mode", "pools", b"pools", "sequence", b"sequence"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PoolsChangedResponse: _TypeAlias = PoolsChangedResponse  # noqa: Y015

@@ -85,6 +85,26 @@ class AdminServiceStub:
                 request_serializer=jackpot_dot_v1_dot_admin__pb2.ListHitsRequest.SerializeToString,
                 response_deserializer=jackpot_dot_v1_dot_admin__pb2.ListHitsResponse.FromString,
                 _registered_method=True)
+        self.ApproveHit = channel.unary_unary(
+                '/jackpot.v1.AdminService/ApproveHit',
+                request_serializer=jackpot_dot_v1_dot_admin__pb2.ApproveHitRequest.SerializeToString,
+                response_deserializer=jackpot_dot_v1_dot_admin__pb2.HitDecisionResponse.FromString,
+                _registered_method=True)
+        self.RejectHit = channel.unary_unary(
+                '/jackpot.v1.AdminService/RejectHit',
+                request_serializer=jackpot_dot_v1_dot_admin__pb2.RejectHitRequest.SerializeToString,
+                response_deserializer=jackpot_dot_v1_dot_admin__pb2.HitDecisionResponse.FromString,
+                _registered_method=True)
+        self.CombinePools = channel.unary_unary(
+                '/jackpot.v1.AdminService/CombinePools',
+                request_serializer=jackpot_dot_v1_dot_admin__pb2.CombinePoolsRequest.SerializeToString,
+                response_deserializer=jackpot_dot_v1_dot_admin__pb2.PoolsChangedResponse.FromString,
+                _registered_method=True)
+        self.SplitPools = channel.unary_unary(
+                '/jackpot.v1.AdminService/SplitPools',
+                request_serializer=jackpot_dot_v1_dot_admin__pb2.SplitPoolsRequest.SerializeToString,
+                response_deserializer=jackpot_dot_v1_dot_admin__pb2.PoolsChangedResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -153,6 +173,35 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ApproveHit(self, request, context):
+        """A PENDING hit (above the verification threshold, DOMAIN.md §7) approved: it is paid.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RejectHit(self, request, context):
+        """A PENDING hit rejected: a reversing entry returns its amount to its pool (and the operator's share of
+        it to the operator).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CombinePools(self, request, context):
+        """NZ 11.6B: MAJOR and MINOR combined into one JACKPOT, between rounds, with new rates from now.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SplitPools(self, request, context):
+        """NZ 11.6A: JACKPOT split into MAJOR and MINOR by an explicit allocation of its balance, between rounds.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -205,6 +254,26 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ListHits,
                     request_deserializer=jackpot_dot_v1_dot_admin__pb2.ListHitsRequest.FromString,
                     response_serializer=jackpot_dot_v1_dot_admin__pb2.ListHitsResponse.SerializeToString,
+            ),
+            'ApproveHit': grpc.unary_unary_rpc_method_handler(
+                    servicer.ApproveHit,
+                    request_deserializer=jackpot_dot_v1_dot_admin__pb2.ApproveHitRequest.FromString,
+                    response_serializer=jackpot_dot_v1_dot_admin__pb2.HitDecisionResponse.SerializeToString,
+            ),
+            'RejectHit': grpc.unary_unary_rpc_method_handler(
+                    servicer.RejectHit,
+                    request_deserializer=jackpot_dot_v1_dot_admin__pb2.RejectHitRequest.FromString,
+                    response_serializer=jackpot_dot_v1_dot_admin__pb2.HitDecisionResponse.SerializeToString,
+            ),
+            'CombinePools': grpc.unary_unary_rpc_method_handler(
+                    servicer.CombinePools,
+                    request_deserializer=jackpot_dot_v1_dot_admin__pb2.CombinePoolsRequest.FromString,
+                    response_serializer=jackpot_dot_v1_dot_admin__pb2.PoolsChangedResponse.SerializeToString,
+            ),
+            'SplitPools': grpc.unary_unary_rpc_method_handler(
+                    servicer.SplitPools,
+                    request_deserializer=jackpot_dot_v1_dot_admin__pb2.SplitPoolsRequest.FromString,
+                    response_serializer=jackpot_dot_v1_dot_admin__pb2.PoolsChangedResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -478,6 +547,114 @@ class AdminService:
             '/jackpot.v1.AdminService/ListHits',
             jackpot_dot_v1_dot_admin__pb2.ListHitsRequest.SerializeToString,
             jackpot_dot_v1_dot_admin__pb2.ListHitsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ApproveHit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jackpot.v1.AdminService/ApproveHit',
+            jackpot_dot_v1_dot_admin__pb2.ApproveHitRequest.SerializeToString,
+            jackpot_dot_v1_dot_admin__pb2.HitDecisionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RejectHit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jackpot.v1.AdminService/RejectHit',
+            jackpot_dot_v1_dot_admin__pb2.RejectHitRequest.SerializeToString,
+            jackpot_dot_v1_dot_admin__pb2.HitDecisionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CombinePools(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jackpot.v1.AdminService/CombinePools',
+            jackpot_dot_v1_dot_admin__pb2.CombinePoolsRequest.SerializeToString,
+            jackpot_dot_v1_dot_admin__pb2.PoolsChangedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SplitPools(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jackpot.v1.AdminService/SplitPools',
+            jackpot_dot_v1_dot_admin__pb2.SplitPoolsRequest.SerializeToString,
+            jackpot_dot_v1_dot_admin__pb2.PoolsChangedResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -45,6 +45,16 @@ class AdminServiceStub:
     """The append-only trail of administrative acts, refused ones included (newest first)."""
     ListHits: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListHitsRequest, _admin_pb2.ListHitsResponse]
     """Hits as the ledger holds them, with what traces each payout (DOMAIN.md §7, §10; newest first)."""
+    ApproveHit: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ApproveHitRequest, _admin_pb2.HitDecisionResponse]
+    """A PENDING hit (above the verification threshold, DOMAIN.md §7) approved: it is paid."""
+    RejectHit: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RejectHitRequest, _admin_pb2.HitDecisionResponse]
+    """A PENDING hit rejected: a reversing entry returns its amount to its pool (and the operator's share of
+    it to the operator).
+    """
+    CombinePools: _grpc.UnaryUnaryMultiCallable[_admin_pb2.CombinePoolsRequest, _admin_pb2.PoolsChangedResponse]
+    """NZ 11.6B: MAJOR and MINOR combined into one JACKPOT, between rounds, with new rates from now."""
+    SplitPools: _grpc.UnaryUnaryMultiCallable[_admin_pb2.SplitPoolsRequest, _admin_pb2.PoolsChangedResponse]
+    """NZ 11.6A: JACKPOT split into MAJOR and MINOR by an explicit allocation of its balance, between rounds."""
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
@@ -63,6 +73,16 @@ class AdminServiceAsyncStub(AdminServiceStub):
     """The append-only trail of administrative acts, refused ones included (newest first)."""
     ListHits: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListHitsRequest, _admin_pb2.ListHitsResponse]  # type: ignore[assignment]
     """Hits as the ledger holds them, with what traces each payout (DOMAIN.md §7, §10; newest first)."""
+    ApproveHit: _aio.UnaryUnaryMultiCallable[_admin_pb2.ApproveHitRequest, _admin_pb2.HitDecisionResponse]  # type: ignore[assignment]
+    """A PENDING hit (above the verification threshold, DOMAIN.md §7) approved: it is paid."""
+    RejectHit: _aio.UnaryUnaryMultiCallable[_admin_pb2.RejectHitRequest, _admin_pb2.HitDecisionResponse]  # type: ignore[assignment]
+    """A PENDING hit rejected: a reversing entry returns its amount to its pool (and the operator's share of
+    it to the operator).
+    """
+    CombinePools: _aio.UnaryUnaryMultiCallable[_admin_pb2.CombinePoolsRequest, _admin_pb2.PoolsChangedResponse]  # type: ignore[assignment]
+    """NZ 11.6B: MAJOR and MINOR combined into one JACKPOT, between rounds, with new rates from now."""
+    SplitPools: _aio.UnaryUnaryMultiCallable[_admin_pb2.SplitPoolsRequest, _admin_pb2.PoolsChangedResponse]  # type: ignore[assignment]
+    """NZ 11.6A: JACKPOT split into MAJOR and MINOR by an explicit allocation of its balance, between rounds."""
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
     """Supervisors and administrators. Every act records who, why and the approval reference (DOMAIN.md §9)."""
@@ -138,5 +158,39 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.ListHitsResponse, _abc.Awaitable[_admin_pb2.ListHitsResponse]]:
         """Hits as the ledger holds them, with what traces each payout (DOMAIN.md §7, §10; newest first)."""
+
+    @_abc_1.abstractmethod
+    def ApproveHit(
+        self,
+        request: _admin_pb2.ApproveHitRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.HitDecisionResponse, _abc.Awaitable[_admin_pb2.HitDecisionResponse]]:
+        """A PENDING hit (above the verification threshold, DOMAIN.md §7) approved: it is paid."""
+
+    @_abc_1.abstractmethod
+    def RejectHit(
+        self,
+        request: _admin_pb2.RejectHitRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.HitDecisionResponse, _abc.Awaitable[_admin_pb2.HitDecisionResponse]]:
+        """A PENDING hit rejected: a reversing entry returns its amount to its pool (and the operator's share of
+        it to the operator).
+        """
+
+    @_abc_1.abstractmethod
+    def CombinePools(
+        self,
+        request: _admin_pb2.CombinePoolsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.PoolsChangedResponse, _abc.Awaitable[_admin_pb2.PoolsChangedResponse]]:
+        """NZ 11.6B: MAJOR and MINOR combined into one JACKPOT, between rounds, with new rates from now."""
+
+    @_abc_1.abstractmethod
+    def SplitPools(
+        self,
+        request: _admin_pb2.SplitPoolsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.PoolsChangedResponse, _abc.Awaitable[_admin_pb2.PoolsChangedResponse]]:
+        """NZ 11.6A: JACKPOT split into MAJOR and MINOR by an explicit allocation of its balance, between rounds."""
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -1,0 +1,74 @@
+"""Hit decisions (DOMAIN.md §7): a supervisor approves a PENDING hit, so it is paid, or rejects it, so a
+reversing entry returns its prize. Pure: the round's live record says which hits still wait."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ...domain import verification as v
+from ...domain.errors import FailedPrecondition, NotFound
+from ...domain.link import LinkConfig
+from ...domain.money import cents_to_uc
+from ...domain.rounds import PENDING, SETTLED
+from ..commands import DecideHit
+from ..errors import Unavailable
+from ..ports import LiveRound, Step
+from ..round_record import RoundRecord
+from .steps import step
+from .table import round_entry
+
+
+@dataclass(frozen=True, slots=True)
+class HitState:
+    """What a hit decision reads: the clock, the hit's round as the live store holds it, and the hit's status
+    as the ledger holds it (None: the ledger has no such hit)."""
+
+    now_ms: int
+    round: LiveRound | None
+    ledger_status: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class HitPlace:
+    """Where a hit id points: its link, table, round and seat (domain.ids.parse_hit_id)."""
+
+    link_id: str
+    table_id: str
+    round_id: str
+    seat: int
+
+
+def decide_hit(cmd: DecideHit, where: HitPlace, config: LinkConfig, version: str, state: HitState) -> Step:
+    """§7: the held prize is paid (approval) or goes back to its pool and the operator (rejection)."""
+    rnd = state.round
+    record = RoundRecord.decode(rnd.data) if rnd is not None else None
+    if record is not None and record.decided and where.seat in record.decided:
+        raise FailedPrecondition("hit_id", cmd.hit_id, f"the hit was decided already: {record.decided[where.seat]}")
+    if rnd is None or record is None or rnd.state != PENDING or not record.held or where.seat not in record.held:
+        if state.ledger_status is None:
+            raise NotFound("hit_id", cmd.hit_id, "no such hit")
+        if state.ledger_status == v.PENDING:  # the ledger holds it waiting, the live store does not: it lost it
+            raise Unavailable(f"link {where.link_id}: Redis does not hold pending hit {cmd.hit_id}; retry with "
+                              "the same request_id")
+        raise FailedPrecondition("hit_id", cmd.hit_id, f"the hit is {state.ledger_status}; only a PENDING hit "
+                                 "is approved or rejected")
+    hit = record.held[where.seat]
+    status = v.PAID if cmd.approve else v.REJECTED
+    legs = (v.approval(hit.amount_cents) if cmd.approve
+            else v.rejection(hit.pool, hit.amount_cents, hit.funded_by_operator_cents))
+    still = {s: h for s, h in record.held.items() if s != where.seat}
+    after = replace(record, held=still or None, decided={**(record.decided or {}), where.seat: status})
+    new_state = PENDING if still else SETTLED
+    round_data = after.encode()
+    returned_uc = 0 if cmd.approve else cents_to_uc(hit.amount_cents - hit.funded_by_operator_cents)
+    result = {"hit": {"hit_id": hit.hit_id, "status": status, "amount_cents": hit.amount_cents, "pool": hit.pool,
+                      "returned_to_pool_uc": returned_uc,
+                      "returned_to_operator_cents": 0 if cmd.approve else hit.funded_by_operator_cents}}
+    return step(where.link_id, cmd.request, "approve_hit" if cmd.approve else "reject_hit", version, state.now_ms,
+                postings=legs, result=result,
+                extra={"round": round_entry(where.table_id, where.round_id, new_state, round_data),
+                       "decision": {"hit_id": hit.hit_id, "table_id": where.table_id, "round_id": where.round_id,
+                                    "seat": where.seat, "status": status, "reason": cmd.reason},
+                       "audit": cmd.audit.as_dict()},
+                round=(where.table_id, where.round_id), round_expect=PENDING, round_rev=rnd.rev,
+                round_new_state=new_state, round_data=round_data, refusal_field=("hit_id", cmd.hit_id))
