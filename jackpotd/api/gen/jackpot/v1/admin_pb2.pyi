@@ -613,7 +613,7 @@ class ListHitsRequest(_message.Message):
     table_id: _builtins.str
     """empty: any"""
     status: _builtins.str
-    """PAID or PENDING; empty: any"""
+    """PAID, PENDING or REJECTED; empty: any"""
     limit: _builtins.int
     """0: 100; at most 1000"""
     def __init__(
@@ -663,7 +663,7 @@ class HitRow(_message.Message):
     rule: _builtins.str
     """the rule that priced it"""
     status: _builtins.str
-    """PAID, or PENDING above the verification threshold"""
+    """PAID; PENDING above the verification threshold until approved (PAID) or REJECTED"""
     sequence: _builtins.int
     """the settle's entry"""
     @_builtins.property
