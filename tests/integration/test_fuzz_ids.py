@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 import pytest
 import pytest_asyncio
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, table_pb2
@@ -29,6 +29,8 @@ S = grpc.StatusCode
 FLUSH = ["2c", "5c", "9c", "Jc", "Kc"]
 RATES = admin_pb2.Rates(pools=[admin_pb2.PoolRate(pool=p, ppm=ppm) for p, ppm in
                                (("MAJOR", 200_000), ("MINOR", 75_000), ("RESERVE", 25_000))], retained_ppm=700_000)
+COMBINED_RATES = admin_pb2.Rates(pools=[admin_pb2.PoolRate(pool="JACKPOT", ppm=275_000),
+                                        admin_pb2.PoolRate(pool="RESERVE", ppm=25_000)], retained_ppm=700_000)
 
 # Values: any Unicode but surrogates (protobuf strings are UTF-8), strings made of arbitrary bytes, strings
 # dense in the characters that once broke keys and SQL, and valid ids so that the OK path is taken too.
@@ -172,15 +174,35 @@ async def update_text(w: World, v: str) -> tuple[Callable[..., Any], Any]:
                                                                   audit=audit(reason=v))
 
 
+async def approve_hit_id(w: World, v: str) -> tuple[Callable[..., Any], Any]:
+    return w.client.admin.ApproveHit, admin_pb2.ApproveHitRequest(request_id=rid(), hit_id=v, audit=AUDIT)
+
+
+async def reject_reason(w: World, v: str) -> tuple[Callable[..., Any], Any]:
+    paid = await w.client.settle(w.table, await committed(w), {1: FLUSH})  # above the world's threshold: held
+    return w.client.admin.RejectHit, admin_pb2.RejectHitRequest(request_id=rid(), hit_id=paid.payouts[0].hit_id,
+                                                                reason=v, audit=audit(reason=v, actor=v))
+
+
+async def combine_text(w: World, v: str) -> tuple[Callable[..., Any], Any]:
+    link = unique("l")
+    await w.client.create_link(link)
+    return w.client.admin.CombinePools, admin_pb2.CombinePoolsRequest(
+        request_id=rid(), link_id=link, jackpot=admin_pb2.PoolConfig(pool="JACKPOT"), rates=COMBINED_RATES,
+        audit=audit(actor=v, reason=v, approval_ref=v or "x"))
+
+
 SCENARIOS: list[Call] = [commit_request_id, commit_round_id, settle_request_id, void_reason, void_request_id,
                          create_link_id, create_text, create_zone, create_pool, register_table_id, register_game,
-                         fund_pool, fund_text, fund_link_id, rates_approval, paytable_hand, suspend_text, update_text]
+                         fund_pool, fund_text, fund_link_id, rates_approval, paytable_hand, suspend_text, update_text,
+                         approve_hit_id, reject_reason, combine_text]
 
 
-LOOKUPS = {fund_link_id}  # the fuzzed id names something that must already exist
+ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+# The fuzzed id names something that must already exist: a well-formed one that does not is NOT_FOUND.
+LOOKUPS = {fund_link_id: ID, approve_hit_id: re.compile(r"(?:[A-Za-z0-9._-]{1,64}:){3}[1-9][0-9]{0,4}")}
 # Scenarios whose value lands in one namespace: a request id drawn by one of them is a repeat for the others.
 NAMESPACE = {commit_request_id: "request_id", settle_request_id: "request_id", void_request_id: "request_id"}
-ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
 async def ledger_size(c: Client) -> tuple[int, int]:
@@ -190,6 +212,8 @@ async def ledger_size(c: Client) -> tuple[int, int]:
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(scenario=st.sampled_from(SCENARIOS), value=VALUES)
+@example(scenario=reject_reason, value="fouled\x00cards")  # a NUL in a text column once refused the batch
+@example(scenario=combine_text, value="NZ 11.6B\x00")
 async def test_arbitrary_ids_and_text_are_refused_or_durable(private: Private, scenario: Call, value: str) -> None:
     c = private.client
     w = await _world(private)
@@ -203,7 +227,7 @@ async def test_arbitrary_ids_and_text_are_refused_or_durable(private: Private, s
     except grpc.aio.AioRpcError as e:
         if repeat and e.code() in (S.ALREADY_EXISTS, S.FAILED_PRECONDITION):
             return  # the same id drawn twice
-        if scenario in LOOKUPS and e.code() == S.NOT_FOUND and ID.fullmatch(value):
+        if scenario in LOOKUPS and e.code() == S.NOT_FOUND and LOOKUPS[scenario].fullmatch(value):
             assert await ledger_size(c) == before  # a well-formed id of a link that does not exist
             return
         assert e.code() == S.INVALID_ARGUMENT, (scenario.__name__, repr(value)[:80], e.code(), e.details())
@@ -225,7 +249,7 @@ async def _world(private: Private) -> World:
     key = id(private)
     if key not in _worlds:
         link, table = unique("fz"), unique("t")
-        await private.client.create_link(link)
+        await private.client.create_link(link, threshold=1)  # every hit is held: RejectHit has one to decide
         await private.client.register(table, link)
         _worlds[key] = World(private.client, link, table)
     return _worlds[key]

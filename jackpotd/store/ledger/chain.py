@@ -327,9 +327,10 @@ def journal_entries(link_id: str, rows: Iterable[tuple[int, dict[str, str]]]) ->
 
 
 def decision_row(link_id: str, seq: int, decision: dict[str, Any]) -> tuple[Any, ...]:
-    """A hit decision as its hit_decisions row (the append, and audit re-deriving it)."""
+    """A hit decision as its hit_decisions row (the append, and audit re-deriving it); the reason as JSON, so
+    any text a caller sent, NUL included, is stored (a NUL in a text column would refuse the whole batch)."""
     return (link_id, decision["table_id"], decision["round_id"], decision["seat"], decision["hit_id"], seq,
-            decision["status"], decision["reason"])
+            decision["status"], canonical_json(decision["reason"]))
 
 
 def identity_of(row: Any) -> str:

@@ -9,7 +9,7 @@ CREATE TABLE hit_decisions (
     hit_id    text NOT NULL,
     seq       bigint NOT NULL,           -- the decision's entry
     status    text NOT NULL CHECK (status IN ('PAID', 'REJECTED')),
-    reason    text NOT NULL,
+    reason    text NOT NULL,             -- as a JSON string: free text may hold a NUL, which text cannot
     PRIMARY KEY (link_id, table_id, round_id, seat),
     FOREIGN KEY (link_id, table_id, round_id, seat) REFERENCES hits (link_id, table_id, round_id, seat),
     FOREIGN KEY (link_id, seq) REFERENCES entries
