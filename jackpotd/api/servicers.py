@@ -217,6 +217,8 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         return hit_decision(await self.admin.decide_hit(c.DecideHit(req, request.hit_id, True, "", audit)))
 
     async def RejectHit(self, request: admin_pb2.RejectHitRequest, context: Ctx) -> admin_pb2.HitDecisionResponse:
+        if not request.audit.reason:  # the rejection's reason is the act's
+            request.audit.reason = request.reason
         req, audit = audited(request)
         return hit_decision(await self.admin.decide_hit(c.DecideHit(req, request.hit_id, False, request.reason,
                                                                     audit)))

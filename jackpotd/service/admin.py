@@ -37,6 +37,7 @@ class AdminCommands:
 
     async def fund(self, cmd: Fund) -> results.Answer:
         """NZ 11.6(b): operator funding."""
+        require_approval(cmd)
         require_positive_cents("amount_cents", cmd.amount_cents)
         require_id("link_id", cmd.link_id)
         done = await self.engine.execute(cmd.link_id, cmd.request, self._now,
@@ -73,6 +74,7 @@ class AdminCommands:
         where = HitPlace(*parse_hit_id(cmd.hit_id))
         if not cmd.approve:
             require_text("reason", cmd.reason, required=True)  # a rejection says why the hit is not paid
+        require_approval(cmd)
 
         async def gather(config: LinkConfig, seen: Seen) -> HitState:
             live = await self.links.read(where.link_id, (where.table_id, where.round_id))

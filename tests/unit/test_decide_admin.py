@@ -13,6 +13,7 @@ from jackpotd.domain.pools import MAJOR, MINOR, RESERVE, PoolSpec
 from jackpotd.service.commands import (
     Audit,
     CreateLink,
+    DecideHit,
     Fund,
     RegisterTable,
     Request,
@@ -116,3 +117,21 @@ def test_update_link_changes_only_what_it_names() -> None:
     changed = new_config(step.new_config)
     assert changed.wager_cents == 100 and changed.verification_threshold_cents == 0
     assert changed.pools[0].reset_cents == 2_000_000
+
+
+@pytest.mark.parametrize("cmd", [
+    Fund(req(), "L", MAJOR, 100, Audit("a", "seed", "")),
+    SetPaytable(req(), "L", "caribbean-stud", [], Audit("a", "promotion", "")),
+    DecideHit(req(), "L:T:r1:1", True, "", Audit("a", "verified", "")),
+])
+def test_every_administrative_act_cites_its_approval(cmd: Fund | SetPaytable | DecideHit) -> None:
+    with pytest.raises(InvalidInput, match=r"^audit\.approval_ref"):
+        require_approval(cmd)
+
+
+@pytest.mark.parametrize("reason", ["", "   "])
+def test_every_administrative_act_says_why(reason: str) -> None:
+    for cmd in (Fund(req(), "L", MAJOR, 100, Audit("a", reason, "APP-1")),
+                SuspendTable(req(), "T", True, Audit("a", reason, ""))):
+        with pytest.raises(InvalidInput, match=r"^audit\.reason"):
+            require_approval(cmd)

@@ -17,6 +17,7 @@ from ..commands import (
     CombinePools,
     ConfigCommand,
     CreateLink,
+    DecideHit,
     Fund,
     RegisterTable,
     Restructure,
@@ -67,15 +68,26 @@ def kind_of(cmd: ConfigCommand) -> str:
             return "update_link"
 
 
-def require_approval(cmd: ConfigCommand | Restructure) -> None:
-    """What a change must carry before anything is read (§9): resuming a table cites the inspector's approval
-    (NSW 14.13), a rate change and a split or combine of the pools the regulator's (NZ 11.6A/B)."""
-    if isinstance(cmd, CombinePools | SplitPools) and not cmd.audit.approval_ref:
-        raise InvalidInput("audit.approval_ref", "", "splitting or combining pools needs an approval reference")
-    if isinstance(cmd, SuspendTable) and not cmd.suspended and not cmd.audit.approval_ref:
-        raise InvalidInput("audit.approval_ref", "", "resuming a table needs the inspector's approval reference")
-    if isinstance(cmd, SetRates) and not cmd.audit.approval_ref:
+def require_approval(cmd: ConfigCommand | Restructure | Fund | DecideHit) -> None:
+    """What every administrative act must carry before anything is read (§9; NZ 11.6): why, and under which
+    approval. Resuming a table cites the inspector's approval (NSW 14.13), a rate change and a split or combine
+    the regulator's. Suspending a table is the one act without an approval reference: a safety stop of faulty
+    equipment (NSW 14.13) must never wait for paperwork."""
+    audit = cmd.audit
+    if not audit.reason.strip():
+        raise InvalidInput("audit.reason", audit.reason, "every administrative act says why (DOMAIN.md §9)")
+    if audit.approval_ref.strip():
+        return
+    if isinstance(cmd, SuspendTable):
+        if not cmd.suspended:
+            raise InvalidInput("audit.approval_ref", "", "resuming a table needs the inspector's approval reference")
+        return
+    if isinstance(cmd, SetRates):
         raise InvalidInput("audit.approval_ref", "", "a rate change needs the regulator's approval reference")
+    if isinstance(cmd, CombinePools | SplitPools):
+        raise InvalidInput("audit.approval_ref", "", "splitting or combining pools needs an approval reference")
+    raise InvalidInput("audit.approval_ref", audit.approval_ref, "every administrative act cites its approval "
+                       "(DOMAIN.md §9)")
 
 
 def changed(cmd: ConfigCommand, config: LinkConfig, now_ms: int) -> LinkConfig:
