@@ -47,9 +47,9 @@ if ARGV[3] ~= '' then
   end
 end
 
-if ARGV[15] == '1' then
+if ARGV[15] == '1' then  -- a count that is not zero refuses: below zero it is wrong, and only a rebuild mends it
   local open = tonumber(redis.call('GET', KEYS[9]) or '0')
-  if open > 0 then return {'rounds_open', tostring(open)} end
+  if open ~= 0 then return {'rounds_open', tostring(open)} end
 end
 
 local i = 16
