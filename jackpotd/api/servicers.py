@@ -72,7 +72,8 @@ def hit_of(hit: results.HitAnnouncement | None) -> common_pb2.HitAnnouncement | 
         return None
     return common_pb2.HitAnnouncement(table_id=hit.table_id, seat=hit.seat, hand=hit.hand,
                                       amount_cents=hit.amount_cents, pool=hit.pool, hit_id=hit.hit_id,
-                                      sequence=hit.sequence, pool_amount_after_cents=hit.pool_amount_after_cents)
+                                      sequence=hit.sequence, pool_amount_after_cents=hit.pool_amount_after_cents,
+                                      status=hit.status)
 
 
 class TableServicer(table_pb2_grpc.TableServiceServicer):
@@ -269,7 +270,8 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
 
 def hit_decision(done: results.HitDecided) -> admin_pb2.HitDecisionResponse:
     h = done.hit
-    return admin_pb2.HitDecisionResponse(hit_id=h.hit_id, status=h.status, amount_cents=h.amount_cents, pool=h.pool,
+    return admin_pb2.HitDecisionResponse(hit_id=h.hit_id, status=h.status, hand=h.hand, amount_cents=h.amount_cents,
+                                         pool=h.pool,
                                          returned_to_pool_ucents=h.returned_to_pool_uc,
                                          returned_to_operator_cents=h.returned_to_operator_cents,
                                          pools=pool_amounts(done.pools), sequence=done.seq)

@@ -6,8 +6,7 @@ drivers; every adapter raises errors.Unavailable (or LinkLost, LinkFenced) for a
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -161,6 +160,16 @@ class HitRecord:
     seq: int  # the settle's entry
 
 
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """An entry the ledger holds, as signs need it: its kind, and its reply when it announces something (a hit
+    paid or decided) or is the last of a range (the pools then)."""
+
+    seq: int
+    kind: str
+    reply: Reply | None
+
+
 class LiveStore(Protocol):
     """The live pools (Redis): atomic steps, checked reads, stored replies, the link catalogue."""
 
@@ -178,7 +187,6 @@ class LiveStore(Protocol):
 
     async def add_link(self, link_id: str) -> None: ...
 
-    def subscribe(self, link_id: str) -> AbstractAsyncContextManager[Callable[[float], Awaitable[Reply | None]]]: ...
 
 
 class Ledger(Protocol):
@@ -198,6 +206,8 @@ class Ledger(Protocol):
 
     async def hit(self, link_id: str, table_id: str, round_id: str, seat: int) -> HitRecord | None: ...
 
+    async def committed(self, link_id: str, after: int, upto: int) -> list[Committed]: ...
+
     async def close(self) -> None: ...
 
 
@@ -208,7 +218,10 @@ class Durability(Protocol):
 
     async def wait_durable(self, link_id: str, seq: int, identity: str | None = None) -> None: ...
 
+    def on_durable(self, listener: Callable[[str, int], None]) -> None:
+        """Call `listener(link, mark)` whenever the ledger's durable mark of a link moves (or a rebuild sets it)."""
 
-__all__ = ["NEW_LINK", "ROUND_ABSENT", "Applied", "Durability", "HitRecord", "IdReused", "LastHit", "Ledger",
-           "LinkExists", "LinkRead", "LiveRound", "LiveStore", "Moved", "Outcome", "Reply",
-           "RoundNotOpen", "RoundsOpen", "Seen", "Step"]
+
+__all__ = ["NEW_LINK", "ROUND_ABSENT", "Applied", "Committed", "Durability", "HitRecord", "IdReused", "LastHit",
+           "Ledger", "LinkExists", "LinkRead", "LiveRound", "LiveStore", "Moved", "Outcome", "Reply", "RoundNotOpen",
+           "RoundsOpen", "Seen", "Step"]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 from ..domain.errors import InvalidInput
 from ..domain.ids import require_id
 from . import results
-from .decide.reads import METER_INTERVAL, Due, Pacing
+from .decide.reads import HEARTBEAT
+from .feed import CommittedFeed
 from .links import Links
 from .ports import HitRecord
 
@@ -21,6 +21,7 @@ class Reads:
 
     def __init__(self, links: Links) -> None:
         self.links = links
+        self.feed = CommittedFeed(links)
 
     async def pools(self, link_id: str) -> results.PoolsNow:
         """The pools as the ledger holds them, and the link's latest hit."""
@@ -50,29 +51,19 @@ class Reads:
         return state.seq, results.pool_views(config, state.balances)
 
     async def watch(self, link_id: str) -> AsyncIterator[results.LinkUpdate]:
-        """A snapshot, then every hit at once (§8), pool updates coalesced to ten a second, and a heartbeat
-        on a quiet link so a table can tell it from a lost service."""
+        """A snapshot, then what the ledger commits (issue 11: nothing before it): every hit on its own (§8),
+        pools coalesced to ten a second, and a checked snapshot on a quiet link so a table can tell it from a
+        lost service."""
         await self.links.config(link_id)
-        loop = asyncio.get_running_loop()
-        async with self.links.live.subscribe(link_id) as next_reply:
-            yield results.LinkUpdate(*await self.snapshot(link_id))
-            pacing = Pacing(loop.time())
+        first = results.LinkUpdate(*await self.snapshot(link_id))
+        yield first
+        async with self.feed.watching(link_id, first.seq) as watcher:
             while True:
-                reply = await next_reply(METER_INTERVAL)
-                _, config = await self.links.config(link_id)
-                if reply is not None:
-                    for update in pacing.received(reply, config, loop.time()):
-                        yield update
-                    continue
-                match pacing.due(loop.time()):
-                    case Due.LATEST:
-                        yield pacing.latest_update(config, loop.time())
-                        await asyncio.sleep(METER_INTERVAL)
-                    case Due.HEARTBEAT:
-                        yield results.LinkUpdate(*await self.snapshot(link_id))
-                        pacing.sent(loop.time())
-                    case Due.NOTHING:
-                        pass
+                update = await watcher.next(HEARTBEAT)
+                if update is None:
+                    update = results.LinkUpdate(*await self.snapshot(link_id))
+                    watcher.showed(update)
+                yield update
 
     async def meter(self, table_id: str) -> AsyncIterator[results.MeterUpdate]:
         """The table's link watched, with whether the table may take jackpot wagers (§8, NSW 14.13)."""

@@ -104,6 +104,7 @@ class HitDecision:
 
     hit_id: str
     status: str
+    hand: str
     amount_cents: int
     pool: str
     returned_to_pool_uc: int
@@ -181,6 +182,7 @@ class HitAnnouncement:
     hit_id: str
     sequence: int
     pool_amount_after_cents: int = 0
+    status: str = "PAID"  # §7: PENDING while it awaits a supervisor; a decision announces PAID or REJECTED
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,11 +9,11 @@
 -- ARGV: 1 request hash  2 expected config version ("new" to create the link)  3 expected round state
 --       ("" none, "absent", or a state)  4 expected round revision  5 new round state  6 round data
 --       7 new config ("" unchanged)  8 entry JSON  9 result JSON  10 safety TTL (s) of the record and of a
---       finished round (the ledger writer shortens it once the entry is durable)  11 channel
---       12 request content JSON  13 floor: the ledger's durable sequence as the caller knows it
---       14 the request's identity (of its id and content)
---       15 "1" if the step needs the link between rounds (NZ 11.6A/B), else ""
---       16 n guards, then n (pool, balance) pairs, then n deltas and (pool, delta) pairs
+--       finished round (the ledger writer shortens it once the entry is durable)
+--       11 request content JSON  12 floor: the ledger's durable sequence as the caller knows it
+--       13 the request's identity (of its id and content)
+--       14 "1" if the step needs the link between rounds (NZ 11.6A/B), else ""
+--       15 n guards, then n (pool, balance) pairs, then n deltas and (pool, delta) pairs
 
 -- A store that forgot or went back answers nothing (ARCHITECTURE.md, Recovery): the link is rebuilt first.
 local fence = redis.call('GET', KEYS[8])
@@ -22,7 +22,7 @@ local version = redis.call('HGET', KEYS[1], 'version')
 local current = redis.call('GET', KEYS[3])
 if ARGV[2] ~= 'new' then
   if not version or not current then return {'lost', ''} end
-  if tonumber(current) < tonumber(ARGV[13]) then return {'behind', current} end
+  if tonumber(current) < tonumber(ARGV[12]) then return {'behind', current} end
 end
 
 -- A retry is answered from its record (the caller then waits until the ledger holds that very request).
@@ -32,7 +32,7 @@ if record then  -- every record starts {"hash":"<request hash>"
   return {'conflict', record}
 end
 if ARGV[2] == 'new' then
-  if version or current or tonumber(ARGV[13]) > 0 then return {'exists', ''} end
+  if version or current or tonumber(ARGV[12]) > 0 then return {'exists', ''} end
 elseif version ~= ARGV[2] then
   return {'stale_config', version}
 end
@@ -47,12 +47,12 @@ if ARGV[3] ~= '' then
   end
 end
 
-if ARGV[15] == '1' then  -- a count that is not zero refuses: below zero it is wrong, and only a rebuild mends it
+if ARGV[14] == '1' then  -- a count that is not zero refuses: below zero it is wrong, and only a rebuild mends it
   local open = tonumber(redis.call('GET', KEYS[9]) or '0')
   if open ~= 0 then return {'rounds_open', tostring(open)} end
 end
 
-local i = 16
+local i = 15
 local n = tonumber(ARGV[i])
 for k = 1, n do
   local pool, expected = ARGV[i + 2 * k - 1], ARGV[i + 2 * k]
@@ -77,7 +77,7 @@ end
 -- forked from one that continues the ledger.
 local after = redis.call('GET', KEYS[7]) or ''
 local seq = redis.call('INCR', KEYS[3])
-redis.call('SET', KEYS[7], ARGV[14])
+redis.call('SET', KEYS[7], ARGV[13])
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[1], 'version', tostring(seq), 'config', ARGV[7])
 end
@@ -94,8 +94,7 @@ end
 local balances = cjson.encode(redis.call('HGETALL', KEYS[2]))
 -- The reply embeds the caller's canonical JSON as it is: re-encoding it as strings cost more than the rest.
 local reply = '{"hash":"' .. ARGV[1] .. '","seq":' .. seq .. ',"result":' .. ARGV[9] .. ',"balances":' ..
-  balances .. ',"content":' .. ARGV[12] .. '}'
+  balances .. ',"content":' .. ARGV[11] .. '}'
 redis.call('XADD', KEYS[4], '0-' .. seq, 'entry', ARGV[8], 'balances', balances, 'reply', reply, 'after', after)
 redis.call('SET', KEYS[5], reply, 'EX', ttl)
-redis.call('PUBLISH', ARGV[11], reply)
 return {'ok', '', tostring(seq), balances}  -- the caller has the rest of the reply already

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,18 @@ class DurabilityWatcher:
         self._tasks: list[asyncio.Task[None]] = []
         self._checks: set[asyncio.Future[None]] = set()
         self._feed: contextlib.AbstractAsyncContextManager[AsyncIterator[str]] | None = None
+        self._listeners: list[Callable[[str, int], None]] = []
+
+    def on_durable(self, listener: Callable[[str, int], None]) -> None:
+        """Call `listener(link, mark)` whenever a link's durable mark moves (signs follow it, issue 11)."""
+        self._listeners.append(listener)
+
+    def _moved(self, link: str) -> None:
+        for listener in self._listeners:
+            try:
+                listener(link, self.marks[link])
+            except Exception:  # a listener's fault must not stop the announcements
+                log.exception("durability listener failed for link %s", link)
 
     async def start(self) -> None:
         """Subscribe first, then read the ledger's heads: no announcement falls between the two."""
@@ -100,6 +112,7 @@ class DurabilityWatcher:
             self._durable(link, seq, rest)
         elif kind == "rebuilt":
             self.marks[link] = max(self.marks.get(link, 0), seq)
+            self._moved(link)
             self._fail(link, lambda w: w.seq > seq, lambda w: LinkLost(
                 f"link {link}: Redis lost entry {w.seq} before the ledger recorded it and was rebuilt from the "
                 "ledger; retry with the same request_id"))
@@ -116,6 +129,7 @@ class DurabilityWatcher:
         last = first + len(hashes) - 1
         if last > self.marks.get(link, 0):
             self.marks[link] = last
+            self._moved(link)
         waiters = self._waiters.get(link)
         if not waiters:
             return

@@ -67,11 +67,6 @@ def fence(link_id: str) -> str:
     return tag(link_id) + ":fence"
 
 
-def events(link_id: str) -> str:
-    """The pub/sub channel of the link's applied steps."""
-    return tag(link_id) + ":events"
-
-
 def table(table_id: str) -> str:
     """Global index from a table to its link (not tagged: it is read before the link is known)."""
     return "jackpot:table:" + escape(table_id)

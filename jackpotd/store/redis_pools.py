@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,7 @@ from ..service.ports import (
 )
 from . import keys
 from .ledger import LinkSnapshot
-from .redis_errors import DOWN, passing, refusal, translated, unavailable
+from .redis_errors import DOWN, refusal, translated
 from .redis_scripts import ScriptBatcher, Verdict
 from .replies import pairs, parse_reply
 from .resp import RespPipeline
@@ -97,7 +97,7 @@ class RedisPools:
         args: list[str | int] = [
             step.request_hash, step.config_version, step.round_expect, step.round_rev, step.round_new_state,
             step.round_data, step.new_config, canonical_json(step.entry),
-            canonical_json(step.result), SAFETY_TTL_SECONDS, keys.events(link), step.canonical_content, floor,
+            canonical_json(step.result), SAFETY_TTL_SECONDS, step.canonical_content, floor,
             step.identity, "1" if step.between_rounds else "", len(step.guards)]
         for pool, bal in sorted(step.guards.items()):
             args += [pool, str(bal)]
@@ -149,32 +149,6 @@ class RedisPools:
         """The stored reply of a request id, while Redis keeps it."""
         raw: str | None = await self.client.get(keys.record(link_id, request_id))
         return None if raw is None else parse_reply(raw)
-
-    @contextlib.asynccontextmanager
-    async def subscribe(self, link_id: str) -> AsyncIterator[Callable[[float], Awaitable[Reply | None]]]:
-        """The link's applied replies: yields a function that waits up to `timeout` s for the next one."""
-        pubsub = self.client.pubsub()
-        try:
-            await pubsub.subscribe(keys.events(link_id))
-        except DOWN as e:
-            await pubsub.aclose()
-            raise unavailable(e) from e
-
-        async def next_reply(timeout: float) -> Reply | None:
-            try:
-                msg = await pubsub.get_message(ignore_subscribe_messages=True, timeout=timeout)
-            except DOWN as e:
-                raise unavailable(e) from e
-            except redis.exceptions.ResponseError as e:
-                raise passing(e) from e
-            return None if msg is None else parse_reply(msg["data"])
-
-        try:
-            yield next_reply
-        finally:
-            with contextlib.suppress(*DOWN):
-                await pubsub.unsubscribe()
-            await pubsub.aclose()
 
     @translated
     async def config(self, link_id: str) -> tuple[str, dict[str, Any]] | None:

@@ -79,7 +79,8 @@ def test_a_rejection_returns_the_pools_part_to_the_pool_and_the_shortfall_to_the
     step = decide(False, rnd, reason="cards fouled")
     assert legs(step) == {"pending_payouts": -1_000_000 * UC, f"pool:{MAJOR}": 820_000 * UC,
                           "operator_funding": 180_000 * UC}
-    assert step.result["hit"] == {"hit_id": "L:T:r1:1", "status": "REJECTED", "amount_cents": 1_000_000,
+    assert step.result["hit"] == {"hit_id": "L:T:r1:1", "status": "REJECTED", "hand": "royal_flush",
+                                  "amount_cents": 1_000_000,
                                   "pool": MAJOR, "returned_to_pool_uc": 820_000 * UC,
                                   "returned_to_operator_cents": 180_000}
     assert step.entry["decision"]["reason"] == "cards fouled"

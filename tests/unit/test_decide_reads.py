@@ -1,11 +1,18 @@
-"""The read decisions (service/decide/reads.py): what a sign or meter is sent, and when. Pure."""
+"""What a sign or meter is sent (service/decide/reads.py, pure) and how a watcher's mailbox paces it
+(service/feed.py Watcher: hits one by one, pools coalesced, never waiting on a slow reader)."""
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+
 from jackpotd.domain.pools import MAJOR, MINOR
-from jackpotd.service.decide.reads import HEARTBEAT, METER_INTERVAL, Due, Pacing, hits_of
+from jackpotd.service.decide.reads import announcements, hits_of
+from jackpotd.service.errors import Unavailable
+from jackpotd.service.feed import BACKLOG_MAX, Watcher
 from jackpotd.service.ports import Reply
-from jackpotd.service.results import pool_views
+from jackpotd.service.results import HitAnnouncement, LinkUpdate, pool_views
 
 from .test_decide_table import UC, link
 
@@ -32,25 +39,51 @@ def test_every_hit_is_announced_with_its_pool_after() -> None:
     assert hits_of(reply(10)) == ()
 
 
-def test_a_hit_goes_out_at_once_and_its_pools_wait_for_the_interval() -> None:
-    pacing = Pacing(last_sent=0.0)
-    (update,) = pacing.received(reply(5, [PAYOUT]), link(), now=0.05)
-    assert update.hit is not None and update.seq == 5 and pacing.last_sent == 0.05
-    assert pacing.due(0.05 + METER_INTERVAL) is Due.LATEST
-    latest = pacing.latest_update(link(), now=0.2)
-    assert latest.hit is None and latest.seq == 5 and pacing.due(0.2) is Due.NOTHING
+def test_a_decision_is_announced_with_the_hits_new_status() -> None:
+    hit = {"hit_id": "L:T:r:3", "status": "REJECTED", "hand": "royal_flush", "amount_cents": 1_000_000,
+           "pool": MAJOR, "returned_to_pool_uc": 0, "returned_to_operator_cents": 0}
+    (a,) = announcements("reject_hit", Reply(12, {"hit": hit}, {MAJOR: 7 * UC}, {}, "h"))
+    assert (a.table_id, a.seat, a.hand, a.status, a.pool_amount_after_cents, a.sequence) == (
+        "T", 3, "royal_flush", "REJECTED", 7, 12)
+    (held,) = announcements("settle", reply(9, [{**PAYOUT, "status": "PENDING"}]))
+    assert held.status == "PENDING"  # §7: every sign shows it pending
 
 
-def test_pool_moves_are_coalesced_to_the_last() -> None:
-    pacing = Pacing(last_sent=0.0)
-    for seq in (1, 2, 3):
-        assert pacing.received(reply(seq), link(), now=0.01 * seq) == []
-    assert pacing.latest_update(link(), now=0.1).seq == 3
+def update(seq: int, hit: bool = False) -> LinkUpdate:
+    announced = HitAnnouncement("T", 1, "flush", 100, MINOR, f"L:T:r{seq}:1", seq) if hit else None
+    return LinkUpdate(seq, (), announced)
 
 
-def test_a_quiet_link_gets_a_heartbeat() -> None:
-    pacing = Pacing(last_sent=10.0)
-    assert pacing.due(10.0 + HEARTBEAT - 0.01) is Due.NOTHING
-    assert pacing.due(10.0 + HEARTBEAT) is Due.HEARTBEAT
-    pacing.sent(12.5)
-    assert pacing.due(13.0) is Due.NOTHING
+async def test_hits_go_out_one_by_one_and_pools_are_coalesced_to_the_latest() -> None:
+    w = Watcher(start=5)
+    w.offer([update(4, True), update(6, True), update(7, True)], update(8))  # 4 came before the stream
+    w.offer([], update(9))
+    got = [await w.next(0.01) for _ in range(4)]
+    assert [(u.seq, u.hit is not None) for u in got if u] == [(6, True), (7, True), (9, False)]
+    assert got[3] is None
+
+
+async def test_pools_older_than_what_the_stream_showed_are_not_sent() -> None:
+    w = Watcher(start=5)
+    w.showed(update(10))  # a heartbeat's snapshot
+    w.offer([update(9, True)], update(9))
+    first = await w.next(0.01)
+    assert first is not None and first.hit is not None  # the hit still goes out
+    assert await w.next(0.01) is None  # its pools are older than those shown
+
+
+async def test_a_watcher_that_stops_reading_is_let_go_without_waiting() -> None:
+    w = Watcher(start=0)
+    for seq in range(1, BACKLOG_MAX + 2):
+        w.offer([update(seq, True)], update(seq))  # never blocks the feed
+    with pytest.raises(Unavailable, match="unread"):
+        await w.next(0.01)
+
+
+async def test_next_waits_for_an_offer() -> None:
+    w = Watcher(start=0)
+    waiting = asyncio.ensure_future(w.next(5))
+    await asyncio.sleep(0.01)
+    w.offer([], update(3))
+    got = await asyncio.wait_for(waiting, 1)
+    assert got is not None and got.seq == 3

@@ -61,7 +61,9 @@ def decide_hit(cmd: DecideHit, where: HitPlace, config: LinkConfig, version: str
     new_state = PENDING if still else SETTLED
     round_data = after.encode()
     returned_uc = 0 if cmd.approve else cents_to_uc(hit.amount_cents - hit.funded_by_operator_cents)
-    result = {"hit": {"hit_id": hit.hit_id, "status": status, "amount_cents": hit.amount_cents, "pool": hit.pool,
+    hand = (record.hands or {}).get(where.seat, "")
+    result = {"hit": {"hit_id": hit.hit_id, "status": status, "hand": hand, "amount_cents": hit.amount_cents,
+                      "pool": hit.pool,
                       "returned_to_pool_uc": returned_uc,
                       "returned_to_operator_cents": 0 if cmd.approve else hit.funded_by_operator_cents}}
     return step(where.link_id, cmd.request, "approve_hit" if cmd.approve else "reject_hit", version, state.now_ms,

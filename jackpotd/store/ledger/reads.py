@@ -112,6 +112,20 @@ async def hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: s
     return None if row is None else _hit_record(row)
 
 
+# What signs need of a range of committed entries (issue 11): every entry's kind (a config change is re-read),
+# and the reply of those that announce something (a settle that paid a hit, a hit decision) and of the last.
+_COMMITTED = (
+    "SELECT e.seq, e.kind, CASE WHEN e.seq = $3 OR e.kind IN ('approve_hit', 'reject_hit') OR (e.kind = 'settle' "
+    "AND EXISTS (SELECT 1 FROM hits h WHERE h.link_id = e.link_id AND h.seq = e.seq)) THEN e.reply END AS reply "
+    "FROM entries e WHERE e.link_id = $1 AND e.seq > $2 AND e.seq <= $3 ORDER BY e.seq")
+
+
+async def committed(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, after: int,
+                    upto: int) -> list[tuple[int, str, str | None]]:
+    """(seq, kind, reply or None) of the link's entries after `after` up to `upto`, as the ledger holds them."""
+    return [(int(r["seq"]), r["kind"], r["reply"]) for r in await conn.fetch(_COMMITTED, link_id, after, upto)]
+
+
 async def entry_identities(conn: asyncpg.Connection | asyncpg.Pool, link_id: str,
                            seqs: Sequence[int]) -> dict[int, str]:
     """The request identity of each of these entries the ledger holds."""

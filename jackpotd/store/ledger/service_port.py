@@ -10,7 +10,7 @@ from typing import Any, ParamSpec, TypeVar
 import asyncpg
 
 from ...service.errors import Unavailable
-from ...service.ports import HitRecord, LastHit, Reply, Seen
+from ...service.ports import Committed, HitRecord, LastHit, Reply, Seen
 from ..replies import parse_reply
 from . import reads
 from .lookups import Lookups
@@ -94,6 +94,12 @@ class PostgresLedger:
     async def hit(self, link_id: str, table_id: str, round_id: str, seat: int) -> HitRecord | None:
         """One hit with its current status (§7), or None."""
         return await reads.hit(self.pg, link_id, table_id, round_id, seat)
+
+    @translated
+    async def committed(self, link_id: str, after: int, upto: int) -> list[Committed]:
+        """The link's entries after `after` up to `upto`: what signs are sent (issue 11)."""
+        return [Committed(seq, kind, None if raw is None else parse_reply(raw))
+                for seq, kind, raw in await reads.committed(self.pg, link_id, after, upto)]
 
     @translated
     async def close(self) -> None:

@@ -784,6 +784,7 @@ class HitDecisionResponse(_message.Message):
     RETURNED_TO_OPERATOR_CENTS_FIELD_NUMBER: _builtins.int
     POOLS_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
+    HAND_FIELD_NUMBER: _builtins.int
     hit_id: _builtins.str
     status: _builtins.str
     """PAID (approved) or REJECTED"""
@@ -794,6 +795,7 @@ class HitDecisionResponse(_message.Message):
     returned_to_operator_cents: _builtins.int
     """a rejection: the operator's shortfall funding given back"""
     sequence: _builtins.int
+    hand: _builtins.str
     @_builtins.property
     def pools(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.PoolAmount]: ...
     def __init__(
@@ -807,10 +809,11 @@ class HitDecisionResponse(_message.Message):
         returned_to_operator_cents: _builtins.int = ...,
         pools: _abc.Iterable[_common_pb2.PoolAmount] | None = ...,
         sequence: _builtins.int = ...,
+        hand: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_cents", b"amount_cents", "hit_id", b"hit_id", "pool", b"pool", "pools", b"pools", "returned_to_operator_cents", b"returned_to_operator_cents", "returned_to_pool_ucents", b"returned_to_pool_ucents", "sequence", b"sequence", "status", b"status"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_cents", b"amount_cents", "hand", b"hand", "hit_id", b"hit_id", "pool", b"pool", "pools", b"pools", "returned_to_operator_cents", b"returned_to_operator_cents", "returned_to_pool_ucents", b"returned_to_pool_ucents", "sequence", b"sequence", "status", b"status"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -63,6 +63,7 @@ class HitAnnouncement(_message.Message):
     POOL_AMOUNT_AFTER_CENTS_FIELD_NUMBER: _builtins.int
     HIT_ID_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     seat: _builtins.int
     hand: _builtins.str
@@ -71,6 +72,10 @@ class HitAnnouncement(_message.Message):
     pool_amount_after_cents: _builtins.int
     hit_id: _builtins.str
     sequence: _builtins.int
+    status: _builtins.str
+    """PAID; PENDING while a hit above the verification threshold awaits a supervisor (DOMAIN.md §7); a
+    supervisor's decision is announced again as PAID or REJECTED.
+    """
     def __init__(
         self,
         *,
@@ -82,10 +87,11 @@ class HitAnnouncement(_message.Message):
         pool_amount_after_cents: _builtins.int = ...,
         hit_id: _builtins.str = ...,
         sequence: _builtins.int = ...,
+        status: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_cents", b"amount_cents", "hand", b"hand", "hit_id", b"hit_id", "pool", b"pool", "pool_amount_after_cents", b"pool_amount_after_cents", "seat", b"seat", "sequence", b"sequence", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_cents", b"amount_cents", "hand", b"hand", "hit_id", b"hit_id", "pool", b"pool", "pool_amount_after_cents", b"pool_amount_after_cents", "seat", b"seat", "sequence", b"sequence", "status", b"status", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

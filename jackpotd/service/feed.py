@@ -1,0 +1,159 @@
+"""What signs and meters are sent (issue 11; DOMAIN.md §8): only what the ledger has committed, read once per
+process and link, and fanned out to any number of watchers. A watcher that falls behind has its pool updates
+coalesced; one that stops reading altogether is let go; neither ever delays the others."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from .decide.reads import METER_INTERVAL, announcements
+from .errors import Unavailable
+from .links import Links
+from .results import LinkUpdate, pool_views
+
+log = logging.getLogger("jackpotd.feed")
+
+BACKLOG_MAX = 1000  # hit announcements a watcher may leave unread before it is let go
+RANGE_MAX = 10_000  # entries read at once: a link this far behind is caught up on its pools, not every entry
+CONFIG_KINDS = frozenset({"create_link", "update_link", "set_rates", "set_paytable", "register_table",
+                          "suspend_table", "resume_table", "combine_pools", "split_pools"})
+
+
+@dataclass(eq=False)
+class Watcher:
+    """One stream's mailbox, filled by the feed without ever waiting: announcements in order, each on its own,
+    and the link's latest pools, coalesced."""
+
+    start: int  # the entry of the stream's first snapshot: what it announces happened before the stream
+    pools_seq: int = 0  # the entry of the pools the stream showed last: older pools are never sent after them
+    announced: deque[LinkUpdate] = field(default_factory=deque)
+    latest: LinkUpdate | None = None
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    gone: str = ""  # why the feed let it go
+
+    def __post_init__(self) -> None:
+        self.pools_seq = max(self.pools_seq, self.start)
+
+    def offer(self, updates: list[LinkUpdate], pools: LinkUpdate) -> None:
+        if self.gone:
+            return
+        fresh = [u for u in updates if u.seq > self.start]
+        if len(self.announced) + len(fresh) > BACKLOG_MAX:
+            self.gone = f"this stream left {BACKLOG_MAX} announcements unread; reconnect"
+            self.announced.clear()
+            self.wake.set()
+            return
+        self.announced.extend(fresh)
+        if pools.seq > self.pools_seq:
+            self.latest = pools
+        self.wake.set()
+
+    def showed(self, update: LinkUpdate) -> None:
+        """The stream sent these pools (a snapshot or the feed's): nothing older is sent after them."""
+        self.pools_seq = max(self.pools_seq, update.seq)
+        if self.latest is not None and self.latest.seq <= self.pools_seq:
+            self.latest = None
+
+    async def next(self, timeout: float) -> LinkUpdate | None:
+        """The next announcement, else the latest pools, else None after `timeout` s."""
+        if not self.announced and self.latest is None and not self.gone:
+            self.wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), timeout)
+        if self.gone:
+            raise Unavailable(self.gone)
+        if self.announced:
+            return self.announced.popleft()
+        if self.latest is None:
+            return None
+        update = self.latest
+        self.showed(update)
+        return update
+
+
+@dataclass(eq=False)
+class _Link:
+    """What the feed knows of one watched link in this process."""
+
+    shown: int  # the last entry read from the ledger
+    target: int  # the ledger's durable mark, as announced
+    watchers: set[Watcher] = field(default_factory=set)
+    moved: asyncio.Event = field(default_factory=asyncio.Event)
+    pump: asyncio.Task[None] | None = None
+
+
+class CommittedFeed:
+    """Per process: follows each watched link's durable mark and reads what it newly covers from the ledger, at
+    most ten times a second a link, however many watch it (ARCHITECTURE.md, Reads)."""
+
+    def __init__(self, links: Links) -> None:
+        self.links = links
+        self._links: dict[str, _Link] = {}
+        links.durability.on_durable(self._advanced)
+
+    @contextlib.asynccontextmanager
+    async def watching(self, link_id: str, after: int) -> AsyncIterator[Watcher]:
+        """A watcher of the link, sent what the ledger commits after entry `after`."""
+        state = self._links.get(link_id)
+        if state is None:
+            mark = self.links.durability.floor(link_id)
+            state = self._links[link_id] = _Link(min(after, mark), mark)
+            state.pump = asyncio.create_task(self._pump(link_id, state), name=f"feed-{link_id}")
+        watcher = Watcher(after)
+        state.watchers.add(watcher)
+        state.moved.set()
+        try:
+            yield watcher
+        finally:
+            state.watchers.discard(watcher)
+            if not state.watchers and self._links.get(link_id) is state:
+                del self._links[link_id]
+                if state.pump is not None:
+                    state.pump.cancel()
+
+    def _advanced(self, link_id: str, mark: int) -> None:
+        state = self._links.get(link_id)
+        if state is not None and mark > state.target:
+            state.target = mark
+            state.moved.set()
+
+    async def _pump(self, link_id: str, state: _Link) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await state.moved.wait()
+            state.moved.clear()
+            started = loop.time()
+            if state.target > state.shown:
+                try:
+                    await self._read(link_id, state)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:  # the ledger or Redis is away: try again with the next mark
+                    log.warning("feed of link %s: %s", link_id, e)
+                    state.moved.set()
+            await asyncio.sleep(max(0.0, METER_INTERVAL - (loop.time() - started)))  # ten a second at most
+
+    async def _read(self, link_id: str, state: _Link) -> None:
+        upto = state.target
+        after = max(state.shown, upto - RANGE_MAX)
+        entries = await self.links.ledger.committed(link_id, after, upto)
+        if any(e.kind in CONFIG_KINDS for e in entries):
+            self.links.changed(link_id)  # a suspension, new pools: shown from this read on
+        _, config = await self.links.config(link_id)
+        updates: list[LinkUpdate] = []
+        for e in entries:
+            if e.reply is not None:
+                updates += [LinkUpdate(e.seq, pool_views(config, e.reply.balances), hit)
+                            for hit in announcements(e.kind, e.reply)]
+        last = entries[-1].reply if entries else None
+        state.shown = upto
+        if last is None:
+            return
+        pools = LinkUpdate(upto, pool_views(config, last.balances))
+        for watcher in list(state.watchers):
+            watcher.offer(updates, pools)

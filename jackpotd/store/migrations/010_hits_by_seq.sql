@@ -1,0 +1,3 @@
+-- Signs are fed from the ledger (issue 11): the hits of a range of a link's entries, and its latest hit, are
+-- found by sequence.
+CREATE INDEX hits_link_seq ON hits (link_id, seq);

@@ -1,0 +1,139 @@
+"""Signs and meters are fed only what the ledger has committed (issue 11), from one read per process and link,
+fanned out to every watcher: a hit the ledger does not hold is never shown, every watcher sees every hit and
+the final amounts, and one that stops reading delays no one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+import asyncpg
+import grpc
+
+from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2
+from jackpotd.store import keys
+
+from ..conftest import Isolated, unique
+from .conftest import Private
+from .harness import AUDIT, Client, eventually, next_matching, rid
+
+ROYAL = ["As", "Ks", "Qs", "Js", "Ts"]
+FLUSH = ["2c", "5c", "9c", "Jc", "Kc"]
+
+
+async def _seq_beyond(c: Client, link: str, seq: int) -> bool:
+    return int(await c.redis.get(keys.seq(link))) > seq
+
+
+def amounts(update: Any) -> dict[str, int]:
+    return {p.pool: p.amount_cents for p in update.pools}
+
+
+async def test_a_royal_flush_the_ledger_does_not_hold_is_never_shown(private: Private, isolated: Isolated) -> None:
+    c = private.client
+    link, table = unique("frz"), unique("t")
+    await c.create_link(link, resets={"MAJOR": 1_000_000})
+    await c.register(table, link)
+    await c.fund(link, "MAJOR", 2_000_000)
+    await c.commit(table, "r1", [1])
+    stream = c.display.WatchPools(display_pb2.WatchPoolsRequest(link_id=link))
+    seen: list[Any] = []
+
+    async def read() -> None:  # reads on its own: a cancelled read would end the call
+        async for update in stream:
+            seen.append(update)
+
+    reader = asyncio.ensure_future(read())
+    frozen = await asyncpg.connect(isolated.dsn)  # the ledger frozen for this database: nothing commits
+    try:
+        await eventually(lambda: seen or None, 5, "the snapshot")
+        before = amounts(seen[0])
+        lock = frozen.transaction()
+        await lock.start()
+        await frozen.execute("LOCK TABLE entries IN EXCLUSIVE MODE")  # reads go on; no entry is appended
+        applied = int(await c.redis.get(keys.seq(link)))
+        settle = asyncio.ensure_future(c.settle(table, "r1", {1: ROYAL}))
+        await eventually(lambda: _seq_beyond(c, link, applied), 10, "Redis applying the royal flush")
+        await asyncio.sleep(3)  # the ledger cannot hold it: nothing of it may be shown
+        assert not [u for u in seen if u.HasField("hit")], seen
+        assert all(amounts(u) == before for u in seen), seen
+        await lock.rollback()
+        hits = await eventually(lambda: [u.hit for u in seen if u.HasField("hit")] or None, 15,
+                                "the hit once committed")
+        paid = await settle
+        assert [(h.hand, h.amount_cents, h.hit_id) for h in hits] == [
+            ("royal_flush", paid.payouts[0].amount_cents, paid.payouts[0].hit_id)]
+    finally:
+        await frozen.close()
+        stream.cancel()
+        with contextlib.suppress(BaseException):
+            await reader
+
+
+async def test_every_watcher_sees_every_hit_and_the_final_amounts(client: Client) -> None:
+    link, table = unique("fan"), unique("t")
+    await client.create_link(link)
+    await client.register(table, link)
+    watchers = [client.display.WatchPools(display_pb2.WatchPoolsRequest(link_id=link)) for _ in range(200)]
+    stalled = client.display.WatchPools(display_pb2.WatchPoolsRequest(link_id=link))  # opened, never read
+    try:
+        for w in watchers:
+            await next_matching(w, lambda _: True, 10, "a snapshot")
+        hit_ids, settled_at = [], {}
+        for r in range(12):
+            await client.commit(table, f"r{r}", [1, 2])
+            paid = await client.settle(table, f"r{r}", {1: FLUSH} if r % 3 == 0 else {})
+            for p in paid.payouts:
+                hit_ids.append(p.hit_id)
+                settled_at[p.hit_id] = time.monotonic()
+        final = await client.display.GetPools(display_pb2.GetPoolsRequest(link_id=link))
+
+        async def follow(stream: Any) -> tuple[list[str], float]:
+            seen, late = [], 0.0
+            async with asyncio.timeout(20):
+                async for u in stream:
+                    if u.HasField("hit"):
+                        seen.append(u.hit.hit_id)
+                        late = max(late, time.monotonic() - settled_at[u.hit.hit_id])
+                    if u.sequence >= final.sequence and not u.HasField("hit") and len(seen) == len(hit_ids):
+                        assert amounts(u) == amounts(final)
+                        return seen, late
+            raise AssertionError("the stream ended")
+
+        results = await asyncio.gather(*(follow(w) for w in watchers))
+        assert all(seen == hit_ids for seen, _ in results) and len(hit_ids) == 4
+        # each saw its hits while one stream was never read at all
+        assert max(late for _, late in results) < 5, max(late for _, late in results)
+    finally:
+        for w in [*watchers, stalled]:
+            w.cancel()
+
+
+async def test_a_decision_is_announced_pending_then_paid(client: Client) -> None:
+    link, table = unique("dec"), unique("t")
+    await client.create_link(link, resets={"MAJOR": 1_000_000}, threshold=500_000)
+    await client.register(table, link)
+    stream = client.display.WatchPools(display_pb2.WatchPoolsRequest(link_id=link))
+    try:
+        await next_matching(stream, lambda _: True, 5, "the snapshot")
+        await client.commit(table, "r1", [2])
+        paid = await client.settle(table, "r1", {2: ROYAL})
+        held = (await next_matching(stream, lambda u: u.HasField("hit"), 10, "the held hit")).hit
+        assert (held.hit_id, held.status) == (paid.payouts[0].hit_id, "PENDING")
+        await client.admin.ApproveHit(admin_pb2.ApproveHitRequest(request_id=rid(), hit_id=held.hit_id, audit=AUDIT))
+        approved = (await next_matching(stream, lambda u: u.HasField("hit"), 10, "the approval")).hit
+        assert (approved.hit_id, approved.status, approved.hand) == (held.hit_id, "PAID", "royal_flush")
+    finally:
+        stream.cancel()
+
+
+async def test_a_stream_of_an_unknown_link_is_not_found(client: Client) -> None:
+    stream = client.display.WatchPools(display_pb2.WatchPoolsRequest(link_id=unique("none")))
+    try:
+        await next_matching(stream, lambda _: True, 5, "an error")
+    except grpc.aio.AioRpcError as e:
+        assert e.code() == grpc.StatusCode.NOT_FOUND
+    else:
+        raise AssertionError("a stream of a link that does not exist was answered")
