@@ -96,3 +96,32 @@ class HitAnnouncement(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___HitAnnouncement: _TypeAlias = HitAnnouncement  # noqa: Y015
+
+@_typing.final
+class TableStatus(_message.Message):
+    """A table of the link as signs show it (DOMAIN.md §8): online while its controller holds a meter stream
+    (WatchMeter) open, suspended while a supervisor has its jackpot wagers off (NSW 14.13).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TABLE_ID_FIELD_NUMBER: _builtins.int
+    ONLINE_FIELD_NUMBER: _builtins.int
+    SUSPENDED_FIELD_NUMBER: _builtins.int
+    table_id: _builtins.str
+    online: _builtins.bool
+    suspended: _builtins.bool
+    def __init__(
+        self,
+        *,
+        table_id: _builtins.str = ...,
+        online: _builtins.bool = ...,
+        suspended: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["online", b"online", "suspended", b"suspended", "table_id", b"table_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TableStatus: _TypeAlias = TableStatus  # noqa: Y015

@@ -46,12 +46,15 @@ class GetPoolsResponse(_message.Message):
     POOLS_FIELD_NUMBER: _builtins.int
     LAST_HIT_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
+    TABLES_FIELD_NUMBER: _builtins.int
     link_id: _builtins.str
     sequence: _builtins.int
     @_builtins.property
     def pools(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.PoolAmount]: ...
     @_builtins.property
     def last_hit(self) -> _common_pb2.HitAnnouncement: ...
+    @_builtins.property
+    def tables(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.TableStatus]: ...
     def __init__(
         self,
         *,
@@ -59,10 +62,11 @@ class GetPoolsResponse(_message.Message):
         pools: _abc.Iterable[_common_pb2.PoolAmount] | None = ...,
         last_hit: _common_pb2.HitAnnouncement | None = ...,
         sequence: _builtins.int = ...,
+        tables: _abc.Iterable[_common_pb2.TableStatus] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["last_hit", b"last_hit"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["last_hit", b"last_hit", "link_id", b"link_id", "pools", b"pools", "sequence", b"sequence"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["last_hit", b"last_hit", "link_id", b"link_id", "pools", b"pools", "sequence", b"sequence", "tables", b"tables"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -95,12 +99,19 @@ class PoolsUpdate(_message.Message):
     POOLS_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
     HIT_FIELD_NUMBER: _builtins.int
+    TABLES_FIELD_NUMBER: _builtins.int
     link_id: _builtins.str
     sequence: _builtins.int
     @_builtins.property
     def pools(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.PoolAmount]: ...
     @_builtins.property
-    def hit(self) -> _common_pb2.HitAnnouncement: ...
+    def hit(self) -> _common_pb2.HitAnnouncement:
+        """every hit on its own update; a hit's decision (PAID, REJECTED) too"""
+
+    @_builtins.property
+    def tables(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.TableStatus]:
+        """every table of the link, on every update"""
+
     def __init__(
         self,
         *,
@@ -108,10 +119,11 @@ class PoolsUpdate(_message.Message):
         pools: _abc.Iterable[_common_pb2.PoolAmount] | None = ...,
         sequence: _builtins.int = ...,
         hit: _common_pb2.HitAnnouncement | None = ...,
+        tables: _abc.Iterable[_common_pb2.TableStatus] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["hit", b"hit"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["hit", b"hit", "link_id", b"link_id", "pools", b"pools", "sequence", b"sequence"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hit", b"hit", "link_id", b"link_id", "pools", b"pools", "sequence", b"sequence", "tables", b"tables"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
