@@ -67,6 +67,10 @@ def pool_amounts(pools: Sequence[results.PoolView]) -> list[common_pb2.PoolAmoun
                                   balance_ucents=p.balance_ucents) for p in pools]
 
 
+def tables_of(tables: Sequence[results.TableView]) -> list[common_pb2.TableStatus]:
+    return [common_pb2.TableStatus(table_id=t.table_id, online=t.online, suspended=t.suspended) for t in tables]
+
+
 def hit_of(hit: results.HitAnnouncement | None) -> common_pb2.HitAnnouncement | None:
     if hit is None:
         return None
@@ -137,13 +141,14 @@ class DisplayServicer(display_pb2_grpc.DisplayServiceServicer):
     async def GetPools(self, request: display_pb2.GetPoolsRequest, context: Ctx) -> display_pb2.GetPoolsResponse:
         now = await self.reads.pools(request.link_id)
         return display_pb2.GetPoolsResponse(link_id=now.link_id, pools=pool_amounts(now.pools),
-                                            last_hit=hit_of(now.last_hit), sequence=now.seq)
+                                            last_hit=hit_of(now.last_hit), sequence=now.seq,
+                                            tables=tables_of(now.tables))
 
     async def WatchPools(self, request: display_pb2.WatchPoolsRequest,
                          context: Ctx) -> AsyncIterator[display_pb2.PoolsUpdate]:
         async for u in self.reads.watch(request.link_id):
             yield display_pb2.PoolsUpdate(link_id=request.link_id, pools=pool_amounts(u.pools), sequence=u.seq,
-                                          hit=hit_of(u.hit))
+                                          hit=hit_of(u.hit), tables=tables_of(u.tables))
 
 
 def pools_of(items: Sequence[admin_pb2.PoolConfig]) -> tuple[PoolSpec, ...]:

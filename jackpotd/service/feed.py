@@ -9,15 +9,16 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .decide.reads import METER_INTERVAL, announcements
 from .errors import Unavailable
 from .links import Links
-from .results import LinkUpdate, pool_views
+from .results import LinkUpdate, TableView, pool_views, table_views
 
 log = logging.getLogger("jackpotd.feed")
 
+PRESENCE_INTERVAL = 1.0  # seconds between looks at which of a watched link's tables are online
 BACKLOG_MAX = 1000  # hit announcements a watcher may leave unread before it is let go
 RANGE_MAX = 10_000  # entries read at once: a link this far behind is caught up on its pools, not every entry
 CONFIG_KINDS = frozenset({"create_link", "update_link", "set_rates", "set_paytable", "register_table",
@@ -39,7 +40,9 @@ class Watcher:
     def __post_init__(self) -> None:
         self.pools_seq = max(self.pools_seq, self.start)
 
-    def offer(self, updates: list[LinkUpdate], pools: LinkUpdate) -> None:
+    def offer(self, updates: list[LinkUpdate], pools: LinkUpdate, *, tables_moved: bool = False) -> None:
+        """Announcements after the stream's start, and the pools unless older than those it showed (or, when
+        only the tables moved, the same pools again with them)."""
         if self.gone:
             return
         fresh = [u for u in updates if u.seq > self.start]
@@ -49,7 +52,7 @@ class Watcher:
             self.wake.set()
             return
         self.announced.extend(fresh)
-        if pools.seq > self.pools_seq:
+        if pools.seq > self.pools_seq or (tables_moved and pools.seq == self.pools_seq):
             self.latest = pools
         self.wake.set()
 
@@ -85,6 +88,10 @@ class _Link:
     watchers: set[Watcher] = field(default_factory=set)
     moved: asyncio.Event = field(default_factory=asyncio.Event)
     pump: asyncio.Task[None] | None = None
+    online: set[str] = field(default_factory=set)  # the link's tables with a meter stream open
+    tables: tuple[TableView, ...] = ()
+    pools: LinkUpdate | None = None  # the last pools offered
+    looked: float = 0.0  # when the tables' presence was last read
 
 
 class CommittedFeed:
@@ -125,18 +132,34 @@ class CommittedFeed:
     async def _pump(self, link_id: str, state: _Link) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            await state.moved.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(state.moved.wait(), PRESENCE_INTERVAL)
             state.moved.clear()
             started = loop.time()
-            if state.target > state.shown:
-                try:
+            try:
+                if started - state.looked >= PRESENCE_INTERVAL:
+                    await self._look(link_id, state, started)
+                if state.target > state.shown:
                     await self._read(link_id, state)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:  # the ledger or Redis is away: try again with the next mark
-                    log.warning("feed of link %s: %s", link_id, e)
-                    state.moved.set()
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # the ledger or Redis is away: try again with the next mark
+                log.warning("feed of link %s: %s", link_id, e)
+                state.moved.set()
             await asyncio.sleep(max(0.0, METER_INTERVAL - (loop.time() - started)))  # ten a second at most
+
+    async def _look(self, link_id: str, state: _Link, now: float) -> None:
+        """Which tables are online: a change goes out with the pools already shown."""
+        _, config = await self.links.config(link_id)
+        state.online = await self.links.live.online(list(config.tables))
+        state.looked = now
+        tables = table_views(config, state.online)
+        if tables != state.tables:
+            state.tables = tables
+            if state.pools is not None:
+                state.pools = replace(state.pools, tables=tables)
+                for watcher in list(state.watchers):
+                    watcher.offer([], state.pools, tables_moved=True)
 
     async def _read(self, link_id: str, state: _Link) -> None:
         upto = state.target
@@ -145,15 +168,16 @@ class CommittedFeed:
         if any(e.kind in CONFIG_KINDS for e in entries):
             self.links.changed(link_id)  # a suspension, new pools: shown from this read on
         _, config = await self.links.config(link_id)
+        state.tables = table_views(config, state.online)  # a suspension shows with the entry that made it
         updates: list[LinkUpdate] = []
         for e in entries:
             if e.reply is not None:
-                updates += [LinkUpdate(e.seq, pool_views(config, e.reply.balances), hit)
+                updates += [LinkUpdate(e.seq, pool_views(config, e.reply.balances), hit, state.tables)
                             for hit in announcements(e.kind, e.reply)]
         last = entries[-1].reply if entries else None
         state.shown = upto
         if last is None:
             return
-        pools = LinkUpdate(upto, pool_views(config, last.balances))
+        state.pools = LinkUpdate(upto, pool_views(config, last.balances), None, state.tables)
         for watcher in list(state.watchers):
-            watcher.offer(updates, pools)
+            watcher.offer(updates, state.pools)

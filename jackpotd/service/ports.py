@@ -187,6 +187,12 @@ class LiveStore(Protocol):
 
     async def add_link(self, link_id: str) -> None: ...
 
+    async def mark_online(self, table_id: str, ttl_ms: int) -> None:
+        """The table's controller holds a meter stream open, for the next `ttl_ms` ms (signs show it online)."""
+
+    async def online(self, table_ids: Sequence[str]) -> set[str]:
+        """Those of the tables whose controller holds a meter stream open now."""
+
 
 
 class Ledger(Protocol):

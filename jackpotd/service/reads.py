@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 from ..domain.errors import InvalidInput
@@ -12,6 +13,8 @@ from .feed import CommittedFeed
 from .links import Links
 from .ports import HitRecord
 
+ONLINE_REFRESH = HEARTBEAT  # a meter stream says its table is online at least this often (s) ...
+ONLINE_TTL_MS = 6000  # ... and it shows offline this long after its last stream ended
 HIT_STATUSES = ("", "PAID", "PENDING", "REJECTED")
 LIST_DEFAULT, LIST_MAX = 100, 1000
 
@@ -25,11 +28,11 @@ class Reads:
 
     async def pools(self, link_id: str) -> results.PoolsNow:
         """The pools as the ledger holds them, and the link's latest hit."""
-        seq, pools = await self.snapshot(link_id)
+        now = await self.snapshot(link_id)
         last = await self.links.ledger.last_hit(link_id)
         hit = None if last is None else results.HitAnnouncement(last.table_id, last.seat, last.hand,
                                                                 last.amount_cents, last.pool, last.hit_id, last.seq)
-        return results.PoolsNow(seq, link_id, pools, hit)
+        return results.PoolsNow(now.seq, link_id, now.pools, hit, now.tables)
 
     async def hits(self, link_id: str, table_id: str = "", status: str = "", limit: int = 0) -> list[HitRecord]:
         """The link's hits as the ledger holds them, newest first (§7, §10)."""
@@ -43,31 +46,39 @@ class Reads:
         await self.links.config(link_id)  # NOT_FOUND for a link that does not exist
         return await self.links.ledger.hits(link_id, table_id, status, limit or LIST_DEFAULT)
 
-    async def snapshot(self, link_id: str) -> tuple[int, tuple[results.PoolView, ...]]:
-        """The link's sequence and pools: a checked read, answered once the ledger has every entry it includes."""
+    async def snapshot(self, link_id: str) -> results.LinkUpdate:
+        """The link's sequence, pools and tables: a checked read, answered once the ledger has every entry it
+        includes."""
         _, config = await self.links.config(link_id)
         state = await self.links.read(link_id)
+        online = await self.links.live.online(list(config.tables))
         await self.links.durability.wait_durable(link_id, state.seq, None)
-        return state.seq, results.pool_views(config, state.balances)
+        return results.LinkUpdate(state.seq, results.pool_views(config, state.balances), None,
+                                  results.table_views(config, online))
 
     async def watch(self, link_id: str) -> AsyncIterator[results.LinkUpdate]:
         """A snapshot, then what the ledger commits (issue 11: nothing before it): every hit on its own (§8),
         pools coalesced to ten a second, and a checked snapshot on a quiet link so a table can tell it from a
         lost service."""
         await self.links.config(link_id)
-        first = results.LinkUpdate(*await self.snapshot(link_id))
+        first = await self.snapshot(link_id)
         yield first
         async with self.feed.watching(link_id, first.seq) as watcher:
             while True:
                 update = await watcher.next(HEARTBEAT)
                 if update is None:
-                    update = results.LinkUpdate(*await self.snapshot(link_id))
+                    update = await self.snapshot(link_id)
                     watcher.showed(update)
                 yield update
 
     async def meter(self, table_id: str) -> AsyncIterator[results.MeterUpdate]:
         """The table's link watched, with whether the table may take jackpot wagers (§8, NSW 14.13)."""
         link_id = await self.links.of_table(table_id)
+        loop = asyncio.get_running_loop()
+        marked = -ONLINE_REFRESH
         async for update in self.watch(link_id):
+            if loop.time() - marked >= ONLINE_REFRESH:  # signs show the table online while this stream lasts
+                await self.links.live.mark_online(table_id, ONLINE_TTL_MS)
+                marked = loop.time()
             _, config = await self.links.config(link_id, fresh=True)  # a suspension shows at once
             yield results.MeterUpdate(link_id, update, not config.table(table_id).suspended)

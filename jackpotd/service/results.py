@@ -3,7 +3,7 @@ retention, the ledger forever) and decoded here, in one place, into these object
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -186,12 +186,30 @@ class HitAnnouncement:
 
 
 @dataclass(frozen=True, slots=True)
+class TableView:
+    """A table as signs show it (§8): online while its controller holds a meter stream open; suspended while
+    its jackpot wagers are off (NSW 14.13)."""
+
+    table_id: str
+    online: bool
+    suspended: bool
+
+
+def table_views(config: LinkConfig, online: Collection[str]) -> tuple[TableView, ...]:
+    """The link's tables in id order."""
+    return tuple(TableView(t.table_id, t.table_id in online, t.suspended)
+                 for t in sorted(config.tables.values(), key=lambda t: t.table_id))
+
+
+@dataclass(frozen=True, slots=True)
 class LinkUpdate:
-    """What meters and signs are sent: the link's sequence, its pools, and a hit when one is announced."""
+    """What meters and signs are sent: the link's sequence, its pools, a hit when one is announced, and the
+    link's tables."""
 
     seq: int
     pools: tuple[PoolView, ...]
     hit: HitAnnouncement | None = None
+    tables: tuple[TableView, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +220,7 @@ class PoolsNow:
     link_id: str
     pools: tuple[PoolView, ...]
     last_hit: HitAnnouncement | None
+    tables: tuple[TableView, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

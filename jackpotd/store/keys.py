@@ -72,6 +72,11 @@ def table(table_id: str) -> str:
     return "jackpot:table:" + escape(table_id)
 
 
+def online(table_id: str) -> str:
+    """Present while the table's controller holds a meter stream open (it expires when none refreshes it)."""
+    return "jackpot:online:" + escape(table_id)
+
+
 def link_pattern(link_id: str) -> str:
     """A SCAN pattern for every key of the link (escaped ids hold no glob characters)."""
     return tag(link_id) + "*"

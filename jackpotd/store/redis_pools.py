@@ -151,6 +151,22 @@ class RedisPools:
         return None if raw is None else parse_reply(raw)
 
     @translated
+    async def mark_online(self, table_id: str, ttl_ms: int) -> None:
+        """The table's controller holds a meter stream open (not money: Redis alone keeps it)."""
+        await self.client.set(keys.online(table_id), "1", px=ttl_ms)
+
+    @translated
+    async def online(self, table_ids: Sequence[str]) -> set[str]:
+        """Those of the tables with a meter stream open somewhere."""
+        if not table_ids:
+            return set()
+        pipe = self.client.pipeline(transaction=False)
+        for table_id in table_ids:
+            pipe.exists(keys.online(table_id))
+        found = await pipe.execute()
+        return {t for t, n in zip(table_ids, found, strict=True) if n}
+
+    @translated
     async def config(self, link_id: str) -> tuple[str, dict[str, Any]] | None:
         """(version, config) of a link, or None if Redis does not hold it."""
         version, raw = await self.client.hmget(keys.config(link_id), ["version", "config"])

@@ -12,7 +12,7 @@ from typing import Any
 import asyncpg
 import grpc
 
-from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2
+from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2, table_pb2
 from jackpotd.store import keys
 
 from ..conftest import Isolated, unique
@@ -137,3 +137,30 @@ async def test_a_stream_of_an_unknown_link_is_not_found(client: Client) -> None:
         assert e.code() == grpc.StatusCode.NOT_FOUND
     else:
         raise AssertionError("a stream of a link that does not exist was answered")
+
+
+async def test_signs_show_tables_coming_online_suspended_and_going_offline(client: Client) -> None:
+    link, table = unique("tbl"), unique("t")
+    await client.create_link(link)
+    await client.register(table, link)
+    sign = client.display.WatchPools(display_pb2.WatchPoolsRequest(link_id=link))
+    meter = None
+    try:
+        def status(u: Any) -> tuple[bool, bool] | None:
+            found = [(t.online, t.suspended) for t in u.tables if t.table_id == table]
+            return found[0] if found else None
+
+        first = await next_matching(sign, lambda _: True, 5, "the snapshot")
+        assert status(first) == (False, False)  # no controller holds a meter stream yet
+        meter = client.table.WatchMeter(table_pb2.WatchMeterRequest(table_id=table))
+        await next_matching(meter, lambda _: True, 5, "the meter's first update")
+        await next_matching(sign, lambda u: status(u) == (True, False), 10, "the table online")
+        await client.admin.SuspendTable(admin_pb2.SuspendTableRequest(request_id=rid(), table_id=table, audit=AUDIT))
+        await next_matching(sign, lambda u: status(u) == (True, True), 10, "the table suspended")
+        meter.cancel()
+        meter = None
+        await next_matching(sign, lambda u: status(u) == (False, True), 15, "the table offline")
+    finally:
+        sign.cancel()
+        if meter is not None:
+            meter.cancel()
