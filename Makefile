@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test unit lint typecheck proto proto-check bench bench-domain bench-service bench-soak audit clean
+.PHONY: install chromium run test unit lint typecheck proto proto-check bench bench-domain bench-service bench-soak audit clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -14,22 +14,34 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## run: serve jackpotd on embedded PostgreSQL and Valkey with the demo link (Ctrl-C stops everything)
+## run: serve jackpotd on embedded PostgreSQL and Valkey with the demo link, and its floor sign on
+## http://127.0.0.1:8080/links/demo (Ctrl-C stops everything)
 run: install
-	$(BIN)/jackpotd serve --demo
+	@$(BIN)/jackpot-signage --link demo & sign=$$!; \
+	trap 'kill $$sign 2>/dev/null' EXIT INT TERM; \
+	echo "make run: the demo link's floor sign: http://127.0.0.1:8080/links/demo (jackpot-signage, pid $$sign)"; \
+	$(BIN)/jackpotd serve --demo; status=$$?; kill $$sign 2>/dev/null; wait $$sign; exit $$status
+
+## chromium: Debian's Chromium for the browser tests, installed as root when missing (never a browser
+## downloaded by Playwright); not root and missing: the browser tests skip, saying so
+chromium:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; \
+	else echo "make: /usr/bin/chromium is missing and this is not root: the browser tests will be skipped"; fi
 
 ## test: lint, type-check, check generated code, then the whole suite against real embedded servers
-test: install proto-check lint typecheck
+test: install chromium proto-check lint typecheck
 	$(BIN)/python -m pytest -q
 
 unit: install
 	$(BIN)/python -m pytest -q tests/unit
 
 lint: install
-	$(BIN)/ruff check jackpotd clients tests bench scripts
+	$(BIN)/ruff check jackpotd clients tests bench scripts  # clients: clients/table and clients/signage
 
 typecheck: install
-	$(BIN)/mypy jackpotd clients/table/jackpot_table
+	$(BIN)/mypy jackpotd clients/table/jackpot_table clients/signage/jackpot_signage
 
 ## proto: regenerate jackpotd/api/gen from proto/
 proto: install

@@ -1,0 +1,1 @@
+"""Floor signage for jackpotd: a kiosk web page per link, fed by one WatchPools stream per link."""

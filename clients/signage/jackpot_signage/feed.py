@@ -1,0 +1,247 @@
+"""One WatchPools stream per link, kept open for as long as the server runs, fanned out to browsers.
+
+The stream is reopened with backoff whenever it ends or fails (the backoff resets once data flows again).
+Every subscriber gets a mailbox that never makes the feed wait: the latest state replaces an unread one, and
+hits queue up in order (a browser that leaves too many unread is let go and reconnects)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from grpc.aio import EOF  # type: ignore[attr-defined]  # the stubs lack it
+
+from jackpotd.api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
+
+log = logging.getLogger("jackpot_signage.feed")
+
+BACKOFF_FIRST = 0.5  # seconds before the first retry
+BACKOFF_MAX = 10.0  # at most this long between tries
+SILENCE = 6.0  # jackpotd sends a heartbeat every 2 s: this long without one and the stream is taken as lost
+HITS_MAX = 100  # unread hit events a browser may leave before it is let go
+
+
+class CredentialsMissing(Exception):
+    """No credential can be found yet (e.g. `jackpotd serve --demo` has not issued its development ones)."""
+
+
+ChannelFactory = Callable[[str], grpc.aio.Channel]  # target -> a channel presenting the sign's credential
+
+
+def pool_json(p: Any) -> dict[str, Any]:
+    return {"pool": p.pool, "amount_cents": int(p.amount_cents), "reset_cents": int(p.reset_cents)}
+
+
+def hit_json(h: Any) -> dict[str, Any]:
+    return {"hit_id": h.hit_id, "table_id": h.table_id, "seat": int(h.seat), "hand": h.hand,
+            "amount_cents": int(h.amount_cents), "pool": h.pool,
+            "pool_amount_after_cents": int(h.pool_amount_after_cents), "sequence": int(h.sequence),
+            "status": h.status or "PAID"}
+
+
+@dataclass(eq=False)
+class Subscriber:
+    """A browser's mailbox: (event, data) pairs, hits in order and the newest state once."""
+
+    hits: deque[tuple[str, dict[str, Any]]] = field(default_factory=deque)
+    state: dict[str, Any] | None = None
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    gone: bool = False
+
+    def offer_state(self, state: dict[str, Any]) -> None:
+        self.state = state
+        self.wake.set()
+
+    def offer_hit(self, hit: dict[str, Any]) -> None:
+        if len(self.hits) >= HITS_MAX:
+            self.gone = True
+        else:
+            self.hits.append(("hit", hit))
+        self.wake.set()
+
+    async def next(self, timeout: float) -> tuple[str, dict[str, Any]] | None:
+        """The next hit, else the newest state, else None after `timeout` seconds."""
+        if not self.hits and self.state is None and not self.gone:
+            self.wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), timeout)
+        if self.hits:
+            return self.hits.popleft()
+        if self.state is not None:
+            state, self.state = self.state, None
+            return ("state", state)
+        return None
+
+
+class LinkFeed:
+    """The one WatchPools stream of a link and the browsers watching it."""
+
+    def __init__(self, link: str, target: str, channel: ChannelFactory) -> None:
+        self.link = link
+        self.target = target
+        self._channel = channel
+        self.online = False
+        self.reason = "connecting to jackpotd"
+        self.sequence = 0
+        self.pools: list[dict[str, Any]] = []
+        self.tables: list[dict[str, Any]] | None = None
+        self.subscribers: set[Subscriber] = set()
+        self.last_seen = time.monotonic()  # when a browser last watched (for closing idle feeds)
+        self._task: asyncio.Task[None] | None = None
+
+    # ---- browsers ---------------------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        return {"link": self.link, "online": self.online, "reason": "" if self.online else self.reason,
+                "sequence": self.sequence, "pools": self.pools, "tables": self.tables}
+
+    def subscribe(self) -> Subscriber:
+        s = Subscriber()
+        s.offer_state(self.state())
+        self.subscribers.add(s)
+        self.last_seen = time.monotonic()
+        return s
+
+    def unsubscribe(self, s: Subscriber) -> None:
+        self.subscribers.discard(s)
+        self.last_seen = time.monotonic()
+
+    def _publish(self) -> None:
+        state = self.state()
+        for s in self.subscribers:
+            s.offer_state(state)
+
+    # ---- the stream -------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"watch {self.link}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def _down(self, reason: str) -> None:
+        if self.online:
+            log.warning("link %s: offline (%s)", self.link, reason)
+        self.online = False
+        self.reason = reason
+        self._publish()
+
+    async def _run(self) -> None:
+        backoff = BACKOFF_FIRST
+        while True:
+            try:
+                if await self._watch():
+                    backoff = BACKOFF_FIRST  # data flowed: the next failure is retried soon
+            except asyncio.CancelledError:
+                raise
+            except CredentialsMissing as e:
+                self._down("waiting for credentials")
+                log.info("link %s: waiting for credentials: %s", self.link, e)
+            except grpc.aio.AioRpcError as e:
+                reason = f"{e.code().name}: {e.details()}"
+                self._down(reason)
+                log.info("link %s: stream failed, retrying in %.1f s (%s)", self.link, backoff, reason)
+            except Exception as e:  # anything else: keep trying, but say what it was
+                self._down(f"{type(e).__name__}: {e}")
+                log.exception("link %s: stream failed, retrying in %.1f s", self.link, backoff)
+            await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
+            backoff = min(backoff * 2, BACKOFF_MAX)
+
+    async def _watch(self) -> bool:
+        """One stream until it ends; whether any update came through it."""
+        got = False
+        channel = self._channel(self.target)
+        try:
+            stub = display_pb2_grpc.DisplayServiceStub(channel)
+            call = stub.WatchPools(display_pb2.WatchPoolsRequest(link_id=self.link))
+            try:
+                while True:
+                    update = await asyncio.wait_for(call.read(), SILENCE)
+                    if update is EOF:
+                        self._down("the stream ended")
+                        return got
+                    if not got:
+                        log.info("link %s: watching %s", self.link, self.target)
+                    got = True
+                    self._apply(update)
+            except TimeoutError:
+                self._down(f"no word from jackpotd for {SILENCE:.0f} s")
+                return got
+            finally:
+                call.cancel()
+        finally:
+            await channel.close(grace=None)
+
+    def _apply(self, update: Any) -> None:
+        self.online = True
+        self.reason = ""
+        self.sequence = max(self.sequence, int(update.sequence))
+        self.pools = [pool_json(p) for p in update.pools]
+        if len(update.tables):
+            self.tables = [{"table_id": t.table_id, "online": bool(t.online), "suspended": bool(t.suspended)}
+                           for t in update.tables]
+        if update.HasField("hit"):
+            hit = hit_json(update.hit) | {"pools": self.pools}
+            log.info("link %s: hit %s (%s) %s seat %d, %d cents from %s", self.link, hit["hit_id"], hit["status"],
+                     hit["table_id"], hit["seat"], hit["amount_cents"], hit["pool"])
+            for s in self.subscribers:
+                s.offer_hit(hit)
+        self._publish()
+
+
+class Feeds:
+    """The feeds of the links this server shows: the configured ones for good, others while watched."""
+
+    IDLE = 60.0  # seconds an unconfigured link's feed stays open with no browser
+
+    def __init__(self, target: str, channel: ChannelFactory, links: list[str], max_links: int = 64) -> None:
+        self.target = target
+        self._channel = channel
+        self.pinned = set(links)
+        self.max_links = max_links
+        self.feeds: dict[str, LinkFeed] = {}
+        self._reaper: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        for link in self.pinned:
+            self.get(link)
+        self._reaper = asyncio.create_task(self._reap())
+
+    def get(self, link: str) -> LinkFeed | None:
+        feed = self.feeds.get(link)
+        if feed is None:
+            if len(self.feeds) >= self.max_links:
+                return None
+            feed = self.feeds[link] = LinkFeed(link, self.target, self._channel)
+            feed.start()
+        return feed
+
+    async def _reap(self) -> None:
+        while True:
+            await asyncio.sleep(10)
+            now = time.monotonic()
+            for link, feed in list(self.feeds.items()):
+                if link not in self.pinned and not feed.subscribers and now - feed.last_seen > self.IDLE:
+                    del self.feeds[link]
+                    await feed.stop()
+
+    async def stop(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+        for feed in self.feeds.values():
+            await feed.stop()
