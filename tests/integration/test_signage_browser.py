@@ -22,13 +22,14 @@ from aiohttp import web
 from jackpot_signage.app import make_app
 from jackpot_signage.cli import Credentials
 
+from jackpotd.api.gen.jackpot.v1 import admin_pb2
 from jackpotd.auth.identity import Role
 from jackpotd.embedded import free_port
 from jackpotd.store import keys
 
 from ..conftest import Isolated, unique
 from .conftest import Private, start_private
-from .harness import Client, eventually, token
+from .harness import AUDIT, Client, eventually, rid, token
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -295,3 +296,32 @@ async def test_the_sign_reads_from_across_a_room_at_1080p_and_4k(private: Privat
         assert minor is not None and minor["height"] / viewport["height"] > 1 / 12, (name, minor)
         await screenshot(page, f"test_the_sign_reads_from_across_a_room-{name}")
     assert abs(heights["1080p"] - heights["4k"]) < 0.02, heights  # the same proportions, only sharper
+
+
+async def test_a_hit_awaiting_verification_says_so_then_its_decision(private: Private, sign: Any,
+                                                                    browser: Any) -> None:
+    c = private.client
+    link, table = unique("sign"), unique("t")
+    await c.create_link(link, resets={"MAJOR": 1_000_000, "MINOR": 100_000}, wager=WAGER, threshold=500_000)
+    await c.register(table, link)
+    await c.fund(link, "MAJOR", 2_000_000)
+    page = await browser(HD)
+    await page.goto(await sign(link))
+    await showing(page, "MAJOR", 2_000_000, 10, "the funded MAJOR")
+    await c.commit(table, "r1", [5], amount=WAGER)
+    paid = await c.settle(table, "r1", {5: ROYAL})
+    hit_id = paid.payouts[0].hit_id
+
+    async def status_shown(status: str) -> bool:
+        return bool(await page.is_visible("#celebration")
+                    and await page.get_attribute("#celebration", "data-status") == status)
+
+    await eventually(lambda: status_shown("PENDING"), 10, "the held hit")
+    assert "PENDING VERIFICATION" in await page.inner_text("#celebration")
+    await showing(page, "MAJOR", (await c.pools(link))["MAJOR"].amount_cents, 5, "the reset under the celebration")
+    await screenshot(page, "test_a_hit_awaiting_verification_says_so_then_its_decision-pending")
+    await c.admin.ApproveHit(admin_pb2.ApproveHitRequest(request_id=rid(), hit_id=hit_id, audit=AUDIT))
+    await eventually(lambda: status_shown("PAID"), CELEBRATE + 10, "the approval")
+    assert "VERIFIED AND PAID" in await page.inner_text("#celebration")
+    assert await page.get_attribute("#celebration", "data-hit-id") == hit_id
+    await screenshot(page, "test_a_hit_awaiting_verification_says_so_then_its_decision")

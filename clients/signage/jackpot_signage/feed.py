@@ -24,7 +24,7 @@ from jackpotd.api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
 log = logging.getLogger("jackpot_signage.feed")
 
 BACKOFF_FIRST = 0.5  # seconds before the first retry
-BACKOFF_MAX = 10.0  # at most this long between tries
+BACKOFF_MAX = 5.0  # at most this long between tries: a restarted jackpotd is back on the signs within it
 SILENCE = 6.0  # jackpotd sends a heartbeat every 2 s: this long without one and the stream is taken as lost
 HITS_MAX = 100  # unread hit events a browser may leave before it is let go
 
@@ -132,12 +132,15 @@ class LinkFeed:
                 await self._task
             self._task = None
 
-    def _down(self, reason: str) -> None:
+    def _down(self, reason: str) -> bool:
+        """Offline for `reason`; whether that is news (a reason already logged is not logged again)."""
+        news = self.online or reason != self.reason
         if self.online:
             log.warning("link %s: offline (%s)", self.link, reason)
         self.online = False
         self.reason = reason
         self._publish()
+        return news
 
     async def _run(self) -> None:
         backoff = BACKOFF_FIRST
@@ -148,15 +151,16 @@ class LinkFeed:
             except asyncio.CancelledError:
                 raise
             except CredentialsMissing as e:
-                self._down("waiting for credentials")
-                log.info("link %s: waiting for credentials: %s", self.link, e)
+                if self._down("waiting for credentials"):
+                    log.info("link %s: waiting for credentials (trying every %.0f s or less): %s", self.link,
+                             BACKOFF_MAX, e)
             except grpc.aio.AioRpcError as e:
-                reason = f"{e.code().name}: {e.details()}"
-                self._down(reason)
-                log.info("link %s: stream failed, retrying in %.1f s (%s)", self.link, backoff, reason)
+                if self._down(f"{e.code().name}: {e.details()}"):
+                    log.info("link %s: no stream (%s); retrying every %.0f s or less", self.link, self.reason,
+                             BACKOFF_MAX)
             except Exception as e:  # anything else: keep trying, but say what it was
-                self._down(f"{type(e).__name__}: {e}")
-                log.exception("link %s: stream failed, retrying in %.1f s", self.link, backoff)
+                if self._down(f"{type(e).__name__}: {e}"):
+                    log.exception("link %s: stream failed; retrying every %.0f s or less", self.link, BACKOFF_MAX)
             await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
             backoff = min(backoff * 2, BACKOFF_MAX)
 

@@ -19,6 +19,7 @@
   let online = false;
   const queue = [];         // hits waiting for the celebration
   let celebrating = false;
+  const held = new Set();  // hits announced PENDING: their decision says so
 
   function money(cents) {
     const negative = cents < 0;
@@ -176,7 +177,11 @@
     document.getElementById("cel-table").textContent = hit.table_id;
     document.getElementById("cel-seat").textContent = String(hit.seat);
     document.getElementById("cel-status").textContent =
-      status === "PENDING" ? "PENDING VERIFICATION" : status === "REJECTED" ? "REJECTED BY THE SUPERVISOR" : "";
+      status === "PENDING" ? "PENDING VERIFICATION"
+        : status === "REJECTED" ? "REJECTED BY THE SUPERVISOR"
+          : held.has(hit.hit_id) ? "VERIFIED AND PAID" : "";
+    if (status === "PENDING") held.add(hit.hit_id);
+    else held.delete(hit.hit_id);
     celEl.hidden = false;
     setTimeout(() => {
       celEl.hidden = true;
