@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -16,6 +17,7 @@ from ..auth.guard import CALLER, Guard
 from ..auth.identity import Identity
 from ..auth.policy import is_open
 from ..domain.errors import Conflict, FailedPrecondition, InvalidInput, NotFound
+from ..domain.ids import parse_hit_id
 from ..metrics import ADMIN_AUDIT_FAILURES, LATENCY, REQUESTS
 from ..service.errors import Unavailable
 
@@ -200,8 +202,9 @@ def _act(method: str, request: Any, identity: Identity | None, outcome: str, det
         return str(getattr(request, name)) if name in fields else ""
 
     link_id, table_id = text("link_id"), text("table_id")
-    if "hit_id" in fields:  # a hit decision names its link and table in its hit id
-        link_id, table_id, _ = [*text("hit_id").split(":", 2), "", ""][:3]
+    if "hit_id" in fields:  # a hit decision names its link and table in its hit id, when it is one
+        with contextlib.suppress(InvalidInput):
+            link_id, table_id, _, _ = parse_hit_id(text("hit_id"))
     reason = text("reason") or (audit.reason if audit is not None else "")
     return {"actor": identity.actor if identity else "", "role": identity.role.value if identity else "",
             "method": method, "request_id": text("request_id"), "link_id": link_id,

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from .errors import FailedPrecondition, InvalidInput
 from .link import LinkConfig
+from .money import cents_to_uc
 from .paytable import default_paytable
 from .pools import COMBINED, JACKPOT, MAJOR, MINOR, RESERVE, SPLIT, PoolSpec
 from .postings import Posting, pool_account
@@ -16,17 +17,25 @@ from .rates import RateSet
 SPLIT_POOLS = (MAJOR, MINOR)
 
 
+def _require_room(spec: PoolSpec, field: str, holds_uc: int) -> None:
+    """§3: a capped pool never holds more than its cap, so it cannot be given more by a restructure."""
+    if spec.cap_cents is not None and holds_uc > cents_to_uc(spec.cap_cents):
+        raise FailedPrecondition(field, spec.cap_cents, f"the pool would hold {holds_uc} µ¢, more than its cap")
+
+
 def _restructured(config: LinkConfig, mode: str, moved: Sequence[PoolSpec], rates: RateSet,
                   now_ms: int) -> LinkConfig:
     """The link in `mode`: the new pools beside the ones it keeps (RESERVE), the default paytables of the mode
-    (§4), and `rates` as the one rate set in force from now on (§3: the ledger keeps every earlier set)."""
+    (§4), and `rates` as the one rate set of the new config (§3: the ledger keeps every earlier set). It is in
+    force from the act because the config version it arrives with is: its own effective time is 0, so a worker
+    whose clock is a moment behind the act's still finds rates in force."""
     scheduled = [r for r in config.rate_sets if r.effective_at_ms > now_ms]
     if scheduled:  # an approved change must not vanish silently with the pools it names
         raise FailedPrecondition("rates", scheduled[0].version, "a rate set scheduled for a later time names "
                                  "the current pools; let it take effect first")
     kept = tuple(p for p in config.pools if p.name == RESERVE)
     version = max(r.version for r in config.rate_sets) + 1
-    in_force = replace(rates, version=version, effective_at_ms=now_ms)
+    in_force = replace(rates, version=version, effective_at_ms=0)
     return replace(config, mode=mode, pools=(*moved, *kept), rate_sets=(in_force,),
                    paytables={game: default_paytable(game, mode) for game in config.paytables})
 
@@ -38,9 +47,11 @@ def combine(config: LinkConfig, balances: Mapping[str, int], jackpot: PoolSpec, 
         raise FailedPrecondition("mode", config.mode, "only a SPLIT link's pools can be combined")
     if jackpot.name != JACKPOT:
         raise InvalidInput("jackpot.pool", jackpot.name, f"the combined pool is {JACKPOT}")
+    held = sum(balances.get(p, 0) for p in SPLIT_POOLS)
+    _require_room(jackpot, "jackpot.cap_cents", held)
     new = _restructured(config, COMBINED, (jackpot,), rates, now_ms)
     legs = [Posting(pool_account(p), -balances.get(p, 0)) for p in SPLIT_POOLS]
-    legs.append(Posting(pool_account(JACKPOT), sum(balances.get(p, 0) for p in SPLIT_POOLS)))
+    legs.append(Posting(pool_account(JACKPOT), held))
     return new, legs
 
 
@@ -60,6 +71,8 @@ def split(config: LinkConfig, balances: Mapping[str, int], pools: Sequence[PoolS
     if sum(allocation.values()) != held:
         raise FailedPrecondition("allocation", sum(allocation.values()),
                                  f"must add up to {JACKPOT}'s balance of exactly {held} µ¢")
+    for spec in pools:
+        _require_room(spec, f"pools[{spec.name}].cap_cents", allocation[spec.name])
     new = _restructured(config, SPLIT, pools, rates, now_ms)
     legs = [Posting(pool_account(JACKPOT), -held)]
     legs += [Posting(pool_account(p), allocation[p]) for p in SPLIT_POOLS]

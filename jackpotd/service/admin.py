@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..clock import Clock
-from ..domain.errors import FailedPrecondition
+from ..domain.errors import FailedPrecondition, NotFound
 from ..domain.ids import parse_hit_id, require_id, require_text
 from ..domain.link import LinkConfig
 from ..domain.money import require_positive_cents
@@ -75,6 +75,10 @@ class AdminCommands:
         if not cmd.approve:
             require_text("reason", cmd.reason, required=True)  # a rejection says why the hit is not paid
         require_approval(cmd)
+        try:
+            await self.links.config(where.link_id)
+        except NotFound:  # the caller named a hit, not a link
+            raise NotFound("hit_id", cmd.hit_id, "no such hit: its link does not exist") from None
 
         async def gather(config: LinkConfig, seen: Seen) -> HitState:
             live = await self.links.read(where.link_id, (where.table_id, where.round_id))

@@ -19,6 +19,7 @@ from .results import LinkUpdate, TableView, pool_views, table_views
 log = logging.getLogger("jackpotd.feed")
 
 PRESENCE_INTERVAL = 1.0  # seconds between looks at which of a watched link's tables are online
+WARN_EVERY = 10.0  # seconds between warnings of a link whose feed keeps failing
 BACKLOG_MAX = 1000  # hit announcements a watcher may leave unread before it is let go
 RANGE_MAX = 10_000  # entries read at once: a link this far behind is caught up on its pools, not every entry
 CONFIG_KINDS = frozenset({"create_link", "update_link", "set_rates", "set_paytable", "register_table",
@@ -30,19 +31,25 @@ class Watcher:
     """One stream's mailbox, filled by the feed without ever waiting: announcements in order, each on its own,
     and the link's latest pools, coalesced."""
 
-    start: int  # the entry of the stream's first snapshot: what it announces happened before the stream
-    pools_seq: int = 0  # the entry of the pools the stream showed last: older pools are never sent after them
+    start: int = 0  # the entry of the stream's first snapshot: what it announces happened before the stream
+    shown: LinkUpdate | None = None  # the pools the stream showed last: older pools are never sent after them
     announced: deque[LinkUpdate] = field(default_factory=deque)
     latest: LinkUpdate | None = None
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     gone: str = ""  # why the feed let it go
 
-    def __post_init__(self) -> None:
-        self.pools_seq = max(self.pools_seq, self.start)
+    @property
+    def pools_seq(self) -> int:
+        return self.shown.seq if self.shown is not None else self.start
+
+    def begin(self, first: LinkUpdate) -> None:
+        """The stream's first snapshot: what the feed offers from before it is not sent."""
+        self.start = first.seq
+        self.showed(first)
 
     def offer(self, updates: list[LinkUpdate], pools: LinkUpdate, *, tables_moved: bool = False) -> None:
-        """Announcements after the stream's start, and the pools unless older than those it showed (or, when
-        only the tables moved, the same pools again with them)."""
+        """Announcements in order, and the pools unless older than those the stream showed (or, when only the
+        tables moved, the same pools again with them)."""
         if self.gone:
             return
         fresh = [u for u in updates if u.seq > self.start]
@@ -58,8 +65,9 @@ class Watcher:
 
     def showed(self, update: LinkUpdate) -> None:
         """The stream sent these pools (a snapshot or the feed's): nothing older is sent after them."""
-        self.pools_seq = max(self.pools_seq, update.seq)
-        if self.latest is not None and self.latest.seq <= self.pools_seq:
+        if self.shown is None or update.seq >= self.shown.seq:
+            self.shown = update
+        if self.latest is not None and self.latest.seq < self.pools_seq:
             self.latest = None
 
     async def next(self, timeout: float) -> LinkUpdate | None:
@@ -70,11 +78,16 @@ class Watcher:
                 await asyncio.wait_for(self.wake.wait(), timeout)
         if self.gone:
             raise Unavailable(self.gone)
+        while self.announced and self.announced[0].seq <= self.start:  # offered before the snapshot was taken
+            self.announced.popleft()
         if self.announced:
-            return self.announced.popleft()
+            update = self.announced.popleft()
+            if self.shown is not None and update.seq < self.shown.seq:  # its pools are older than those shown
+                update = replace(update, pools=self.shown.pools, tables=self.shown.tables)
+            return update
         if self.latest is None:
             return None
-        update = self.latest
+        update, self.latest = self.latest, None
         self.showed(update)
         return update
 
@@ -92,6 +105,7 @@ class _Link:
     tables: tuple[TableView, ...] = ()
     pools: LinkUpdate | None = None  # the last pools offered
     looked: float = 0.0  # when the tables' presence was last read
+    warned: float = -1e9  # when a failing read was last logged
 
 
 class CommittedFeed:
@@ -104,14 +118,15 @@ class CommittedFeed:
         links.durability.on_durable(self._advanced)
 
     @contextlib.asynccontextmanager
-    async def watching(self, link_id: str, after: int) -> AsyncIterator[Watcher]:
-        """A watcher of the link, sent what the ledger commits after entry `after`."""
+    async def watching(self, link_id: str) -> AsyncIterator[Watcher]:
+        """A watcher of the link, offered what the ledger commits from now on. Register before taking the
+        stream's snapshot, then `begin` with it: nothing committed after the snapshot can then be missed."""
         state = self._links.get(link_id)
         if state is None:
             mark = self.links.durability.floor(link_id)
-            state = self._links[link_id] = _Link(min(after, mark), mark)
+            state = self._links[link_id] = _Link(mark, mark)
             state.pump = asyncio.create_task(self._pump(link_id, state), name=f"feed-{link_id}")
-        watcher = Watcher(after)
+        watcher = Watcher()
         state.watchers.add(watcher)
         state.moved.set()
         try:
@@ -144,7 +159,9 @@ class CommittedFeed:
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # the ledger or Redis is away: try again with the next mark
-                log.warning("feed of link %s: %s", link_id, e)
+                if started - state.warned >= WARN_EVERY:  # a person reads this: once in a while, not ten a second
+                    log.warning("feed of link %s: %s (retrying)", link_id, e)
+                    state.warned = started
                 state.moved.set()
             await asyncio.sleep(max(0.0, METER_INTERVAL - (loop.time() - started)))  # ten a second at most
 

@@ -138,6 +138,7 @@ class LastHit:
     amount_cents: int
     pool: str
     seq: int
+    status: str  # PAID, PENDING (§7) or REJECTED
 
 
 @dataclass(frozen=True, slots=True)

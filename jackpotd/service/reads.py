@@ -31,7 +31,8 @@ class Reads:
         now = await self.snapshot(link_id)
         last = await self.links.ledger.last_hit(link_id)
         hit = None if last is None else results.HitAnnouncement(last.table_id, last.seat, last.hand,
-                                                                last.amount_cents, last.pool, last.hit_id, last.seq)
+                                                                last.amount_cents, last.pool, last.hit_id, last.seq,
+                                                                status=last.status)
         return results.PoolsNow(now.seq, link_id, now.pools, hit, now.tables)
 
     async def hits(self, link_id: str, table_id: str = "", status: str = "", limit: int = 0) -> list[HitRecord]:
@@ -61,9 +62,10 @@ class Reads:
         pools coalesced to ten a second, and a checked snapshot on a quiet link so a table can tell it from a
         lost service."""
         await self.links.config(link_id)
-        first = await self.snapshot(link_id)
-        yield first
-        async with self.feed.watching(link_id, first.seq) as watcher:
+        async with self.feed.watching(link_id) as watcher:  # before the snapshot: no entry falls between them
+            first = await self.snapshot(link_id)
+            watcher.begin(first)
+            yield first
             while True:
                 update = await watcher.next(HEARTBEAT)
                 if update is None:

@@ -48,8 +48,9 @@ if ARGV[3] ~= '' then
 end
 
 if ARGV[14] == '1' then  -- a count that is not zero refuses: below zero it is wrong, and only a rebuild mends it
-  local open = tonumber(redis.call('GET', KEYS[9]) or '0')
-  if open ~= 0 then return {'rounds_open', tostring(open)} end
+  local open = redis.call('GET', KEYS[9])
+  if not open then return {'lost', ''} end  -- not known: the writer's probe rebuilds the link, which counts
+  if tonumber(open) ~= 0 then return {'rounds_open', open} end
 end
 
 local i = 15
@@ -77,6 +78,7 @@ end
 -- forked from one that continues the ledger.
 local after = redis.call('GET', KEYS[7]) or ''
 local seq = redis.call('INCR', KEYS[3])
+if ARGV[2] == 'new' then redis.call('SET', KEYS[9], '0') end
 redis.call('SET', KEYS[7], ARGV[13])
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[1], 'version', tostring(seq), 'config', ARGV[7])

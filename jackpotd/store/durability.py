@@ -181,6 +181,9 @@ class DurabilityWatcher:
         except Exception as e:  # the poller asks again
             log.warning("durability check of link %s failed: %s", link, e)
             return
+        if held and max(held) > self.marks.get(link, 0):  # the ledger appends in order: all up to it are held
+            self.marks[link] = max(held)  # (an announcement was lost: signs must not wait for the next one)
+            self._moved(link)
         for w in waiters:
             found = held.get(w.seq)
             if w.fut.done() or found is None:

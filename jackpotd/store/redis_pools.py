@@ -49,7 +49,8 @@ _RETRY = {Verdict.STALE_CONFIG: False, Verdict.ROUND_MOVED: False, Verdict.MOVED
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """What Redis holds of a link, read atomically: whether its config is there, its sequence and last entry."""
+    """What Redis holds of a link, read atomically: whether its config is there (with its open-round count),
+    its sequence and last entry."""
 
     has_config: bool
     seq: int | None
@@ -283,11 +284,13 @@ class RedisPools:
 
     @translated
     async def probe(self, link_ids: Sequence[str]) -> dict[str, Probe]:
-        """Each link's config presence, sequence and last request identity, each link read atomically."""
+        """Each link's config presence (with its open-round count: without one, the link is not whole),
+        sequence and last request identity, each link read atomically."""
         pipe = self.client.pipeline(transaction=False)
         for link in link_ids:
-            pipe.eval("return {redis.call('EXISTS', KEYS[1]), redis.call('GET', KEYS[2]) or '', "
-                      "redis.call('GET', KEYS[3]) or ''}", 3, keys.config(link), keys.seq(link), keys.last(link))
+            pipe.eval("return {redis.call('EXISTS', KEYS[1], KEYS[4]) == 2 and 1 or 0, "
+                      "redis.call('GET', KEYS[2]) or '', redis.call('GET', KEYS[3]) or ''}", 4, keys.config(link),
+                      keys.seq(link), keys.last(link), keys.open_rounds(link))
         out = {}
         for link, (has_config, seq, last) in zip(link_ids, await pipe.execute(), strict=True):
             out[link] = Probe(bool(has_config), int(seq) if seq else None, last)

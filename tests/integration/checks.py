@@ -36,3 +36,4 @@ async def assert_consistent(pg: asyncpg.Pool, redis: Any, link: str, tally: Tall
     net_wagers = -sums.get("wagers", 0) - sums.get("refunds", 0)
     assert net_wagers == (tally.wagered_cents - tally.refunded_cents) * 1_000_000
     assert sums.get("payouts", 0) == tally.paid_cents * 1_000_000
+    assert sums.get("pending_payouts", 0) == tally.pending_cents * 1_000_000  # §7: held until a supervisor decides

@@ -14,6 +14,7 @@ import pytest
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc
 from jackpotd.auth.identity import Role
+from jackpotd.store import keys
 
 from ..conftest import unique
 from .conftest import Private
@@ -305,3 +306,30 @@ async def test_a_combined_link_is_rebuilt_combined_after_redis_forgot_it(private
 
 async def _jackpot_shown(c: Client, link: str) -> bool:
     return "JACKPOT" in await c.pools(link)
+
+
+async def test_a_link_whose_open_round_count_redis_lost_is_rebuilt_before_a_restructure(private: Private) -> None:
+    """Without its count of open rounds Redis cannot tell whether the link is between rounds: the restructure
+    is refused as UNAVAILABLE (not allowed), the writer's probe rebuilds the link from the ledger, and a round
+    still open there keeps the restructure refused."""
+    c = private.client
+    link, table = await split_link(c)
+    await c.commit(table, "open", [1])
+    await c.redis.delete(keys.open_rounds(link))
+    code = await refused_or_ok(c.admin.CombinePools(combine(link)))
+    assert code in (S.UNAVAILABLE, S.FAILED_PRECONDITION)  # lost, or already rebuilt and counting the round
+    await eventually(lambda: c.redis.get(keys.open_rounds(link)), 10, "the count rebuilt from the ledger")
+    assert await c.redis.get(keys.open_rounds(link)) == "1"
+    details = await refused(c.admin.CombinePools(combine(link)), S.FAILED_PRECONDITION)
+    assert "open" in details
+    await c.settle(table, "open", {})
+    await c.admin.CombinePools(combine(link))
+    await assert_books(c, link)
+
+
+async def refused_or_ok(call: Any) -> S:
+    try:
+        await call
+    except grpc.aio.AioRpcError as e:
+        return e.code()
+    return S.OK

@@ -187,8 +187,8 @@ async def test_a_well_formed_hit_id_of_no_hit_is_not_found(client: Client) -> No
     before = await snapshot(client, link)
     for missing in (f"{link}:{table}:r1:3", f"{link}:{table}:r9:1", f"{link}:{unique('t')}:r1:1",
                     f"{unique('nolink')}:{table}:r1:1"):
-        await refused(client.admin.ApproveHit(approve(missing)), S.NOT_FOUND)
-        await refused(client.admin.RejectHit(reject(missing)), S.NOT_FOUND)
+        assert (await refused(client.admin.ApproveHit(approve(missing)), S.NOT_FOUND)).startswith("hit_id=")
+        assert (await refused(client.admin.RejectHit(reject(missing)), S.NOT_FOUND)).startswith("hit_id=")
     assert await snapshot(client, link) == before
 
 

@@ -15,6 +15,7 @@ from jackpotd.service.decide.table import TableState, decide_commit, decide_sett
 from jackpotd.service.errors import Unavailable
 from jackpotd.service.ports import LiveRound, Step
 from jackpotd.service.round_record import RoundRecord
+from jackpotd.store.ledger.audit import decision_problem
 
 from .test_decide_table import FLUSH, NOW, ROYAL, UC, commit, fresh, link, live_round, settle
 
@@ -123,3 +124,15 @@ def test_a_malformed_hit_id_is_refused(bad: str) -> None:
 
 def test_a_hit_id_names_link_table_round_and_seat() -> None:
     assert parse_hit_id("L-1:T.2:r_3:10") == ("L-1", "T.2", "r_3", 10)
+
+
+def test_audit_checks_a_decision_against_the_hit_it_decides() -> None:
+    held = {("T", "r1", 1): (MAJOR, 1_000_000, 180_000, "PENDING"), ("T", "r1", 2): (MINOR, 10_000, 0, "PAID")}
+    decision = {"hit_id": "L:T:r1:1", "table_id": "T", "round_id": "r1", "seat": 1, "status": "REJECTED"}
+    right = {"pending_payouts": -1_000_000 * UC, f"pool:{MAJOR}": 820_000 * UC, "operator_funding": 180_000 * UC}
+    assert decision_problem("reject_hit", decision, held, right) == ""
+    all_to_the_pool = {"pending_payouts": -1_000_000 * UC, f"pool:{MAJOR}": 1_000_000 * UC}
+    assert "moves" in decision_problem("reject_hit", decision, held, all_to_the_pool)
+    assert "records the decision" in decision_problem("approve_hit", decision, held, right)
+    paid_at_once = {**decision, "seat": 2, "hit_id": "L:T:r1:2"}
+    assert "not held" in decision_problem("approve_hit", {**paid_at_once, "status": "PAID"}, held, {})

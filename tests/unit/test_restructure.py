@@ -41,7 +41,9 @@ def test_combining_moves_both_balances_into_jackpot_to_the_microcent() -> None:
 def test_the_new_rates_are_in_force_from_the_act_and_not_before() -> None:
     new = combined_link()
     (rates,) = new.rate_sets
-    assert (rates.version, rates.effective_at_ms) == (2, NOW) and rates.pools_ppm == COMBINED_RATES.pools_ppm
+    # in force with the config version the act brings (a worker's clock a moment behind still finds it)
+    assert (rates.version, rates.effective_at_ms) == (2, 0) and rates.pools_ppm == COMBINED_RATES.pools_ppm
+    assert rates_in_force(new.rate_sets, NOW - 5).pools_ppm == COMBINED_RATES.pools_ppm
     assert rates_in_force(link().rate_sets, NOW - 1).pools_ppm == SPLIT_RATES.pools_ppm  # the old link until then
 
 
@@ -102,3 +104,12 @@ def test_a_restructure_needs_an_approval_reference() -> None:
     with pytest.raises(InvalidInput, match=r"^audit.approval_ref"):
         require_approval(restructure(approval=""))
     require_approval(SplitPools(Request("s1", {}), "L", [], {}, SPLIT_RATES, AUDIT))
+
+
+def test_a_restructure_never_fills_a_pool_past_its_cap() -> None:
+    with pytest.raises(FailedPrecondition, match=r"^jackpot\.cap_cents=1000"):
+        combine(link(), BALANCES, PoolSpec(JACKPOT, 0, 1000), COMBINED_RATES, NOW)
+    pools = [PoolSpec(MAJOR, 0, 5), PoolSpec(MINOR)]
+    with pytest.raises(FailedPrecondition, match=r"^pools\[MAJOR\]\.cap_cents=5"):
+        split(combined_link(), {JACKPOT: 6 * UC}, pools, {MAJOR: 6 * UC, MINOR: 0}, SPLIT_RATES, NOW)
+    split(combined_link(), {JACKPOT: 6 * UC}, pools, {MAJOR: 5 * UC, MINOR: UC}, SPLIT_RATES, NOW)

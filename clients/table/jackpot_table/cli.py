@@ -221,8 +221,9 @@ async def setup(target: str, link: str, tables: list[str], game: str, seats: int
 
 def _print_hit(table_id: str, p: table_pb2.Payout) -> None:
     funded = f" (operator added {format_cents(p.funded_by_operator_cents)})" if p.funded_by_operator_cents else ""
+    pending = ", awaiting a supervisor's verification" if p.status == "PENDING" else ""
     print(f"HIT  {table_id} seat {p.seat}: {p.hand.replace('_', ' ')} wins {format_cents(p.amount_cents)} "
-          f"from {p.pool}{funded}", flush=True)
+          f"from {p.pool}{funded}{pending}", flush=True)
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -271,7 +272,8 @@ async def run(args: argparse.Namespace) -> int:
             await c.close()
     print(f"rounds {tally.rounds:,} ({tally.rounds / elapsed:,.1f}/s), wagers {tally.wagers:,} "
           f"({format_cents(tally.wagered_cents)}), refunds {format_cents(tally.refunded_cents)}, "
-          f"hits {sum(tally.hits.values()):,} ({format_cents(tally.paid_cents)}), "
+          f"hits {sum(tally.hits.values()):,} (paid {format_cents(tally.paid_cents)}, awaiting verification "
+          f"{format_cents(tally.pending_cents)}), "
           f"skipped while the service was silent {tally.skipped}")
     print(f"latency p50 {percentile(tally.latencies, .5) * 1000:.1f} ms, "
           f"p99 {percentile(tally.latencies, .99) * 1000:.1f} ms over {len(tally.latencies):,} calls")

@@ -28,6 +28,7 @@ class Tally:
     wagered_cents: int = 0
     refunded_cents: int = 0
     paid_cents: int = 0
+    pending_cents: int = 0  # prizes above the verification threshold, awaiting a supervisor (DOMAIN.md §7)
     voids: int = 0
     skipped: int = 0  # rounds played without jackpot wagers because the service was silent
     hits: Counter[str] = field(default_factory=Counter)
@@ -115,7 +116,10 @@ async def play(controller: TableController, settings: TableSettings, rounds: int
             if s.hand:
                 tally.hands[s.hand] += 1
         for p in settled.payouts:
-            tally.paid_cents += p.amount_cents
+            if p.status == "PENDING":
+                tally.pending_cents += p.amount_cents
+            else:
+                tally.paid_cents += p.amount_cents
             tally.hits[p.hand] += 1
             if on_hit is not None:
                 on_hit(table_id, p)

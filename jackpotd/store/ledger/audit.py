@@ -12,9 +12,11 @@ import asyncpg
 import orjson
 
 from ...domain.money import cents_to_uc
-from ...domain.postings import PAYOUTS, PENDING_PAYOUTS
+from ...domain.postings import PAYOUTS, PENDING_PAYOUTS, merge
+from ...domain.verification import approval, rejection
 from ..checkpoints import Checkpoint
 from .chain import chain_hash, decision_row
+from .reads import HIT_DECISION, HIT_STATUS
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,23 @@ def _hit(source: Any) -> tuple[Any, ...]:
     return tuple(tuple(source[k]) if k == "cards" else source[k] for k in _HIT)
 
 
+def decision_problem(kind: str, decision: dict[str, Any], held: dict[tuple[str, str, int], tuple[str, int, int, str]],
+                      posted: dict[str, int]) -> str:
+    """What is wrong with a hit decision's entry, given the hit it decides ('' when nothing is)."""
+    hit = held.get((decision["table_id"], decision["round_id"], decision["seat"]))
+    if hit is None or hit[3] != "PENDING":
+        return f"it decides hit {decision['hit_id']}, which was not held for verification"
+    pool, amount, funded, _ = hit
+    expected = {"approve_hit": ("PAID", approval(amount)),
+                "reject_hit": ("REJECTED", rejection(pool, amount, funded))}.get(kind)
+    if expected is None or decision["status"] != expected[0]:
+        return f"a {kind} entry records the decision {decision['status']}"
+    legs = {p.account: p.amount_uc for p in merge(expected[1])}
+    if posted != legs:
+        return f"it posts {posted} but deciding hit {decision['hit_id']} moves {legs}"
+    return ""
+
+
 async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redis_pools: dict[str, int],
                      redis_seq: int, checkpoints: Sequence[Checkpoint] = ()) -> AuditReport:
     """Recompute every balance from the postings, verify the hash chain (each entry with its own chain version)
@@ -69,8 +88,11 @@ async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redi
         legs_by_seq.setdefault(int(r["seq"]), []).append(
             (r["account"], int(r["amount_uc"]), int(r["balance_after_uc"])))
     hits_by_seq: dict[int, list[tuple[Any, ...]]] = {}
+    held: dict[tuple[str, str, int], tuple[str, int, int, str]] = {}  # (table, round, seat) -> pool, amount, ...
     for r in await conn.fetch("SELECT seq, " + ", ".join(_HIT) + " FROM hits WHERE link_id = $1", link_id):
         hits_by_seq.setdefault(int(r["seq"]), []).append(_hit(r))
+        held[(r["table_id"], r["round_id"], int(r["seat"]))] = (r["pool"], int(r["amount_cents"]),
+                                                                  int(r["funded_by_operator_cents"]), r["status"])
     decisions_by_seq: dict[int, list[tuple[Any, ...]]] = {}
     for r in await conn.fetch("SELECT link_id, table_id, round_id, seat, hit_id, seq, status, reason "
                               "FROM hit_decisions WHERE link_id = $1", link_id):
@@ -118,6 +140,10 @@ async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redi
         if want_hits != sorted(hits_by_seq.get(seq, [])):
             altered.setdefault(seq, []).append(f"hits rows {sorted(hits_by_seq.get(seq, []))} but the entry "
                                                f"records {want_hits}")
+        if decision is not None:  # §7: a decision moves exactly its hit's held prize, the way its kind says
+            problem = decision_problem(body["kind"], decision, held, {a: v for a, v, _ in want})
+            if problem:
+                altered.setdefault(seq, []).append(problem)
         if want_decisions != decisions_by_seq.get(seq, []):
             altered.setdefault(seq, []).append(f"hit_decisions rows {decisions_by_seq.get(seq, [])} but the entry "
                                                f"records {want_decisions}")
@@ -151,9 +177,8 @@ async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redi
     if balances.get(PAYOUTS, 0) < 0:
         problems.append("payouts account is negative")
     waiting = await conn.fetchval(  # §7: what pending_payouts holds is exactly the prizes still awaiting a decision
-        "SELECT coalesce(sum(h.amount_cents), 0) FROM hits h WHERE h.link_id = $1 AND h.status = 'PENDING' "
-        "AND NOT EXISTS (SELECT 1 FROM hit_decisions d WHERE d.link_id = h.link_id AND d.table_id = h.table_id "
-        "AND d.round_id = h.round_id AND d.seat = h.seat)", link_id)
+        f"SELECT coalesce(sum(h.amount_cents), 0) FROM hits h {HIT_DECISION} WHERE h.link_id = $1 "
+        f"AND {HIT_STATUS} = 'PENDING'", link_id)
     if balances.get(PENDING_PAYOUTS, 0) != cents_to_uc(int(waiting)):
         problems.append(f"pending_payouts holds {balances.get(PENDING_PAYOUTS, 0)} µ¢ but the hits awaiting a "
                         f"decision come to {cents_to_uc(int(waiting))} µ¢")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
 
@@ -34,9 +35,18 @@ class LinkSnapshot:
     fence: str | None
 
 
-async def snapshot(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> LinkSnapshot:
-    """Read a link's state from PostgreSQL (recovery: Redis behind, empty or forked). Finished rounds and
-    answered requests stay in the ledger: late retries are answered from it."""
+async def snapshot(pool: asyncpg.Connection | asyncpg.Pool, link_id: str) -> LinkSnapshot:
+    """Read a link's state from PostgreSQL (recovery: Redis behind, empty or forked), in one repeatable-read
+    transaction, so the head, balances, open rounds and their count agree. Finished rounds and answered
+    requests stay in the ledger: late retries are answered from it."""
+    if isinstance(pool, asyncpg.Pool):
+        async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            return await _snapshot(conn, link_id)
+    async with pool.transaction(isolation="repeatable_read", readonly=True):
+        return await _snapshot(pool, link_id)
+
+
+async def _snapshot(conn: Any, link_id: str) -> LinkSnapshot:
     head = await conn.fetchrow("SELECT l.last_seq, e.request_id, e.request_hash FROM links l LEFT JOIN "
                                "entries e ON e.link_id = l.link_id AND e.seq = l.last_seq WHERE l.link_id = $1",
                                link_id)
@@ -46,8 +56,8 @@ async def snapshot(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> Lin
     balances = {r["account"][5:]: int(r["balance_uc"]) for r in await conn.fetch(
         "SELECT account, balance_uc FROM account_balances WHERE link_id = $1 AND account LIKE 'pool:%'", link_id)}
     rounds = [(r["table_id"], r["round_id"], r["state"], int(r["rev"]), r["data"]) for r in await conn.fetch(
-        "SELECT table_id, round_id, state, rev, data FROM rounds WHERE link_id = $1 AND state = ANY($2::text[])",
-        link_id, list(OPEN))]
+        "SELECT table_id, round_id, state, rev, data FROM rounds WHERE link_id = $1 AND state IN "  # the index's
+        f"({', '.join(repr(s) for s in OPEN)})", link_id)]
     tables = [r["table_id"] for r in await conn.fetch("SELECT table_id FROM tables WHERE link_id = $1", link_id)]
     fenced = await conn.fetchrow("SELECT seq, reason FROM link_fences WHERE link_id = $1", link_id)
     fence = None if fenced is None else refused_entry(int(fenced["seq"]), fenced["reason"])
@@ -75,19 +85,25 @@ async def table_link(conn: asyncpg.Connection | asyncpg.Pool, table_id: str) -> 
 
 async def last_hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> LastHit | None:
     """The link's latest hit (signs show it on connecting)."""
-    row = await conn.fetchrow("SELECT hit_id, table_id, seat, hand, amount_cents, pool, seq FROM hits "
-                              "WHERE link_id = $1 ORDER BY seq DESC, hit_id DESC LIMIT 1", link_id)
+    row = await conn.fetchrow("SELECT h.hit_id, h.table_id, h.seat, h.hand, h.amount_cents, h.pool, h.seq, "
+                              f"{HIT_STATUS} AS status FROM hits h {HIT_DECISION} WHERE h.link_id = $1 "
+                              "ORDER BY h.seq DESC, h.hit_id DESC LIMIT 1", link_id)
     if row is None:
         return None
     return LastHit(row["hit_id"], row["table_id"], int(row["seat"]), row["hand"], int(row["amount_cents"]),
-                   row["pool"], int(row["seq"]))
+                   row["pool"], int(row["seq"]), row["status"])
 
 
-# A hit's status is its decision's (§7: PAID or REJECTED) once a supervisor has decided it, else its own.
+# A hit's status is its decision's (§7: PAID or REJECTED) once a supervisor has decided it, else its own; a hit
+# recorded PENDING before approval existed was paid at settlement (its entry posted nothing to pending_payouts).
+HIT_STATUS = (
+    "coalesce(d.status, CASE WHEN h.status = 'PENDING' AND NOT EXISTS (SELECT 1 FROM postings p WHERE "
+    "p.link_id = h.link_id AND p.seq = h.seq AND p.account = 'pending_payouts') THEN 'PAID' ELSE h.status END)")
+HIT_DECISION = ("LEFT JOIN hit_decisions d ON d.link_id = h.link_id AND d.table_id = h.table_id "
+                "AND d.round_id = h.round_id AND d.seat = h.seat")
 _HITS = ("SELECT h.hit_id, h.link_id, h.table_id, h.round_id, h.seat, h.hand, h.cards, h.pool, h.amount_cents, "
-         "h.funded_by_operator_cents, h.pool_before_uc, h.rule, coalesce(d.status, h.status) AS status, h.seq "
-         "FROM hits h LEFT JOIN hit_decisions d ON d.link_id = h.link_id AND d.table_id = h.table_id "
-         "AND d.round_id = h.round_id AND d.seat = h.seat WHERE h.link_id = $1 ")
+         f"h.funded_by_operator_cents, h.pool_before_uc, h.rule, {HIT_STATUS} AS status, h.seq "
+         f"FROM hits h {HIT_DECISION} WHERE h.link_id = $1 ")
 
 
 def _hit_record(r: asyncpg.Record) -> HitRecord:
@@ -99,8 +115,8 @@ def _hit_record(r: asyncpg.Record) -> HitRecord:
 async def hits(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: str, status: str,
                limit: int) -> list[HitRecord]:
     """A link's hits, newest first; `table_id` and `status` narrow them when given."""
-    rows = await conn.fetch(_HITS + "AND ($2 = '' OR h.table_id = $2) AND ($3 = '' OR coalesce(d.status, h.status) "
-                            "= $3) ORDER BY h.seq DESC, h.seat LIMIT $4", link_id, table_id, status, limit)
+    rows = await conn.fetch(_HITS + f"AND ($2 = '' OR h.table_id = $2) AND ($3 = '' OR {HIT_STATUS} = $3) "
+                            "ORDER BY h.seq DESC, h.seat LIMIT $4", link_id, table_id, status, limit)
     return [_hit_record(r) for r in rows]
 
 
