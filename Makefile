@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install chromium run test unit lint typecheck proto proto-check bench bench-domain bench-service bench-soak audit clean
+.PHONY: install chromium run test unit lint typecheck proto proto-check bench bench-domain bench-service bench-soak bench-signs audit clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -58,6 +58,10 @@ bench-domain: install
 
 bench-service: install
 	$(BIN)/python bench/bench_service.py
+
+## bench-signs: commit-to-sign latency over 200 WatchPools streams, and what they cost jackpotd
+bench-signs: install
+	$(BIN)/python bench/bench_signs.py
 
 ## bench-soak: 100,000 rounds with Valkey's memory sampled (it must stay flat)
 bench-soak: install

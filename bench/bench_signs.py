@@ -1,6 +1,6 @@
 """Signs: how long from a commit to its amount on every watcher, and what 200 watchers cost the service.
 
-Run: `.venv/bin/python bench/bench_signs.py --watchers 200 --seconds 10`. Starts embedded
+Run: `make bench-signs` (or `.venv/bin/python bench/bench_signs.py --watchers 200 --seconds 10`). Starts embedded
 PostgreSQL and Valkey and jackpotd in its own process, then plays rounds (a commit and a settle, a flush every
 tenth round) at a steady rate on one link, first with no watcher, then with --watchers WatchPools streams open
 (spread over --channels connections). For every commit it records when each watcher first shows a sequence at or
