@@ -69,7 +69,7 @@ async def test_answers_come_from_the_written_ledger(pool: asyncpg.Pool) -> None:
         assert await port.table_link("t-" + link) == link
         assert await port.stored_reply(link, "r2") == Reply(2, {}, {"MAJOR": 300 * UC}, {"n": 2}, "h2")
         assert await port.seen(link, "t1", "g1", "r1") == Seen("h1", None)
-        assert await port.last_hit(link) == LastHit(link + "-a", "t1", 3, "ROYAL_FLUSH", 200, "MAJOR", 2)
+        assert await port.last_hit(link) == LastHit(link + "-a", "t1", 3, "ROYAL_FLUSH", 200, "MAJOR", 2, "PAID")
     finally:
         await port.close()
 

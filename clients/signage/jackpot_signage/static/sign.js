@@ -144,9 +144,12 @@
         p.anim = null;
       } else {
         if (!p.anim || p.anim.to !== p.target) p.anim = {from: p.shown, to: p.target, t0: now};
-        const k = Math.min(1, (now - p.anim.t0) / PACE_MS);
+        // Two clocks drive this (rAF's frame time, and performance.now() from the interval), and a frame's
+        // time can be earlier than the last tick's: the odometer only ever moves up, toward the target.
+        const k = Math.max(0, Math.min(1, (now - p.anim.t0) / PACE_MS));
         const eased = 1 - Math.pow(1 - k, 3);
-        p.shown = k >= 1 ? p.target : Math.min(p.target, Math.floor(p.anim.from + (p.anim.to - p.anim.from) * eased));
+        const paced = Math.floor(p.anim.from + (p.anim.to - p.anim.from) * eased);
+        p.shown = k >= 1 ? p.target : Math.min(p.target, Math.max(p.shown, paced));
         if (k >= 1) p.anim = null;
       }
       render(p);
