@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from .auth.credentials import add_credential_flags
 from .settings import Settings, SettingsError, load
 
 EPILOG = """With neither --redis-url nor --postgres-dsn, jackpotd starts embedded PostgreSQL and Valkey
@@ -91,7 +92,7 @@ def parser() -> argparse.ArgumentParser:
                                    "supervisor or admin, in that order) or one minted with CREDENTIALS/auth.key.")
     p.add_argument("--link", default="demo", help="link id (default demo)")
     p.add_argument("--target", default="127.0.0.1:50051", help="jackpotd address (default 127.0.0.1:50051)")
-    client_credentials(p)
+    add_credential_flags(p)
     c = sub.add_parser("certs", help="issue a development CA, server, table and role certificates and tokens",
                        description=CERTS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("--out", required=True, metavar="DIR", help="the credentials directory (created 0700)")
@@ -130,20 +131,6 @@ Serve TLS with them:
                  --tls-ca-file DIR/ca.pem --auth-key-file DIR/auth.key
 On TLS every caller presents a client certificate signed by the CA (tables their table certificate, people
 and devices their role certificate); bearer tokens are for the plain-text listener on loopback."""
-
-
-def client_credentials(p: argparse.ArgumentParser) -> None:
-    """How a client CLI authenticates: a token on plain text, or TLS with a client certificate."""
-    g = p.add_argument_group("credentials")
-    g.add_argument("--credentials", metavar="DIR", default=None,
-                   help="a credentials directory (`jackpotd certs`, or the development one `jackpotd serve` issues "
-                        "with embedded stores); default $JACKPOTD_STATE_DIR/credentials or state/credentials")
-    g.add_argument("--token-file", help="present the bearer token in this file (plain text)")
-    g.add_argument("--tls", action="store_true", help="TLS with the credentials directory's ca.pem and a role "
-                                                      "certificate from its roles/")
-    g.add_argument("--ca", help="TLS: the CA certificate that signed the server's certificate")
-    g.add_argument("--cert", help="TLS: the client certificate to present")
-    g.add_argument("--key", help="TLS: the client certificate's private key")
 
 
 def settings_of(args: argparse.Namespace) -> Settings:
@@ -280,14 +267,18 @@ def _pools(args: argparse.Namespace) -> int:
     import grpc
 
     from .api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
+    from .auth.credentials import credential_flags, role_credential
     from .auth.identity import Role
     from .domain.money import format_cents
 
     try:
-        credentials, token = _client_credentials(args, (Role.DISPLAY, Role.FINANCE, Role.SUPERVISOR, Role.ADMIN))
-    except (OSError, ValueError) as e:
+        found = role_credential(credential_flags(args), (Role.DISPLAY, Role.FINANCE, Role.SUPERVISOR, Role.ADMIN),
+                                "jackpotd-cli")
+    except ValueError as e:
         print(f"jackpotd: {e}", file=sys.stderr)
         return 2
+    token = found.token
+    credentials = (None if found.ca is None else grpc.ssl_channel_credentials(found.ca, found.key, found.cert))
     metadata = (("authorization", f"Bearer {token}"),) if token else None
     with (grpc.secure_channel(args.target, credentials) if credentials else grpc.insecure_channel(args.target)
           ) as channel:
@@ -307,40 +298,6 @@ def _pools(args: argparse.Namespace) -> int:
         h = resp.last_hit
         print(f"  last hit: {h.hand} at {h.table_id} seat {h.seat}, {format_cents(h.amount_cents)} from {h.pool}")
     return 0
-
-
-def _client_credentials(args: argparse.Namespace, roles: tuple[Any, ...]) -> tuple[Any, str | None]:
-    """(TLS channel credentials or None, bearer token or None) from the credential flags: --ca/--cert/--key or
-    --tls (mTLS, the token unused), else --token-file, else a token of the first of `roles` in the
-    credentials directory."""
-    import grpc
-
-    from .auth.credentials import configured_auth_key, default_credentials_dir, role_certificate, role_token
-    from .auth.tokens import issue, read_key
-
-    root = Path(args.credentials) if args.credentials else default_credentials_dir()
-    ca, cert, key = args.ca, args.cert, args.key
-    if args.tls and not ca:
-        ca = root / "ca.pem"
-    if ca:
-        if bool(cert) != bool(key):
-            raise ValueError("--cert and --key go together")
-        if not cert and args.tls:
-            found = role_certificate(root, roles)
-            if found is None:
-                raise ValueError(f"--tls: no role certificate in {root / 'roles'} (issue one with `jackpotd certs "
-                                 "--roles`), or give --cert and --key")
-            cert, key = found
-        return grpc.ssl_channel_credentials(Path(ca).read_bytes(), Path(key).read_bytes() if key else None,
-                                            Path(cert).read_bytes() if cert else None), None
-    if cert or key:
-        raise ValueError("--cert and --key need --ca (or --tls)")
-    if args.token_file:
-        return None, Path(args.token_file).read_text().strip()
-    key_file = configured_auth_key()
-    if key_file is not None and not args.credentials:
-        return None, issue(read_key(key_file), roles[0], "jackpotd-cli")
-    return None, role_token(root, roles, "jackpotd-cli")
 
 
 def _certs(args: argparse.Namespace) -> int:

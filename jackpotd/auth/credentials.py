@@ -3,9 +3,11 @@ credentials directory (a token or a role certificate)."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from .identity import Role
@@ -63,3 +65,89 @@ def role_certificate(root: str | Path, roles: Sequence[Role]) -> tuple[Path, Pat
             if key.exists():
                 return cert, key
     return None
+
+
+class CredentialsMissing(ValueError):
+    """The credential the flags name is not there (yet): a sign waits for it, a one-shot CLI says so."""
+
+
+@dataclass(frozen=True)
+class RoleCredential:
+    """What a role's client presents (`jackpotd pools`, `jackpot-signage`): a bearer token on plain text, or a
+    client certificate over TLS (`ca` set)."""
+
+    token: str | None = None
+    ca: bytes | None = None
+    cert: bytes | None = None
+    key: bytes | None = None
+
+
+@dataclass(frozen=True)
+class CredentialFlags:
+    """The credential flags every role CLI takes (README, Security)."""
+
+    credentials: str | None = None  # a credentials directory; default default_credentials_dir()
+    token_file: str | None = None
+    tls: bool = False
+    ca: str | None = None
+    cert: str | None = None
+    key: str | None = None
+    certs_dir: str | None = None  # TLS: where role certificates are (default: the directory's roles/)
+
+
+def role_credential(flags: CredentialFlags, roles: Sequence[Role], minted_name: str) -> RoleCredential:
+    """The credential the flags name for the first of `roles`: --ca/--cert/--key or --tls (a role certificate),
+    else --token-file, else a token minted with $JACKPOTD_AUTH_KEY_FILE, else one from the credentials
+    directory. ValueError for flags that do not go together; CredentialsMissing when a file is not there."""
+    root = Path(flags.credentials) if flags.credentials else default_credentials_dir()
+    if bool(flags.cert) != bool(flags.key):
+        raise ValueError("--cert and --key go together")
+    tls = flags.tls or bool(flags.ca)
+    if (flags.cert or flags.certs_dir) and not tls:
+        raise ValueError("--cert, --key and --certs-dir are for TLS: give --ca or --tls")
+    if tls and flags.token_file:
+        raise ValueError("--token-file is for plain text; over TLS a certificate is presented")
+    try:
+        if tls:
+            ca = Path(flags.ca) if flags.ca else root / "ca.pem"
+            if flags.cert and flags.key:
+                cert, key = Path(flags.cert), Path(flags.key)
+            else:
+                found = role_certificate(Path(flags.certs_dir) if flags.certs_dir else root, roles)
+                if found is None:
+                    raise CredentialsMissing(f"no role certificate in {flags.certs_dir or root / 'roles'}: give "
+                                             "--cert and --key, or issue one with `jackpotd certs --roles`")
+                cert, key = found
+            return RoleCredential(ca=ca.read_bytes(), cert=cert.read_bytes(), key=key.read_bytes())
+        if flags.token_file:
+            return RoleCredential(token=Path(flags.token_file).read_text().strip())
+        configured = None if flags.credentials else configured_auth_key()
+        if configured is not None:
+            return RoleCredential(token=issue_token(read_key(configured), roles[0], minted_name))
+        token = role_token(root, roles, minted_name)
+    except OSError as e:
+        raise CredentialsMissing(str(e)) from None
+    if token is None:
+        raise CredentialsMissing(f"{root} has no tokens/{roles[0].value}-*.token nor auth.key (`jackpotd serve` with "
+                                 "embedded stores issues them); give --token-file, --tls, or --ca with --cert/--key")
+    return RoleCredential(token=token)
+
+
+def add_credential_flags(p: argparse.ArgumentParser) -> None:
+    """The credential flags of a role CLI (read back with `credential_flags`)."""
+    g = p.add_argument_group("credentials")
+    g.add_argument("--credentials", metavar="DIR", default=None,
+                   help="a credentials directory (`jackpotd certs`, or the development one `jackpotd serve` issues "
+                        "with embedded stores); default $JACKPOTD_STATE_DIR/credentials or state/credentials")
+    g.add_argument("--token-file", help="present the bearer token in this file (plain text)")
+    g.add_argument("--tls", action="store_true", help="TLS with the credentials directory's ca.pem and a role "
+                                                      "certificate from its roles/")
+    g.add_argument("--ca", help="TLS: the CA certificate that signed the server's certificate")
+    g.add_argument("--cert", help="TLS: the client certificate to present")
+    g.add_argument("--key", help="TLS: the client certificate's private key")
+    g.add_argument("--certs-dir", metavar="DIR", help="TLS: where the role certificates are (<role>-<name>.pem "
+                                                      "and .key; default the credentials directory's roles/)")
+
+
+def credential_flags(args: argparse.Namespace) -> CredentialFlags:
+    return CredentialFlags(args.credentials, args.token_file, args.tls, args.ca, args.cert, args.key, args.certs_dir)

@@ -20,9 +20,10 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 from jackpot_signage.app import make_app
-from jackpot_signage.cli import Credentials
+from jackpot_signage.cli import sign_channel
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2
+from jackpotd.auth.credentials import RoleCredential
 from jackpotd.auth.identity import Role
 from jackpotd.embedded import free_port
 from jackpotd.store import keys
@@ -54,10 +55,11 @@ from playwright.async_api import BrowserContext, Page, async_playwright  # noqa:
 async def sign(private: Private) -> AsyncIterator[Callable[[str], Awaitable[str]]]:
     """Starts `jackpot-signage` in-process for a link (a display token, as any sign); returns the page's URL."""
     runners: list[web.AppRunner] = []
-    credentials = Credentials(token=token(Role.DISPLAY, "sign"))
+    credential = RoleCredential(token=token(Role.DISPLAY, "sign"))
 
     async def start(link: str) -> str:
-        app = make_app(private.target, credentials.channel, [link], celebrate_seconds=CELEBRATE)
+        app = make_app(private.target, lambda target: sign_channel(credential, target), [link],
+                       celebrate_seconds=CELEBRATE)
         runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1)
         await runner.setup()
         port = free_port()

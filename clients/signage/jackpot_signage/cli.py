@@ -9,19 +9,21 @@ import logging
 import signal
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 
 import grpc
 from aiohttp import web
 
 from jackpotd.auth.client import bearer, open_channel
-from jackpotd.auth.credentials import configured_auth_key, default_credentials_dir, role_certificate, role_token
+from jackpotd.auth.credentials import (
+    CredentialsMissing,
+    RoleCredential,
+    add_credential_flags,
+    credential_flags,
+    role_credential,
+)
 from jackpotd.auth.identity import Role
-from jackpotd.auth.tokens import issue, read_key
 
 from .app import LINK_ID, make_app
-from .feed import CredentialsMissing
 
 log = logging.getLogger("jackpot_signage")
 
@@ -52,36 +54,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--celebrate-seconds", type=float, default=8.0,
                    help="how long a hit's celebration stays on the sign before the new amount (default 8)")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO)")
-    g = p.add_argument_group("credentials (see below)")
-    g.add_argument("--credentials", metavar="DIR", help="a credentials directory (`jackpotd certs`, or the "
-                                                        "development one); default $JACKPOTD_STATE_DIR/"
-                                                        "credentials or state/credentials")
-    g.add_argument("--token-file", help="plain text: present the bearer token in this file")
-    g.add_argument("--tls", action="store_true", help="TLS with the credentials directory's ca.pem and a role "
-                                                      "certificate from its roles/")
-    g.add_argument("--ca", help="TLS: the CA certificate that signed the server's certificate")
-    g.add_argument("--cert", help="TLS: the client certificate to present")
-    g.add_argument("--key", help="TLS: the client certificate's private key")
-    g.add_argument("--certs-dir", metavar="DIR", help="TLS: a directory with the role certificates "
-                                                      "(<role>-<name>.pem and .key; default the credentials "
-                                                      "directory's roles/)")
+    add_credential_flags(p)
     return p
 
 
-@dataclass(frozen=True)
-class Credentials:
-    """What the sign presents: a bearer token on plain text, or a client certificate over TLS."""
-
-    token: str | None = None
-    ca: bytes | None = None
-    cert: bytes | None = None
-    key: bytes | None = None
-
-    def channel(self, target: str) -> grpc.aio.Channel:
-        options = [("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000)]
-        if self.ca is not None:
-            return open_channel(target, ca=self.ca, cert=self.cert, key=self.key, options=options)
-        return open_channel(target, interceptors=bearer(self.token) if self.token else [], options=options)
+def sign_channel(credential: RoleCredential, target: str) -> grpc.aio.Channel:
+    """A channel to jackpotd presenting the sign's credential, with keepalives (a dead peer is noticed)."""
+    options = [("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000)]
+    if credential.ca is not None:
+        return open_channel(target, ca=credential.ca, cert=credential.cert, key=credential.key, options=options)
+    return open_channel(target, interceptors=bearer(credential.token) if credential.token else [], options=options)
 
 
 def check_flags(args: argparse.Namespace) -> str | None:
@@ -89,42 +71,13 @@ def check_flags(args: argparse.Namespace) -> str | None:
     for link in args.link:
         if not LINK_ID.match(link):
             return f"--link {link!r}: 1-64 characters of A-Z a-z 0-9 . _ -"
-    tls = bool(args.tls or args.ca)
-    if bool(args.cert) != bool(args.key):
-        return "--cert and --key go together"
-    if (args.cert or args.certs_dir) and not tls:
-        return "--cert, --key and --certs-dir are for TLS: give --ca or --tls"
-    if tls and args.token_file:
-        return "--token-file is for plain text; over TLS the sign presents a certificate"
-    return None
-
-
-def credentials_of(args: argparse.Namespace) -> Credentials:
-    """The credential the flags name, read now (they may appear later: raises CredentialsMissing)."""
-    root = Path(args.credentials) if args.credentials else default_credentials_dir()
     try:
-        if args.tls or args.ca:
-            ca = Path(args.ca) if args.ca else root / "ca.pem"
-            cert, key = (Path(args.cert), Path(args.key)) if args.cert else (None, None)
-            if cert is None:
-                found = role_certificate(Path(args.certs_dir) if args.certs_dir else root, ROLES)
-                if found is None:
-                    raise CredentialsMissing(f"no role certificate in {args.certs_dir or root / 'roles'}: give "
-                                             "--cert and --key, or issue one with `jackpotd certs --roles`")
-                cert, key = found
-            return Credentials(ca=ca.read_bytes(), cert=cert.read_bytes(), key=key.read_bytes() if key else None)
-        if args.token_file:
-            return Credentials(token=Path(args.token_file).read_text().strip())
-        configured = None if args.credentials else configured_auth_key()
-        if configured is not None:
-            return Credentials(token=issue(read_key(configured), Role.DISPLAY, "signage"))
-        token = role_token(root, ROLES, "signage")
-    except OSError as e:
-        raise CredentialsMissing(str(e)) from None
-    if token is None:
-        raise CredentialsMissing(f"{root} has no tokens/display-*.token nor auth.key yet (`jackpotd serve --demo` "
-                                 "issues them); or give --token-file, --tls, or --ca with --cert/--key")
-    return Credentials(token=token)
+        role_credential(credential_flags(args), ROLES, "signage")
+    except CredentialsMissing:
+        return None  # not there yet: the sign waits for it
+    except ValueError as e:
+        return str(e)
+    return None
 
 
 def channel_factory(args: argparse.Namespace) -> Callable[[str], grpc.aio.Channel]:
@@ -132,7 +85,7 @@ def channel_factory(args: argparse.Namespace) -> Callable[[str], grpc.aio.Channe
     picked up at the next reconnection)."""
 
     def channel(target: str) -> grpc.aio.Channel:
-        return credentials_of(args).channel(target)
+        return sign_channel(role_credential(credential_flags(args), ROLES, "signage"), target)
 
     return channel
 

@@ -20,6 +20,7 @@ import grpc
 from grpc.aio import EOF  # type: ignore[attr-defined]  # the stubs lack it
 
 from jackpotd.api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
+from jackpotd.auth.credentials import CredentialsMissing
 
 log = logging.getLogger("jackpot_signage.feed")
 
@@ -27,10 +28,6 @@ BACKOFF_FIRST = 0.5  # seconds before the first retry
 BACKOFF_MAX = 5.0  # at most this long between tries: a restarted jackpotd is back on the signs within it
 SILENCE = 6.0  # jackpotd sends a heartbeat every 2 s: this long without one and the stream is taken as lost
 HITS_MAX = 100  # unread hit events a browser may leave before it is let go
-
-
-class CredentialsMissing(Exception):
-    """No credential can be found yet (e.g. `jackpotd serve --demo` has not issued its development ones)."""
 
 
 ChannelFactory = Callable[[str], grpc.aio.Channel]  # target -> a channel presenting the sign's credential
