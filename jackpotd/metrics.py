@@ -31,6 +31,12 @@ DURABILITY_CHECKS = Counter("jackpotd_durability_ledger_checks_total", "answers 
                             "reading the ledger because no announcement named them", ["outcome"])
 ADMIN_AUDIT_FAILURES = Counter("jackpotd_admin_audit_failures_total", "AdminService calls answered but not "
                                "recorded in the audit trail (admin_audit)", ["method"])
+# Signs and meters (service/feed.py): how many watch, how often the ledger is read for them, who was let go.
+WATCHERS = Gauge("jackpotd_watchers", "WatchPools and WatchMeter streams open, by link", ["link"],
+                 multiprocess_mode="livesum")
+FEED_READS = Counter("jackpotd_feed_reads_total", "reads of newly committed entries for the signs, by link", ["link"])
+FEED_DROPPED = Counter("jackpotd_feed_dropped_total", "streams let go because they left too much unread, by link",
+                       ["link"])
 RESTARTS = Counter("jackpotd_process_restarts_total", "processes the supervisor restarted after they died",
                    ["process"])  # worker, valkey, postgres
 

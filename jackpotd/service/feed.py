@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 
+from ..metrics import FEED_DROPPED, FEED_READS, WATCHERS
 from .decide.reads import METER_INTERVAL, announcements
 from .errors import Unavailable
 from .links import Links
@@ -129,9 +130,13 @@ class CommittedFeed:
         watcher = Watcher()
         state.watchers.add(watcher)
         state.moved.set()
+        WATCHERS.labels(link_id).inc()
         try:
             yield watcher
         finally:
+            WATCHERS.labels(link_id).dec()
+            if watcher.gone:
+                FEED_DROPPED.labels(link_id).inc()
             state.watchers.discard(watcher)
             if not state.watchers and self._links.get(link_id) is state:
                 del self._links[link_id]
@@ -182,6 +187,7 @@ class CommittedFeed:
         upto = state.target
         after = max(state.shown, upto - RANGE_MAX)
         entries = await self.links.ledger.committed(link_id, after, upto)
+        FEED_READS.labels(link_id).inc()
         if any(e.kind in CONFIG_KINDS for e in entries):
             self.links.changed(link_id)  # a suspension, new pools: shown from this read on
         _, config = await self.links.config(link_id)

@@ -164,3 +164,25 @@ async def test_signs_show_tables_coming_online_suspended_and_going_offline(clien
         sign.cancel()
         if meter is not None:
             meter.cancel()
+
+
+async def test_watchers_and_feed_reads_are_counted(client: Client) -> None:
+    from prometheus_client import REGISTRY  # the in-process server's own metrics
+
+    link, table = unique("met"), unique("t")
+    await client.create_link(link)
+    await client.register(table, link)
+    streams = [client.display.WatchPools(display_pb2.WatchPoolsRequest(link_id=link)) for _ in range(3)]
+    try:
+        for s in streams:
+            await next_matching(s, lambda _: True, 5, "a snapshot")
+        assert REGISTRY.get_sample_value("jackpotd_watchers", {"link": link}) == 3
+        await client.commit(table, "r1", [1])
+        await next_matching(streams[0], lambda u: u.sequence > 0, 5, "the commit")
+        await eventually(lambda: (REGISTRY.get_sample_value("jackpotd_feed_reads_total", {"link": link}) or 0) >= 1,
+                         5, "a feed read counted")
+    finally:
+        for s in streams:
+            s.cancel()
+    await eventually(lambda: REGISTRY.get_sample_value("jackpotd_watchers", {"link": link}) == 0, 5,
+                     "the streams counted out")
