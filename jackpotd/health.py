@@ -17,7 +17,6 @@ On stop everything turns NOT_SERVING for good.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from typing import TypeAlias
 from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health_pb2
 
+from .clock import wait_set
 from .store import ledger
 from .store.redis_pools import RedisPools
 
@@ -149,8 +149,7 @@ class HealthReporter:
                 log.exception("health check failed")
                 for name in list(self.statuses):
                     await self._set(name, NOT_SERVING)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.interval)
+            await wait_set(stop, self.interval)
 
     async def shutdown(self) -> None:
         """NOT_SERVING everywhere, for good (later updates are ignored)."""

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .clock import wait_set
 from .embedded import EmbeddedPostgres, EmbeddedValkey, free_port
 from .metrics import RESTARTS, process_dead
 from .settings import Settings
@@ -110,8 +111,7 @@ class Supervisor:
                 self.check()
             except Exception:
                 log.exception("supervisor check failed")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stop.wait(), self.INTERVAL)
+            await wait_set(self.stop, self.INTERVAL)
 
     def check(self) -> None:
         """One round: restart whatever died (blocking while an embedded server starts)."""

@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 
+from ..clock import wait_set
 from ..metrics import FEED_DROPPED, FEED_READS, WATCHERS
 from .decide.reads import METER_INTERVAL, announcements
 from .errors import Unavailable
@@ -75,8 +76,7 @@ class Watcher:
         """The next announcement, else the latest pools, else None after `timeout` s."""
         if not self.announced and self.latest is None and not self.gone:
             self.wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), timeout)
+            await wait_set(self.wake, timeout)
         if self.gone:
             raise Unavailable(self.gone)
         while self.announced and self.announced[0].seq <= self.start:  # offered before the snapshot was taken
@@ -152,8 +152,7 @@ class CommittedFeed:
     async def _pump(self, link_id: str, state: _Link) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(state.moved.wait(), PRESENCE_INTERVAL)
+            await wait_set(state.moved, PRESENCE_INTERVAL)
             state.moved.clear()
             started = loop.time()
             try:

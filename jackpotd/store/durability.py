@@ -46,6 +46,7 @@ class DurabilityWatcher:
         self._checks: set[asyncio.Future[None]] = set()
         self._feed: contextlib.AbstractAsyncContextManager[AsyncIterator[str]] | None = None
         self._listeners: list[Callable[[str, int], None]] = []
+        self._fenced: dict[str, tuple[int, str]] = {}  # link -> (the refused entry, why), as last announced
 
     def on_durable(self, listener: Callable[[str, int], None]) -> None:
         """Call `listener(link, mark)` whenever a link's durable mark moves (signs follow it, issue 11)."""
@@ -92,6 +93,9 @@ class DurabilityWatcher:
         loop = asyncio.get_running_loop()
         if self.marks.get(link_id, 0) >= seq and identity is None:
             return
+        fenced = self._fenced.get(link_id)
+        if fenced is not None and seq >= fenced[0]:  # fenced before this call began to wait: it never will be
+            raise self._fence_error(link_id, *fenced)
         waiter = _Waiter(seq, identity, loop.time() + self.timeout, loop.create_future())
         self._waiters.setdefault(link_id, []).append(waiter)
         if self.marks.get(link_id, 0) >= seq:  # announced before we asked (a retry): ask the ledger itself
@@ -111,6 +115,7 @@ class DurabilityWatcher:
         if kind == "d":  # entries seq.. appended, with their request hashes
             self._durable(link, seq, rest)
         elif kind == "rebuilt":
+            self._fenced.pop(link, None)
             self.marks[link] = max(self.marks.get(link, 0), seq)
             self._moved(link)
             self._fail(link, lambda w: w.seq > seq, lambda w: LinkLost(
@@ -121,12 +126,18 @@ class DurabilityWatcher:
                 self._check(link, waiting)
         elif kind == "fenced":
             reason = " ".join(rest)
-            self._fail(link, lambda w: w.seq >= seq, lambda w: LinkFenced(
-                f"link {link} is fenced: the ledger refused entry {seq}: {reason}; see `jackpotd fenced`; "
-                "retry with the same request_id once it is resolved"))
+            self._fenced[link] = (seq, reason)
+            self._fail(link, lambda w: w.seq >= seq, lambda w: self._fence_error(link, seq, reason))
+
+    @staticmethod
+    def _fence_error(link: str, seq: int, reason: str) -> LinkFenced:
+        return LinkFenced(f"link {link} is fenced: the ledger refused entry {seq}: {reason}; see `jackpotd fenced`; "
+                          "retry with the same request_id once it is resolved")
 
     def _durable(self, link: str, first: int, hashes: list[str]) -> None:
         last = first + len(hashes) - 1
+        if link in self._fenced and last >= self._fenced[link][0]:  # the fence was lifted and the link goes on
+            del self._fenced[link]
         if last > self.marks.get(link, 0):
             self.marks[link] = last
             self._moved(link)
