@@ -78,7 +78,7 @@ def start_tls_stack(workers: int, tables: list[str]) -> tuple[Stack, TlsServerPr
         valkey = EmbeddedValkey(root / "valkey").start()
     server = TlsServerProcess(free_port(), root / "jackpotd.log", creds, redis_url=valkey.url, dsn=pg.dsn,
                               workers=workers)
-    stack = Stack(pg, valkey, server, read_key(creds / "auth.key"))
+    stack = Stack(pg, valkey, server, read_key(creds / "auth.key"), root)
     try:
         server.start()
     except BaseException:

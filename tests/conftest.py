@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import tempfile
 import uuid
 import warnings
@@ -65,6 +66,8 @@ def servers() -> Iterator[Servers]:
     finally:
         valkey.stop()
         pg.stop()
+        shutil.rmtree(root, ignore_errors=True)  # a session's servers hold about 1 GB: leave nothing behind
+        shutil.rmtree(_KEY_DIR, ignore_errors=True)
 
 
 @dataclass(frozen=True)
