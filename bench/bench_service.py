@@ -26,14 +26,11 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from stack import start_stack  # noqa: E402  (bench/stack.py)
+from stack import create_link, start_stack  # noqa: E402  (bench/stack.py)
 
-from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, table_pb2, table_pb2_grpc  # noqa: E402
+from jackpotd.api.gen.jackpot.v1 import admin_pb2_grpc, table_pb2, table_pb2_grpc  # noqa: E402
 from jackpotd.app import run_loop  # noqa: E402
 from jackpotd.embedded import free_port  # noqa: E402
-
-AUDIT = admin_pb2.Audit(actor="bench", reason="bench", approval_ref="BENCH")
-
 
 CALLS = itertools.count(1)  # numbers calls across all runs, so every round id is new
 
@@ -125,17 +122,7 @@ async def run(args: argparse.Namespace) -> None:
         admin = admin_pb2_grpc.AdminServiceStub(channel)
         table_stub = table_pb2_grpc.TableServiceStub(channel)
         link = "bench"
-        await admin.CreateLink(admin_pb2.CreateLinkRequest(
-            request_id=str(uuid.uuid4()), link_id=link, mode="SPLIT", wager_amount_cents=100,
-            pools=[admin_pb2.PoolConfig(pool=p, reset_cents=0) for p in ("MAJOR", "MINOR", "RESERVE")],
-            rates=admin_pb2.Rates(pools=[admin_pb2.PoolRate(pool="MAJOR", ppm=200_000),
-                                         admin_pb2.PoolRate(pool="MINOR", ppm=75_000),
-                                         admin_pb2.PoolRate(pool="RESERVE", ppm=25_000)], retained_ppm=700_000),
-            audit=AUDIT))
-        for w in range(args.inflight):
-            await admin.RegisterTable(admin_pb2.RegisterTableRequest(
-                request_id=str(uuid.uuid4()), table_id=f"bench-{w}", link_id=link, game="caribbean-stud", seats=7,
-                audit=AUDIT))
+        await create_link(admin, link, [f"bench-{w}" for w in range(args.inflight)])
         wagers = [table_pb2.Wager(seat=s, amount_cents=100, ante_placed=True) for s in range(1, 8)]
         sample = table_pb2.CommitWagersRequest(request_id=str(uuid.uuid4()), table_id="bench-0", round_id="r0",
                                                wagers=wagers)

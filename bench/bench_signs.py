@@ -23,10 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench_service import tree_cpu  # noqa: E402
-from stack import start_stack  # noqa: E402
+from stack import create_link, start_stack  # noqa: E402
 
 from jackpotd.api.gen.jackpot.v1 import (  # noqa: E402
-    admin_pb2,
     admin_pb2_grpc,
     display_pb2,
     display_pb2_grpc,
@@ -34,22 +33,9 @@ from jackpotd.api.gen.jackpot.v1 import (  # noqa: E402
     table_pb2_grpc,
 )
 
-AUDIT = admin_pb2.Audit(actor="bench", reason="bench", approval_ref="BENCH")
 FLUSH = ["2c", "5c", "9c", "Jc", "Kc"]
 NOTHING = ["2d", "7h", "9s", "Jd", "4c"]
 TARGET_P99_MS = 300
-
-
-async def set_up(admin: admin_pb2_grpc.AdminServiceStub) -> None:
-    await admin.CreateLink(admin_pb2.CreateLinkRequest(
-        request_id=str(uuid.uuid4()), link_id="signs", mode="SPLIT", wager_amount_cents=100,
-        pools=[admin_pb2.PoolConfig(pool=p, reset_cents=0) for p in ("MAJOR", "MINOR", "RESERVE")],
-        rates=admin_pb2.Rates(pools=[admin_pb2.PoolRate(pool="MAJOR", ppm=200_000),
-                                     admin_pb2.PoolRate(pool="MINOR", ppm=75_000),
-                                     admin_pb2.PoolRate(pool="RESERVE", ppm=25_000)], retained_ppm=700_000),
-        audit=AUDIT))
-    await admin.RegisterTable(admin_pb2.RegisterTableRequest(
-        request_id=str(uuid.uuid4()), table_id="t1", link_id="signs", game="caribbean-stud", seats=7, audit=AUDIT))
 
 
 async def play(table: table_pb2_grpc.TableServiceStub, rate: float, seconds: float,
@@ -111,7 +97,7 @@ async def run(args: argparse.Namespace) -> None:
         pid = stack.server.proc.pid
         channels = [stack.channel() for _ in range(args.channels)]
         admin = admin_pb2_grpc.AdminServiceStub(channels[0])
-        await set_up(admin)
+        await create_link(admin, "signs", ["t1"])
         table = table_pb2_grpc.TableServiceStub(channels[0])
 
         cpu0, t0 = tree_cpu(pid), time.perf_counter()

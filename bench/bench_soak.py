@@ -26,7 +26,7 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from stack import start_stack  # noqa: E402  (bench/stack.py)
+from stack import create_link, start_stack  # noqa: E402  (bench/stack.py)
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, table_pb2, table_pb2_grpc  # noqa: E402
 from jackpotd.domain.cards import card_name  # noqa: E402
@@ -91,21 +91,11 @@ async def run(args: argparse.Namespace) -> int:
         async with stack.channel() as channel:
             admin = admin_pb2_grpc.AdminServiceStub(channel)
             link = "soak"
-            await admin.CreateLink(admin_pb2.CreateLinkRequest(
-                request_id=str(uuid.uuid4()), link_id=link, mode="SPLIT", wager_amount_cents=100,
-                pools=[admin_pb2.PoolConfig(pool=p, reset_cents=r) for p, r in
-                       (("MAJOR", 1_000_000), ("MINOR", 100_000), ("RESERVE", 0))],
-                rates=admin_pb2.Rates(pools=[admin_pb2.PoolRate(pool=p, ppm=ppm) for p, ppm in
-                                             (("MAJOR", 200_000), ("MINOR", 75_000), ("RESERVE", 25_000))],
-                                      retained_ppm=700_000), audit=AUDIT))
+            tables = [f"soak-{t}" for t in range(args.tables)]
+            await create_link(admin, link, tables, {"MAJOR": 1_000_000, "MINOR": 100_000})
             for pool, cents in (("MAJOR", 1_000_000), ("MINOR", 100_000)):
                 await admin.FundPool(admin_pb2.FundPoolRequest(request_id=str(uuid.uuid4()), link_id=link, pool=pool,
                                                                amount_cents=cents, audit=AUDIT))
-            tables = [f"soak-{t}" for t in range(args.tables)]
-            for t in tables:
-                await admin.RegisterTable(admin_pb2.RegisterTableRequest(
-                    request_id=str(uuid.uuid4()), table_id=t, link_id=link, game="caribbean-stud", seats=7,
-                    audit=AUDIT))
             stub = table_pb2_grpc.TableServiceStub(channel)
             soak = Soak(args.rounds)
             started = time.monotonic()

@@ -34,9 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench_service import drive, pct, tree_cpu  # noqa: E402  (bench/bench_service.py)
-from stack import Stack, start_stack  # noqa: E402  (bench/stack.py)
+from stack import Stack, create_link, start_stack  # noqa: E402  (bench/stack.py)
 
-from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, table_pb2, table_pb2_grpc  # noqa: E402
+from jackpotd.api.gen.jackpot.v1 import admin_pb2_grpc, table_pb2, table_pb2_grpc  # noqa: E402
 from jackpotd.auth.client import bearer, open_channel  # noqa: E402
 from jackpotd.auth.identity import Role  # noqa: E402
 from jackpotd.auth.issue import Request, issue_into  # noqa: E402
@@ -44,7 +44,6 @@ from jackpotd.auth.tokens import issue, read_key  # noqa: E402
 from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey, free_port  # noqa: E402
 from tests.integration.process import ServerProcess  # noqa: E402
 
-AUDIT = admin_pb2.Audit(actor="bench", reason="bench", approval_ref="BENCH")
 WAGERS = [table_pb2.Wager(seat=s, amount_cents=100, ante_placed=True) for s in range(1, 8)]
 
 
@@ -101,16 +100,7 @@ class Side:
 async def set_up(side: Side, tables: list[str]) -> None:
     async with side.admin_channel() as channel:
         admin = admin_pb2_grpc.AdminServiceStub(channel)
-        await admin.CreateLink(admin_pb2.CreateLinkRequest(
-            request_id=str(uuid.uuid4()), link_id="bench", mode="SPLIT", wager_amount_cents=100,
-            pools=[admin_pb2.PoolConfig(pool=p, reset_cents=0) for p in ("MAJOR", "MINOR", "RESERVE")],
-            rates=admin_pb2.Rates(pools=[admin_pb2.PoolRate(pool="MAJOR", ppm=200_000),
-                                         admin_pb2.PoolRate(pool="MINOR", ppm=75_000),
-                                         admin_pb2.PoolRate(pool="RESERVE", ppm=25_000)], retained_ppm=700_000),
-            audit=AUDIT))
-        for t in tables:
-            await admin.RegisterTable(admin_pb2.RegisterTableRequest(
-                request_id=str(uuid.uuid4()), table_id=t, link_id="bench", game="caribbean-stud", seats=7, audit=AUDIT))
+        await create_link(admin, "bench", tables)
 
 
 def pin(stack: Stack, cores: set[int]) -> None:

@@ -6,7 +6,9 @@ import os
 import shutil
 import sys
 import tempfile
+import uuid
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 import grpc  # noqa: E402
 
+from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc  # noqa: E402
 from jackpotd.auth.client import TableTokens, open_channel  # noqa: E402
 from jackpotd.auth.tokens import new_key  # noqa: E402
 from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey, free_port  # noqa: E402
@@ -62,3 +65,22 @@ def start_stack(prefix: str, workers: int, *serve_args: str) -> Stack:
         stack.stop()
         raise
     return stack
+
+
+AUDIT = admin_pb2.Audit(actor="bench", reason="bench", approval_ref="BENCH")
+
+
+async def create_link(admin: admin_pb2_grpc.AdminServiceStub, link_id: str, tables: Sequence[str],
+                      resets: Mapping[str, int] | None = None) -> None:
+    """The benches' link: SPLIT, a $1 wager feeding 20% MAJOR, 7.5% MINOR, 2.5% RESERVE (70% retained), with
+    Caribbean Stud tables of 7 seats; `resets` in cents per pool (default none)."""
+    resets = resets or {}
+    await admin.CreateLink(admin_pb2.CreateLinkRequest(
+        request_id=str(uuid.uuid4()), link_id=link_id, mode="SPLIT", wager_amount_cents=100,
+        pools=[admin_pb2.PoolConfig(pool=p, reset_cents=resets.get(p, 0)) for p in ("MAJOR", "MINOR", "RESERVE")],
+        rates=admin_pb2.Rates(pools=[admin_pb2.PoolRate(pool=p, ppm=ppm) for p, ppm in
+                                     (("MAJOR", 200_000), ("MINOR", 75_000), ("RESERVE", 25_000))],
+                              retained_ppm=700_000), audit=AUDIT))
+    for t in tables:
+        await admin.RegisterTable(admin_pb2.RegisterTableRequest(
+            request_id=str(uuid.uuid4()), table_id=t, link_id=link_id, game="caribbean-stud", seats=7, audit=AUDIT))
