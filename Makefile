@@ -38,10 +38,10 @@ unit: install
 	$(BIN)/python -m pytest -q tests/unit
 
 lint: install
-	$(BIN)/ruff check jackpotd clients tests bench scripts  # clients: clients/table and clients/signage
+	$(BIN)/ruff check jackpotd clients tests bench scripts  # clients: clients/table, clients/signage and clients/finance
 
 typecheck: install
-	$(BIN)/mypy jackpotd clients/table/jackpot_table clients/signage/jackpot_signage
+	$(BIN)/mypy jackpotd clients/table/jackpot_table clients/signage/jackpot_signage clients/finance/jackpot_finance
 
 ## proto: regenerate jackpotd/api/gen from proto/
 proto: install

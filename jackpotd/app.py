@@ -28,24 +28,38 @@ from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
 from .api.errors import ErrorInterceptor
-from .api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, display_pb2, display_pb2_grpc, table_pb2, table_pb2_grpc
+from .api.gen.jackpot.v1 import (
+    admin_pb2,
+    admin_pb2_grpc,
+    display_pb2,
+    display_pb2_grpc,
+    report_pb2,
+    report_pb2_grpc,
+    table_pb2,
+    table_pb2_grpc,
+)
+from .api.reports import ReportServicer
 from .api.servicers import AdminServicer, DisplayServicer, TableServicer
 from .api.transport import Listener, listener
 from .auth.credentials import development_credentials
+from .clock import Clock, now_ms
 from .embedded import EmbeddedPostgres, EmbeddedValkey
 from .health import HealthReporter
 from .metrics import multiprocess_dir, registry
+from .service.reports import ReportQueries
 from .service.services import Services
 from .settings import Settings, SettingsError
 from .store import checkpoints, ledger, recovery
 from .store.durability import DurabilityWatcher
 from .store.ledger import PostgresLedger
+from .store.ledger.report_port import PostgresReports
 from .store.redis_pools import RedisPools
 from .store.writer import LedgerWriter
 from .supervisor import Supervisor, wait_serving
 
 log = logging.getLogger("jackpotd")
-SERVICES = ("jackpot.v1.TableService", "jackpot.v1.DisplayService", "jackpot.v1.AdminService")
+SERVICES = ("jackpot.v1.TableService", "jackpot.v1.DisplayService", "jackpot.v1.AdminService",
+            "jackpot.v1.ReportService")
 
 
 @dataclass
@@ -165,11 +179,13 @@ async def run_grpc(service: JackpotService, listen: Listener, stop: asyncio.Even
     table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(service.services), server)
     display_pb2_grpc.add_DisplayServiceServicer_to_server(DisplayServicer(service.services), server)
     admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(service.services, trail), server)
+    report_pb2_grpc.add_ReportServiceServicer_to_server(ReportServicer(service.reports), server)
     health_servicer = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name,
              display_pb2.DESCRIPTOR.services_by_name["DisplayService"].full_name,
              admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
+             report_pb2.DESCRIPTOR.services_by_name["ReportService"].full_name,
              health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME]
     reflection.enable_server_reflection(names, server)
     reporter = HealthReporter(health_servicer, service.redis, service.pg, ("", *SERVICES))
@@ -194,18 +210,28 @@ class JackpotService:
     """The service layer wired to its stores: what the servicers call, and the stores health checks."""
 
     services: Services
+    reports: ReportQueries
     redis: RedisPools
     pg: ledger.Pool
 
 
 @contextlib.asynccontextmanager
-async def jackpot_service(redis: RedisPools, pg: ledger.Pool) -> AsyncIterator[JackpotService]:
-    """The service layer with its durability watcher running."""
+async def jackpot_service(redis: RedisPools, pg: ledger.Pool, settings: Settings | None = None,
+                          clock: Clock = now_ms) -> AsyncIterator[JackpotService]:
+    """The service layer with its durability watcher running. `settings` say where the chain's checkpoints are
+    (VerifyLedger checks them); `clock` dates entries (tests set it)."""
     watcher = DurabilityWatcher(redis, pg)
     await watcher.start()
     postgres = PostgresLedger(pg)
+
+    async def live(link_id: str) -> tuple[dict[str, int], int]:
+        return await redis.balances(link_id), await redis.seq(link_id)
+
+    anchors = (checkpoints.anchors_of(settings.checkpoint_key_file, settings.state_dir) if settings is not None
+               else checkpoints.anchors_of("", ""))
+    reports = PostgresReports(pg, live, anchors)
     try:
-        yield JackpotService(Services.build(redis, postgres, watcher), redis, pg)
+        yield JackpotService(Services.build(redis, postgres, watcher, clock), ReportQueries(reports, clock), redis, pg)
     finally:
         await postgres.close()
         await watcher.stop()
@@ -218,7 +244,7 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
 
 
 async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event | None = None,
-                stop: asyncio.Event | None = None) -> None:
+                stop: asyncio.Event | None = None, clock: Clock = now_ms) -> None:
     """Run until SIGINT or SIGTERM: recover, then serve; on exit stop in order and stop embedded servers."""
     if settings.embedded and not settings.auth_key_file and not settings.tls_cert_file:  # `make run` (README)
         credentials = await asyncio.to_thread(development_credentials, settings.state_dir)
@@ -241,7 +267,7 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
         _start_metrics(settings.metrics_port)
         supervisor = Supervisor(settings, stores, stop, worker_main)
         try:
-            async with jackpot_service(stores.redis, stores.pg) as service:
+            async with jackpot_service(stores.redis, stores.pg, settings, clock) as service:
                 grpc_task = None
                 if settings.workers == 0:
                     serving = asyncio.Event()
@@ -300,7 +326,7 @@ def worker_main(settings_dict: dict[str, object], number: int) -> None:
         redis = RedisPools(settings.redis_url)
         pg = await ledger.connect_pool(settings.postgres_dsn, size=10)
         try:
-            async with jackpot_service(redis, pg) as service:
+            async with jackpot_service(redis, pg, settings) as service:
                 await run_grpc(service, listener(settings), stop, reuse_port=True)
         finally:
             await redis.close()

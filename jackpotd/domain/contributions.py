@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import FailedPrecondition
 from .money import MAX_SAFE_UC, ceil_cents, cents_to_uc
@@ -34,6 +34,7 @@ class Contribution:
     seats: tuple[SeatContribution, ...]
     balances_after: Mapping[str, int]
     totals: Mapping[str, int]  # the commit's legs summed per account, for its ledger entry
+    overflows: Mapping[tuple[str, str], int] = field(default_factory=dict)  # (capped pool, target) -> µ¢ (§3)
 
     @property
     def postings(self) -> tuple[Posting, ...]:
@@ -89,6 +90,7 @@ def _contribute_capped(rates: RateSet, specs: Mapping[str, PoolSpec], balances: 
     """§3 with caps: seat by seat against running balances, each capped pool passing its excess on."""
     running = dict(balances)
     totals: dict[str, int] = {}
+    overflows: dict[tuple[str, str], int] = {}
     seats: list[SeatContribution] = []
     for seat, cents in wagers:
         overflow = 0
@@ -101,6 +103,8 @@ def _contribute_capped(rates: RateSet, specs: Mapping[str, PoolSpec], balances: 
                 if amount > room:  # §3: a capped pool never passes its cap; nothing is lost
                     excess = amount - room
                     overflow += excess
+                    route = (name, spec.overflow_to)
+                    overflows[route] = overflows.get(route, 0) + excess
                     amount = room
                     to_pools[spec.overflow_to] = to_pools.get(spec.overflow_to, 0) + excess
                     running[spec.overflow_to] = running.get(spec.overflow_to, 0) + excess
@@ -110,7 +114,7 @@ def _contribute_capped(rates: RateSet, specs: Mapping[str, PoolSpec], balances: 
         for p in legs:
             totals[p.account] = totals.get(p.account, 0) + p.amount_uc
         seats.append(SeatContribution(seat, cents, legs, overflow))
-    return _checked(rates, Contribution(tuple(seats), running, totals))
+    return _checked(rates, Contribution(tuple(seats), running, totals, overflows))
 
 
 def _checked(rates: RateSet, c: Contribution) -> Contribution:

@@ -6,7 +6,7 @@ drivers; every adapter raises errors.Unavailable (or LinkLost, LinkFenced) for a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -159,6 +159,7 @@ class HitRecord:
     rule: str
     status: str  # PAID, PENDING (§7: awaiting a supervisor) or REJECTED
     seq: int  # the settle's entry
+    at_ms: int = 0  # when the settle's entry is dated (reports)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +170,92 @@ class Committed:
     seq: int
     kind: str
     reply: Reply | None
+
+
+@dataclass(frozen=True, slots=True)
+class PeriodData:
+    """What the ledger holds of a link for a period (reports): its flows summed, its pools' balances before and
+    after it, its hits and the points of each pool's balance through it."""
+
+    link_id: str
+    config: str | None  # the link's current configuration (JSON); None: the ledger does not hold the link
+    from_ms: int
+    to_ms: int
+    first_seq: int
+    last_seq: int
+    entries: int
+    totals: Mapping[tuple[str, str, str], tuple[int, int]]  # (account, flow, detail) -> (µ¢, items)
+    opening: Mapping[str, int]  # pool -> µ¢ after the last entry before the period
+    closing: Mapping[str, int]  # pool -> µ¢ after the last entry of the period
+    hits: Sequence[HitRecord]
+    chart: Sequence[tuple[str, int, int, int]]  # (pool, at_ms, seq, µ¢)
+
+
+@dataclass(frozen=True, slots=True)
+class ExportedEntry:
+    """A ledger entry with its postings, as exported."""
+
+    seq: int
+    at_ms: int
+    kind: str
+    request_id: str
+    table_id: str
+    round_id: str
+    postings: tuple[tuple[str, int, int], ...]  # (account, µ¢, balance after)
+    hash_hex: str
+    prev_hash_hex: str
+    entry: str  # exactly as chained
+
+
+@dataclass(frozen=True, slots=True)
+class LiabilityData:
+    """The ledger's balances of a link now (reports: what the pools owe)."""
+
+    link_id: str
+    config: str | None
+    seq: int
+    at_ms: int
+    pools: Mapping[str, int]  # µ¢
+    pending_uc: int  # what pending_payouts holds
+    pending: Sequence[HitRecord]
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """VerifyLedger: what the audit of one link found (the chain, balances, projections, summaries, Redis)."""
+
+    link_id: str
+    entries: int
+    chain_ok: bool
+    balanced: bool
+    summaries_ok: bool
+    ledger_pools: Mapping[str, int]
+    redis_pools: Mapping[str, int]
+    redis_seq: int
+    problems: Sequence[str]
+    first_altered: int | None
+    checkpoints: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+class ReportStore(Protocol):
+    """Finance's reads: the ledger alone, except `verify`, which compares it with the live store."""
+
+    async def config(self, link_id: str) -> str | None: ...
+
+    async def period(self, link_id: str, from_ms: int, to_ms: int) -> PeriodData: ...
+
+    async def export_range(self, link_id: str, from_seq: int, to_seq: int, from_ms: int | None,
+                           to_ms: int | None) -> tuple[int, int]: ...
+
+    def export(self, link_id: str, first: int, last: int) -> AsyncIterator[list[ExportedEntry]]: ...
+
+    async def liability(self, link_id: str) -> LiabilityData: ...
+
+    async def verify(self, link_id: str) -> Verified: ...
 
 
 class LiveStore(Protocol):

@@ -12,7 +12,7 @@ import hashlib
 import hmac
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -136,3 +136,15 @@ def checkpointer_of(key_file: str, state_dir: str) -> Checkpointer | None:
     if not key_file:
         return None
     return Checkpointer(Path(state_dir) / "checkpoints", read_key(key_file))
+
+
+def anchors_of(key_file: str, state_dir: str) -> Callable[[str], list[Checkpoint]]:
+    """A link's checkpoints as they are on disk now, MAC-verified (VerifyLedger checks the chain against them);
+    none when no key is configured."""
+    def of(link_id: str) -> list[Checkpoint]:
+        if not key_file or not (Path(state_dir) / "checkpoints").exists():
+            return []
+        found, _ = load(Path(state_dir) / "checkpoints", read_key(key_file))
+        return found.get(link_id, [])
+
+    return of

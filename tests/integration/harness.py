@@ -20,6 +20,7 @@ from jackpotd.api.gen.jackpot.v1 import (
     admin_pb2_grpc,
     display_pb2,
     display_pb2_grpc,
+    report_pb2_grpc,
     table_pb2,
     table_pb2_grpc,
 )
@@ -61,6 +62,7 @@ class Client:
     table: table_pb2_grpc.TableServiceStub
     display: display_pb2_grpc.DisplayServiceStub
     admin: admin_pb2_grpc.AdminServiceStub
+    report: report_pb2_grpc.ReportServiceStub
     pg: asyncpg.Pool
     redis: Any  # redis.asyncio.Redis with decoded replies
 
@@ -70,12 +72,12 @@ class Client:
         pg = await asyncpg.create_pool(dsn, min_size=1, max_size=4)
         assert pg is not None
         return Client(channel, table_pb2_grpc.TableServiceStub(channel), display_pb2_grpc.DisplayServiceStub(channel),
-                      admin_pb2_grpc.AdminServiceStub(channel), pg,
+                      admin_pb2_grpc.AdminServiceStub(channel), report_pb2_grpc.ReportServiceStub(channel), pg,
                       aioredis.Redis.from_url(redis_url, decode_responses=True))
 
     def method(self, name: str) -> Callable[[Any], Awaitable[Any]]:
         """The stub method of that name, whichever service has it."""
-        for stub in (self.table, self.display, self.admin):
+        for stub in (self.table, self.display, self.admin, self.report):
             if hasattr(stub, name):
                 fn: Callable[[Any], Awaitable[Any]] = getattr(stub, name)
                 return fn

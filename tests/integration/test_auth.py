@@ -12,7 +12,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2, table_pb2
+from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2, report_pb2, table_pb2
 from jackpotd.auth.identity import Role
 from jackpotd.auth.policy import ALLOWED
 from jackpotd.auth.tokens import issue, new_key
@@ -22,8 +22,10 @@ from .harness import AUDIT, Client, rid
 
 S = grpc.StatusCode
 REFUSED = {S.UNAUTHENTICATED, S.PERMISSION_DENIED}
-SERVICES = {"TableService": table_pb2, "DisplayService": display_pb2, "AdminService": admin_pb2}
-STREAMS = {"/jackpot.v1.TableService/WatchMeter", "/jackpot.v1.DisplayService/WatchPools"}
+SERVICES = {"TableService": table_pb2, "DisplayService": display_pb2, "AdminService": admin_pb2,
+            "ReportService": report_pb2}
+STREAMS = {"/jackpot.v1.TableService/WatchMeter", "/jackpot.v1.DisplayService/WatchPools",
+           "/jackpot.v1.ReportService/ExportLedger"}
 
 
 def request_for(method: str, table: str, link: str) -> Any:

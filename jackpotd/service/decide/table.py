@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ...domain.contributions import contribute, reversal
 from ...domain.errors import FailedPrecondition, InvalidInput, NotFound
@@ -55,8 +56,11 @@ def decide_commit(cmd: Commit, config: LinkConfig, version: str, state: TableSta
     result = {"accepted": [{"seat": s.seat, "amount_cents": s.wager_cents, "contributed_uc": pooled[s.postings],
                             "overflow_uc": s.overflow_uc} for s in c.seats]}
     round_data = record.encode()
+    extra: dict[str, Any] = {"round": round_entry(cmd.table_id, cmd.round_id, COMMITTED, round_data)}
+    if c.overflows:  # §10: which pool's cap passed how much to which, for reconciliation
+        extra["overflow"] = [[src, dst, uc] for (src, dst), uc in sorted(c.overflows.items())]
     return step(config.link_id, cmd.request, "commit", version, state.now_ms, postings=c.merged,
-                result=result, extra={"round": round_entry(cmd.table_id, cmd.round_id, COMMITTED, round_data)},
+                result=result, extra=extra,
                 round=(cmd.table_id, cmd.round_id), round_expect=ROUND_ABSENT, round_new_state=COMMITTED,
                 round_data=round_data, guards={n: state.balances.get(n, 0) for n in capped})
 

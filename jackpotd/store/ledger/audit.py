@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import asyncpg
 import orjson
 
 from ...domain.money import cents_to_uc
@@ -17,6 +16,7 @@ from ...domain.verification import approval, rejection
 from ..checkpoints import Checkpoint
 from .chain import chain_hash, decision_row
 from .reads import HIT_DECISION, HIT_STATUS
+from .summaries import Summaries, entry_flows, ms_of, time_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +32,7 @@ class AuditReport:
     problems: list[str]
     first_altered: int | None = None  # the first entry whose stored rows disagree with it or with a checkpoint
     checkpoints: int = 0  # how many checkpoints were checked
+    summaries_ok: bool = True  # finance's summaries (migration 011) are what the entries make them
 
     @property
     def ok(self) -> bool:
@@ -64,7 +65,7 @@ def decision_problem(kind: str, decision: dict[str, Any], held: dict[tuple[str, 
     return ""
 
 
-async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redis_pools: dict[str, int],
+async def audit_link(conn: Any, link_id: str, redis_pools: dict[str, int],
                      redis_seq: int, checkpoints: Sequence[Checkpoint] = ()) -> AuditReport:
     """Recompute every balance from the postings, verify the hash chain (each entry with its own chain version)
     and that each entry sums to zero; re-derive the postings, hits, balances and head rows from the entries and
@@ -80,8 +81,10 @@ async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redi
     balanced = True
     chain_ok = True
     expected_seq = 1
-    rows = await conn.fetch("SELECT seq, entry::text AS entry, reply, chain_version, prev_hash, hash FROM entries "
-                            "WHERE link_id = $1 ORDER BY seq", link_id)
+    rows = await conn.fetch("SELECT seq, created_at, entry::text AS entry, reply, chain_version, prev_hash, hash "
+                            "FROM entries WHERE link_id = $1 ORDER BY seq", link_id)
+    sums = Summaries()  # finance's summaries re-derived from the entries
+    last_ms = 0
     legs_by_seq: dict[int, list[tuple[str, int, int]]] = {}
     for r in await conn.fetch("SELECT seq, account, amount_uc, balance_after_uc FROM postings WHERE link_id = $1 "
                               "ORDER BY seq, idx", link_id):
@@ -130,6 +133,13 @@ async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redi
                 derived[account] = derived.get(account, 0) + int(amount)
                 want.append((account, int(amount), derived[account]))
             want_hits = sorted(_hit(h) for h in body.get("hits", ()))
+            created_ms, ts = ms_of(r["created_at"]), int(body["ts_ms"])
+            if created_ms not in (max(ts, last_ms), ts):  # chain.py dates an entry so; older ones by ts alone
+                due = time_of(max(ts, last_ms)).isoformat()
+                altered.setdefault(seq, []).append(f"created_at {r['created_at'].isoformat()} but its ts_ms {ts} "
+                                                   f"and the entry before make it {due}")
+            last_ms = max(last_ms, created_ms)
+            sums.add(link_id, seq, created_ms, entry_flows(body, r["reply"]))
             decision = body.get("decision")
             want_decisions = [] if decision is None else [decision_row(link_id, seq, decision)]
         except (KeyError, TypeError, ValueError) as e:
@@ -153,6 +163,7 @@ async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redi
         altered.setdefault(seq, []).append("hits rows without an entry")
     for seq in sorted(set(decisions_by_seq) - seqs):
         altered.setdefault(seq, []).append("hit_decisions rows without an entry")
+    summaries_ok = await _summaries_match(conn, link_id, sums, problems)
     stored = {r["account"]: int(r["balance_uc"]) for r in await conn.fetch(
         "SELECT account, balance_uc FROM account_balances WHERE link_id = $1", link_id)}
     for account in set(stored) | set(balances):
@@ -204,4 +215,28 @@ async def audit_link(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, redi
         problems.insert(0, f"first altered entry: seq {first}: {'; '.join(altered[first])}")
         problems += [f"entry {s} altered: {'; '.join(altered[s])}" for s in sorted(altered) if s != first]
     return AuditReport(link_id, count, chain_ok, balanced, ledger_pools, redis_pools, problems, first,
-                       len(checkpoints))
+                       len(checkpoints), summaries_ok)
+
+
+async def _summaries_match(conn: Any, link_id: str, derived: Summaries, problems: list[str]) -> bool:
+    """Whether the stored summaries are exactly what the entries make them; each difference is a problem."""
+    found: list[str] = []
+    rows = await conn.fetch("SELECT bucket, account, flow, detail, amount_uc, items FROM flow_totals "
+                            "WHERE link_id = $1", link_id)
+    stored_totals = {(link_id, ms_of(r["bucket"]), r["account"], r["flow"], r["detail"]):
+                     [int(r["amount_uc"]), int(r["items"])] for r in rows}
+    for key in sorted(set(stored_totals) | set(derived.totals)):
+        have, want = stored_totals.get(key, [0, 0]), derived.totals.get(key, [0, 0])
+        if have != want:
+            found.append(f"summary {time_of(key[1]).isoformat()} {key[2]} {key[3]} {key[4] or '-'}: stored "
+                         f"{have[0]} µ¢ ({have[1]} items) but the entries make {want[0]} µ¢ ({want[1]} items)")
+    stored_buckets = {(link_id, ms_of(r["bucket"])): [int(r["first_seq"]), int(r["last_seq"]), int(r["entries"])]
+                      for r in await conn.fetch("SELECT bucket, first_seq, last_seq, entries FROM flow_buckets "
+                                                "WHERE link_id = $1", link_id)}
+    for where in sorted(set(stored_buckets) | set(derived.buckets)):
+        was, made = stored_buckets.get(where), derived.buckets.get(where)
+        if was != made:
+            found.append(f"summary of quarter hour {time_of(where[1]).isoformat()}: stored entries {was} "
+                         f"(first, last, count) but the entries make {made}")
+    problems += found[:20] + ([f"... and {len(found) - 20} more summary differences"] if len(found) > 20 else [])
+    return not found

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -15,6 +14,8 @@ from ...canonical import canonical_json, request_identity
 from ...domain.postings import pool_account
 from ...metrics import HITS
 from ..replies import pairs
+from .summaries import Summaries, buckets_upsert, entry_flows, ms_of, time_of, totals_upsert
+from .unnest import columns
 
 CHAIN_VERSION = 2  # the version new entries are written with (entries.chain_version)
 
@@ -63,6 +64,7 @@ class Head:
     hash: bytes
     balances: dict[str, int]
     identity: str = ""
+    created_ms: int = 0  # the last entry's time: an entry is never dated before the one it follows
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,15 +146,14 @@ WITH h AS (
     INSERT INTO hit_decisions (link_id, table_id, round_id, seat, hit_id, seq, status, reason)
     SELECT * FROM unnest($49::text[], $50::text[], $51::text[], $52::int[], $53::text[], $54::bigint[],
                          $55::text[], $56::text[])
+), ft AS (  -- the summaries finance reads (summaries.py, migration 011), added to in the same statement
+    """ + totals_upsert(57) + """
+), fb AS (
+    """ + buckets_upsert(64) + """
 )
 SELECT ledger_require((SELECT count(*) FROM h) = cardinality($1::text[]),
                       'a link head moved under this writer; the batch was not written')
 """
-
-
-def columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
-    """Rows as one array per column, for unnest()."""
-    return [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]
 
 
 async def heads_of(conn: Any, link_ids: Sequence[str] | None) -> HeadCache:
@@ -163,14 +164,16 @@ async def heads_of(conn: Any, link_ids: Sequence[str] | None) -> HeadCache:
     where = "" if link_ids is None else "WHERE {t}.link_id = ANY($1)"
     args = [] if link_ids is None else [list(link_ids)]
     rows = await conn.fetch(
-        "SELECT l.link_id, l.last_seq, l.last_hash, e.request_id, e.request_hash, NULL::text AS account, "
-        "NULL::bigint AS balance_uc FROM links l LEFT JOIN entries e ON e.link_id = l.link_id "
+        "SELECT l.link_id, l.last_seq, l.last_hash, e.request_id, e.request_hash, e.created_at, "
+        "NULL::text AS account, NULL::bigint AS balance_uc FROM links l LEFT JOIN entries e ON e.link_id = l.link_id "
         "AND e.seq = l.last_seq " + where.format(t="l") + " UNION ALL "
-        "SELECT b.link_id, NULL, NULL, NULL, NULL, b.account, b.balance_uc FROM account_balances b "
+        "SELECT b.link_id, NULL, NULL, NULL, NULL, NULL, b.account, b.balance_uc FROM account_balances b "
         + where.format(t="b"), *args)
     for r in rows:
         if r["account"] is None:
-            out[r["link_id"]] = Head(int(r["last_seq"]), bytes(r["last_hash"]), {}, identity_of(r))
+            created = r["created_at"]
+            out[r["link_id"]] = Head(int(r["last_seq"]), bytes(r["last_hash"]), {}, identity_of(r),
+                                     0 if created is None else ms_of(created))
     for r in rows:
         if r["account"] is not None:
             out.setdefault(r["link_id"], Head(0, b"", {})).balances[r["account"]] = int(r["balance_uc"])
@@ -188,6 +191,7 @@ class _Rows:
     configs: list[tuple[Any, ...]] = field(default_factory=list)
     tables: list[tuple[Any, ...]] = field(default_factory=list)
     rounds: dict[tuple[str, str, str], tuple[Any, ...]] = field(default_factory=dict)
+    summaries: Summaries = field(default_factory=Summaries)
     written: list[Written] = field(default_factory=list)
 
     def extend(self, other: _Rows) -> None:
@@ -198,6 +202,7 @@ class _Rows:
         self.configs += other.configs
         self.tables += other.tables
         self.rounds.update(other.rounds)
+        self.summaries.extend(other.summaries)
 
 
 def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head) -> tuple[_Rows, Head] | Refused:
@@ -205,6 +210,7 @@ def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head) -> tupl
     not follow the ledger's last entry, or Redis's balances are not what the postings make them."""
     rows = _Rows()
     last_seq, last_hash, balances, last_request = start.seq, start.hash, dict(start.balances), start.identity
+    last_ms = start.created_ms
     for e in items:
         if e.seq <= last_seq:
             continue
@@ -227,7 +233,11 @@ def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head) -> tupl
                     return Refused(e.seq, f"Redis has {pool}={bal} µ¢ after entry {e.seq}, the ledger's postings "
                                           f"make it {balances.get(pool_account(pool), 0)} µ¢")
             digest = chain_hash(last_hash, link_id, e.seq, e.entry, legs, e.reply)  # version 2
-            created = datetime.fromtimestamp(body["ts_ms"] / 1000, UTC)
+            # Dated by the service that decided it, never before the entry it follows (replicas' clocks differ):
+            # a link's entries are in time order, so a period is a run of sequences (audit checks the rule).
+            created_ms = max(int(body["ts_ms"]), last_ms)
+            created = time_of(created_ms)
+            rows.summaries.add(link_id, e.seq, created_ms, entry_flows(body, e.reply))
             rows.entries.append((link_id, e.seq, body["kind"], body["request_id"], body["request_hash"], created,
                                  e.entry, e.reply, last_hash, digest))
             if body.get("config") is not None:
@@ -254,8 +264,8 @@ def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head) -> tupl
         except (KeyError, TypeError, ValueError, AttributeError) as error:  # a journal entry we cannot read
             return Refused(e.seq, f"journal entry {e.seq} is malformed: {type(error).__name__}: {error}",
                            malformed=True)
-        last_seq, last_hash, last_request = e.seq, digest, identity
-    return rows, Head(last_seq, last_hash, balances, last_request)
+        last_seq, last_hash, last_request, last_ms = e.seq, digest, identity, created_ms
+    return rows, Head(last_seq, last_hash, balances, last_request, last_ms)
 
 
 async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache | None = None) -> Appended:
@@ -300,7 +310,8 @@ async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache
             await conn.execute(_APPEND, *columns(head_rows, 4), *columns(rows.entries, 10),
                                *columns(rows.postings, 6), *columns(rows.hits, 14), *columns(rows.configs, 3),
                                *columns(rows.tables, 2), *columns(list(rows.rounds.values()), 6),
-                               *columns(balance_rows, 3), *columns(rows.decisions, 8))
+                               *columns(balance_rows, 3), *columns(rows.decisions, 8),
+                               *columns(rows.summaries.total_rows(), 7), *columns(rows.summaries.bucket_rows(), 5))
         except BaseException:
             for link in by_link:  # whatever happened, read the heads afresh next time
                 cache.pop(link, None)

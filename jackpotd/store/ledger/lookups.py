@@ -9,7 +9,7 @@ import asyncpg
 
 from ...service.ports import Seen
 from ..batching import Batcher
-from .chain import columns
+from .unnest import columns
 
 
 class HeldConnection:

@@ -8,11 +8,15 @@ from pathlib import Path
 
 import asyncpg
 
+from .summaries import backfill
+
 Pool = asyncpg.Pool  # the pool and connection types, for modules that must not import the driver
 Connection = asyncpg.Connection
 
 log = logging.getLogger("jackpotd.ledger")
 MIGRATIONS = Path(__file__).parent.parent / "migrations"  # jackpotd/store/migrations
+# What a migration needs beyond its SQL, in its transaction: data that only the service's own code can derive.
+AFTER = {"011_reports.sql": backfill}  # the summaries of the entries already written
 APP_ROLE = "jackpotd_app"  # may SELECT and INSERT the ledger; the service logs in as it (or a role like it)
 
 
@@ -40,6 +44,8 @@ async def migrate(dsn: str) -> list[str]:
                     continue
                 async with conn.transaction():
                     await conn.execute(path.read_text())
+                    if path.name in AFTER:
+                        await AFTER[path.name](conn)
                     await conn.execute("INSERT INTO schema_migrations (name) VALUES ($1)", path.name)
                 applied.append(path.name)
                 log.info("applied migration %s", path.name)

@@ -1,0 +1,64 @@
+"""The calls to ReportService, one function each, taking a stub so that a test can call them in-process on
+any channel; and the channel a finance credential opens (as every role client: jackpotd.auth.client)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import grpc
+
+from jackpotd.api.gen.jackpot.v1 import report_pb2, report_pb2_grpc
+from jackpotd.auth.client import bearer, open_channel
+from jackpotd.auth.credentials import RoleCredential
+from jackpotd.auth.identity import Role
+
+if TYPE_CHECKING:
+    from jackpotd.api.gen.jackpot.v1.report_pb2_grpc import ReportServiceAsyncStub
+
+ROLES = (Role.FINANCE, Role.ADMIN)  # what may read the ledger's reports, finance first
+
+
+def finance_channel(credential: RoleCredential, target: str) -> grpc.aio.Channel:
+    """A channel to jackpotd presenting the credential: a client certificate over TLS, else a bearer token."""
+    if credential.ca is not None:
+        return open_channel(target, ca=credential.ca, cert=credential.cert, key=credential.key)
+    return open_channel(target, interceptors=bearer(credential.token) if credential.token else [])
+
+
+def report_stub(channel: grpc.aio.Channel) -> ReportServiceAsyncStub:
+    return report_pb2_grpc.ReportServiceStub(channel)
+
+
+async def fetch_reconciliation(stub: ReportServiceAsyncStub, link_id: str, *, gaming_day: str = "",
+                               from_ms: int = 0, to_ms: int = 0,
+                               timeout: float | None = None) -> report_pb2.Reconciliation:
+    """A gaming day's reconciliation (`gaming_day` YYYY-MM-DD), or that of [from_ms, to_ms)."""
+    request = report_pb2.GetReconciliationRequest(link_id=link_id, gaming_day=gaming_day, from_ms=from_ms,
+                                                  to_ms=to_ms)
+    return await stub.GetReconciliation(request, timeout=timeout)
+
+
+async def fetch_liability(stub: ReportServiceAsyncStub, link_id: str,
+                          timeout: float | None = None) -> report_pb2.Liability:
+    return await stub.GetLiability(report_pb2.GetLiabilityRequest(link_id=link_id), timeout=timeout)
+
+
+async def verify_ledger(stub: ReportServiceAsyncStub, link_id: str,
+                        timeout: float | None = None) -> report_pb2.VerifyLedgerResponse:
+    return await stub.VerifyLedger(report_pb2.VerifyLedgerRequest(link_id=link_id), timeout=timeout)
+
+
+async def export_ledger(stub: ReportServiceAsyncStub, link_id: str, *, from_sequence: int = 0,
+                        to_sequence: int = 0, from_ms: int = 0,
+                        to_ms: int = 0) -> AsyncIterator[report_pb2.LedgerEntry]:
+    """The entries of a range, in sequence order, as the stream brings them."""
+    request = report_pb2.ExportLedgerRequest(link_id=link_id, from_sequence=from_sequence, to_sequence=to_sequence,
+                                             from_ms=from_ms, to_ms=to_ms)
+    call = stub.ExportLedger(request)
+    try:
+        async for entry in call:
+            yield entry
+    finally:
+        call.cancel()
+

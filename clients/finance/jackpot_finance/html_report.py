@@ -1,0 +1,182 @@
+"""The reconciliation as ONE self-contained HTML file for the finance office: inline CSS and an inline SVG
+chart, no script, no external reference (a Content-Security-Policy forbids both), print-friendly.
+
+Every text value is escaped with html.escape: ids, hands, rules and expressions come from callers and are
+treated as hostile. Amounts are shown as exact dollars with their µ¢ in `data-ucents` (and a tooltip)."""
+
+from __future__ import annotations
+
+from html import escape
+
+from . import chart
+from .model import LINK_AMOUNTS, MOVEMENTS, Report
+from .money import PLACES, cents_uc, display, grouped
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+SIGNS = {0: "", 1: "+ ", -1: "− "}
+
+CSS = """
+:root { color-scheme: light; --ok: #1b7a2e; --fail: #b3261e; --line: #c9ced6; }
+* { box-sizing: border-box; }
+body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: #1c1f24;
+       margin: 24px auto; max-width: 1400px; padding: 0 16px; }
+h1 { font-size: 22px; margin: 0 0 8px; } h2 { font-size: 17px; margin: 28px 0 8px; }
+dl.period { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 0; }
+dt { color: #5a6270; } dd { margin: 0; }
+.verdict { font-weight: 700; font-size: 16px; padding: 8px 12px; border-radius: 4px; margin: 12px 0 0; }
+.verdict.ok { background: #e3f4e6; color: var(--ok); } .verdict.fail { background: #fbe4e2; color: var(--fail); }
+table { border-collapse: collapse; width: auto; min-width: 50%; font-variant-numeric: tabular-nums; }
+th, td { border-bottom: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f2f4f7; font-weight: 600; }
+td.num, th.num { text-align: right; white-space: nowrap; }
+tr.total td { border-top: 2px solid #1c1f24; font-weight: 600; }
+tr.byhand td, tr.byhand th { color: #5a6270; font-size: 12px; font-weight: 400; }
+tr.byhand th { padding-left: 28px; }
+table.hits { font-size: 12px; width: 100%; } table.hits td.nowrap { white-space: nowrap; }
+section { overflow-x: auto; }
+.mark { font-weight: 700; text-align: center; width: 2em; }
+.holds .mark, .mark.holds { color: var(--ok); } .fails .mark, .mark.fails { color: var(--fail); }
+tr.fails td { background: #fdf1f0; }
+code { font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; overflow-wrap: anywhere; }
+svg.chart { width: 100%; height: auto; max-width: 960px; display: block; }
+svg .plot { fill: #fafbfc; stroke: var(--line); } svg .grid { stroke: #e3e6ea; } svg .tickmark { stroke: #5a6270; }
+svg text { font-size: 12px; fill: #1c1f24; } svg .tick { fill: #5a6270; } svg .axis { font-weight: 600; }
+.empty { color: #5a6270; font-style: italic; }
+footer { margin-top: 32px; color: #5a6270; font-size: 12px; }
+@media print {
+  @page { size: A4 landscape; margin: 12mm; }
+  body { margin: 0; max-width: none; font-size: 10pt; }
+  section, tr, svg { break-inside: avoid; }
+  thead { display: table-header-group; }
+  * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+}
+"""
+
+
+def _money(uc: int, cls: str = "num") -> str:
+    return (f'<td class="{cls}" data-ucents="{uc}" title="{escape(grouped(uc))} µ¢">{escape(display(uc))}</td>')
+
+
+def _mark(holds: bool) -> str:
+    return f'<td class="mark {"holds" if holds else "fails"}">{"✓" if holds else "✗"}</td>'
+
+
+def _header(report: Report) -> str:
+    day = report["gaming_day"]
+    title = f"gaming day {day}" if day else "period"
+    rows = [
+        ("link", report["link_id"]),
+        ("gaming day", f"{day} (starts {report['gaming_day_start']} local)" if day else "— (a period by times)"),
+        ("from", f"{report['from_local']}   ({report['from_utc']})"),
+        ("to (exclusive)", f"{report['to_local']}   ({report['to_utc']})"),
+        ("time zone", report["time_zone"] or "UTC"),
+        ("entries", f"{report['entries']}" + (f" (sequences {report['first_sequence']}–{report['last_sequence']})"
+                                              if report["entries"] else "")),
+        ("generated at", f"{report['generated_at_local']}   ({report['generated_at_utc']})"),
+    ]
+    ok = report["verdict_holds"]
+    verdict = ("Reconciled: every identity holds" if ok else
+               "NOT RECONCILED: an identity fails" + ("" if report["client_checked"] else
+                                                      " (the figures do not add up as sent)"))
+    return (f"<header><h1>Reconciliation of link {escape(report['link_id'])}, {escape(title)}</h1>"
+            '<dl class="period">' + "".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in rows)
+            + f'</dl><p class="verdict {"ok" if ok else "fail"}" id="verdict">{escape(verdict)}</p></header>')
+
+
+def _pools(report: Report) -> str:
+    pools = report["pools"]
+    if not pools:
+        return '<p class="empty">No pools.</p>'
+    head = "".join(f'<th class="num" scope="col">{escape(p["pool"])}{" (hidden)" if p["hidden"] else ""}</th>'
+                   for p in pools)
+    body = []
+    for m in MOVEMENTS:
+        cls = ' class="total"' if m.key == "closing" else ""
+        label = "= closing" if m.key == "closing" else SIGNS[m.sign] + m.label
+        body.append(f'<tr{cls} data-row="{m.key}"><th scope="row">{escape(label)}</th>'
+                    + "".join(_money(p[f"{m.key}_ucents"]) for p in pools) + "</tr>")
+        if m.key == "payouts":
+            hands = sorted({h["hand"] for p in pools for h in p["payouts_by_hand"]})
+            for hand in hands:
+                cells = []
+                for p in pools:
+                    found = [h for h in p["payouts_by_hand"] if h["hand"] == hand]
+                    cells.append(
+                        "".join(f'<td class="num" data-ucents="{h["paid_ucents"]}">{h["hits"]} hit(s): '
+                                f'{escape(display(h["paid_ucents"]))}'
+                                + (f'<br>{h["rejected_hits"]} rejected, {escape(display(h["returned_ucents"]))} back'
+                                   if h["rejected_hits"] else "") + "</td>" for h in found)
+                        or '<td class="num"></td>')
+                body.append(f'<tr class="byhand"><th scope="row">{escape(hand)}</th>{"".join(cells)}</tr>')
+    body.append('<tr data-row="difference"><th scope="row">difference</th>'
+                + "".join(_money(p["difference_ucents"]) for p in pools) + "</tr>")
+    body.append('<tr data-row="identity"><th scope="row">identity</th>'
+                + "".join(_mark(p["identity_holds"] and p["checked"]) for p in pools) + "</tr>")
+    return (f'<table class="pools"><thead><tr><th scope="col">movement</th>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table>')
+
+
+def _link(report: Report) -> str:
+    link = report["link"]
+    rows = [f'<tr><th scope="row">wagers accepted (count)</th><td class="num">{link["wagers"]}</td></tr>',
+            f'<tr><th scope="row">wagers refunded (count)</th><td class="num">{link["refunds"]}</td></tr>']
+    rows += [f'<tr data-row="{key}"><th scope="row">{escape(label)}</th>{_money(link[f"{key}_ucents"])}</tr>'
+             for key, label in LINK_AMOUNTS]
+    holds = link["identity_holds"] and link["checked"]
+    rows.append(f'<tr class="{"holds" if holds else "fails"}"><th scope="row">wagers accepted − refunded = '
+                f'contributions + retained</th>{_mark(holds)}</tr>')
+    return f'<table class="link"><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _identities(report: Report) -> str:
+    rows = "".join(
+        f'<tr class="identity {"holds" if i["holds"] else "fails"}">{_mark(i["holds"])}<td>{escape(i["name"])}</td>'
+        f'<td>{escape(i["rule"])}</td><td><code>{escape(i["expression"])}</code></td></tr>'
+        for i in report["identities"])
+    if not rows:
+        return '<p class="empty">The server listed no identities.</p>'
+    return ('<table class="identities"><thead><tr><th class="mark" scope="col"></th><th scope="col">identity</th>'
+            f'<th scope="col">rule</th><th scope="col">with this period\'s numbers</th></tr></thead>'
+            f"<tbody>{rows}</tbody></table>")
+
+
+HIT_COLUMNS = ("round", "table", "seat", "hand", "cards", "pool", "amount", "funded by operator", "pool before",
+               "rule", "status", "sequence", "time")
+
+
+def _hits(report: Report) -> str:
+    if not report["hits"]:
+        return '<p class="empty">No hits in this period.</p>'
+    money_columns = ("amount", "funded by operator", "pool before")
+    head = "".join(f'<th scope="col" class="{"num" if c in money_columns else ""}">{escape(c)}</th>'
+                   for c in HIT_COLUMNS)
+    rows = "".join(
+        f'<tr class="hit" data-hit="{escape(h["hit_id"])}"><td>{escape(h["round_id"])}</td>'
+        f'<td>{escape(h["table_id"])}</td><td class="num">{h["seat"]}</td><td>{escape(h["hand"])}</td>'
+        f'<td class="nowrap">{escape(" ".join(h["cards"]))}</td><td>{escape(h["pool"])}</td>'
+        f'{_money(cents_uc(h["amount_cents"]))}{_money(cents_uc(h["funded_by_operator_cents"]))}'
+        f'{_money(h["pool_before_ucents"])}<td>{escape(h["rule"])}</td><td>{escape(h["status"])}</td>'
+        f'<td class="num">{h["sequence"]}</td><td>{escape(h["at_local"].replace("T", " "))}<br>'
+        f'{escape(h["at_utc"].replace("T", " "))}</td>'
+        "</tr>"
+        for h in report["hits"])
+    return f'<table class="hits"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+def reconciliation_html(report: Report) -> str:
+    """The whole page (see the module's docstring)."""
+    title = f"Reconciliation {report['link_id']} {report['gaming_day'] or report['from_utc']}"
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
+        f"{_header(report)}"
+        f'<section id="chart"><h2>Pool balances</h2>{chart.svg(report)}</section>'
+        f'<section id="pools"><h2>Pools</h2>{_pools(report)}</section>'
+        f'<section id="link"><h2>Link totals</h2>{_link(report)}</section>'
+        f'<section id="identities"><h2>Identities (DOMAIN.md §10)</h2>{_identities(report)}</section>'
+        f'<section id="hits"><h2>Hits</h2>{_hits(report)}</section>'
+        f"<footer>Amounts are exact: dollars to {PLACES} places (1 µ¢ = $0.00000001); hover an amount for its µ¢. "
+        "Generated by jackpot-report from jackpotd's ledger.</footer>"
+        "</body></html>\n")

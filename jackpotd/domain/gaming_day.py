@@ -1,0 +1,61 @@
+"""Gaming days (DOMAIN.md §10): a day starts at a configured local time (06:00 by default) in the link's time
+zone, so it lasts 23 or 25 hours across a daylight-saving change. Pure: the zone is passed in."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+
+from .errors import InvalidInput
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def parse_day(field: str, text: str) -> date:
+    """YYYY-MM-DD, or InvalidInput naming the field."""
+    try:
+        if _DAY.fullmatch(text) is None:
+            raise ValueError("not YYYY-MM-DD")
+        return date.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput(field, text[:40], "must be a date YYYY-MM-DD") from None
+
+
+def _start_time(start: str) -> time:
+    hours, minutes = start.split(":")
+    return time(int(hours), int(minutes))
+
+
+def day_start(day: date, start: str, zone: tzinfo) -> datetime:
+    """The instant (UTC) gaming day `day` begins: the first instant whose local time on that date is at or after
+    `start` (HH:MM). A start that occurs twice (clocks going back) is its first occurrence; one that does not
+    occur (clocks going forward) is the end of the gap."""
+    local = datetime.combine(day, _start_time(start))
+    first = local.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    if first.astimezone(zone).replace(tzinfo=None) == local:
+        return first  # the time exists: its first occurrence
+    # In a gap, both offsets name instants on either side of it: find where local time passes `start`.
+    lo = min(first, local.replace(tzinfo=zone, fold=1).astimezone(UTC))
+    hi = max(first, local.replace(tzinfo=zone, fold=1).astimezone(UTC))
+    while hi - lo > timedelta(seconds=1):
+        mid = lo + (hi - lo) / 2
+        if mid.astimezone(zone).replace(tzinfo=None) >= local:
+            hi = mid
+        else:
+            lo = mid
+    return hi.replace(microsecond=0)
+
+
+def day_bounds(day: date, start: str, zone: tzinfo) -> tuple[datetime, datetime]:
+    """[from, to) of gaming day `day` in UTC."""
+    return day_start(day, start, zone), day_start(day + timedelta(days=1), start, zone)
+
+
+def gaming_day_of(at: datetime, start: str, zone: tzinfo) -> date:
+    """The gaming day an instant belongs to."""
+    local = at.astimezone(zone).date()
+    for day in (local - timedelta(days=1), local):
+        begin, end = day_bounds(day, start, zone)
+        if begin <= at < end:
+            return day
+    return local + timedelta(days=1)  # unreachable for real zones; keeps the type total

@@ -1,0 +1,216 @@
+"""Finance's reads of the ledger (issue 12): a period's summaries, balances, hits and chart; the entries for
+export; the liability now. Only PostgreSQL: Redis is never asked a figure here."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import orjson
+
+from ...domain.flows import Flow
+from ...domain.postings import PENDING_PAYOUTS, POOL_PREFIX
+from ...service.ports import ExportedEntry, HitRecord, LiabilityData, PeriodData
+from .reads import HIT_DECISION, HIT_STATUS
+from .summaries import BUCKET_MS, bucket_of, entry_flows, ms_of, time_of
+
+
+def _ceil_bucket(ms: int) -> int:
+    return -((-ms) // BUCKET_MS) * BUCKET_MS
+
+
+async def latest_config(conn: Any, link_id: str) -> str | None:
+    """The link's current configuration as stored (JSON), or None for a link the ledger does not hold."""
+    v: str | None = await conn.fetchval("SELECT config::text FROM link_configs WHERE link_id = $1 "
+                                        "ORDER BY version DESC LIMIT 1", link_id)
+    return v
+
+
+async def _edge(conn: Any, link_id: str, start: int, end: int) -> tuple[list[tuple[int, int]], list[Flow]]:
+    """The entries dated in [start, end), which lies inside one quarter hour, and their flows, from the entries
+    themselves (the quarter hour's summary covers more than the period)."""
+    b = await conn.fetchrow("SELECT first_seq, last_seq FROM flow_buckets WHERE link_id = $1 AND bucket = $2",
+                            link_id, time_of(bucket_of(start)))
+    if b is None or start >= end:
+        return [], []
+    rows = await conn.fetch("SELECT seq, created_at, entry::text AS entry, reply FROM entries WHERE link_id = $1 "
+                            "AND seq BETWEEN $2 AND $3 AND created_at >= $4 AND created_at < $5 ORDER BY seq",
+                            link_id, int(b["first_seq"]), int(b["last_seq"]), time_of(start), time_of(end))
+    flows: list[Flow] = []
+    for r in rows:
+        flows += entry_flows(orjson.loads(r["entry"]), r["reply"])
+    return [(int(r["seq"]), ms_of(r["created_at"])) for r in rows], flows
+
+
+async def _seq_before(conn: Any, link_id: str, at: int) -> int:
+    """The last entry dated before `at` (0: none)."""
+    inside = await conn.fetchrow("SELECT first_seq, last_seq FROM flow_buckets WHERE link_id = $1 AND bucket = $2",
+                                 link_id, time_of(bucket_of(at)))
+    if inside is not None:
+        v = await conn.fetchval("SELECT max(seq) FROM entries WHERE link_id = $1 AND seq BETWEEN $2 AND $3 "
+                                "AND created_at < $4", link_id, int(inside["first_seq"]), int(inside["last_seq"]),
+                                time_of(at))
+        if v is not None:
+            return int(v)
+    v = await conn.fetchval("SELECT max(last_seq) FROM flow_buckets WHERE link_id = $1 AND bucket < $2", link_id,
+                            time_of(bucket_of(at)))
+    return 0 if v is None else int(v)
+
+
+async def _pool_balances(conn: Any, link_id: str, seq: int) -> dict[str, int]:
+    """Every pool's balance after entry `seq`, from the postings' balance_after (0 before a pool's first)."""
+    rows = await conn.fetch(
+        "SELECT a.account, (SELECT p.balance_after_uc FROM postings p WHERE p.link_id = a.link_id "
+        "AND p.account = a.account AND p.seq <= $2 ORDER BY p.seq DESC LIMIT 1) AS balance "
+        "FROM account_balances a WHERE a.link_id = $1 AND a.account LIKE 'pool:%'", link_id, seq)
+    return {r["account"][len(POOL_PREFIX):]: int(r["balance"] or 0) for r in rows}
+
+
+async def period(pool: asyncpg.Pool, link_id: str, from_ms: int, to_ms: int) -> PeriodData:
+    """Everything reconciliation needs of [from_ms, to_ms), in one repeatable-read snapshot: whole quarter hours
+    from the summaries, the ragged ends from their entries, balances from the postings."""
+    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+        config = await latest_config(conn, link_id)
+        inner_from, inner_to = _ceil_bucket(from_ms), bucket_of(to_ms)
+        if inner_from < inner_to:  # whole quarter hours, and the ragged ends either side
+            parts = [(from_ms, inner_from), (inner_to, to_ms)]
+        else:  # within one quarter hour, or across one boundary
+            inner_from = inner_to = 0
+            parts = ([(from_ms, to_ms)] if bucket_of(from_ms) == bucket_of(to_ms - 1)
+                     else [(from_ms, _ceil_bucket(from_ms)), (bucket_of(to_ms), to_ms)])
+        totals: dict[tuple[str, str, str], tuple[int, int]] = {}
+        flows: list[Flow] = []
+        seqs: list[int] = []
+        entries = 0
+        for start, end in parts:
+            if start < end:
+                got, fl = await _edge(conn, link_id, start, end)
+                flows += fl
+                seqs += [s for s, _ in got]
+                entries += len(got)
+        if inner_from < inner_to:
+            for r in await conn.fetch(
+                    "SELECT account, flow, detail, sum(amount_uc)::bigint AS uc, sum(items)::bigint AS items "
+                    "FROM flow_totals WHERE link_id = $1 AND bucket >= $2 AND bucket < $3 GROUP BY 1, 2, 3",
+                    link_id, time_of(inner_from), time_of(inner_to)):
+                totals[(r["account"], r["flow"], r["detail"])] = (int(r["uc"]), int(r["items"]))
+            span = await conn.fetchrow(
+                "SELECT min(first_seq) AS first, max(last_seq) AS last, sum(entries)::bigint AS n FROM flow_buckets "
+                "WHERE link_id = $1 AND bucket >= $2 AND bucket < $3", link_id, time_of(inner_from),
+                time_of(inner_to))
+            if span is not None and span["first"] is not None:
+                seqs += [int(span["first"]), int(span["last"])]
+                entries += int(span["n"])
+        for f in flows:
+            uc, items = totals.get((f.account, f.flow, f.detail), (0, 0))
+            totals[(f.account, f.flow, f.detail)] = (uc + f.amount_uc, items + f.items)
+        before = await _seq_before(conn, link_id, from_ms)
+        last = await _seq_before(conn, link_id, to_ms)
+        opening = await _pool_balances(conn, link_id, before)
+        closing = await _pool_balances(conn, link_id, last)
+        first_seq, last_seq = (min(seqs), max(seqs)) if seqs else (0, 0)
+        hits = [_hit(r) for r in await conn.fetch(
+            "SELECT h.hit_id, h.link_id, h.table_id, h.round_id, h.seat, h.hand, h.cards, h.pool, h.amount_cents, "
+            f"h.funded_by_operator_cents, h.pool_before_uc, h.rule, {HIT_STATUS} AS status, h.seq, e.created_at "
+            f"FROM hits h {HIT_DECISION} JOIN entries e ON e.link_id = h.link_id AND e.seq = h.seq "
+            "WHERE h.link_id = $1 AND h.seq BETWEEN $2 AND $3 ORDER BY h.seq, h.seat", link_id, first_seq, last_seq)]
+        chart = await _chart(conn, link_id, from_ms, to_ms, inner_from, inner_to, opening, before, closing, last,
+                             hits)
+    return PeriodData(link_id, config, from_ms, to_ms, first_seq, last_seq, entries, totals, opening, closing, hits,
+                      chart)
+
+
+async def _chart(conn: Any, link_id: str, from_ms: int, to_ms: int, inner_from: int, inner_to: int,
+                 opening: dict[str, int], before: int, closing: dict[str, int], last: int,
+                 hits: list[HitRecord]) -> list[tuple[str, int, int, int]]:
+    """Each pool's balance through the period: at its start, at the end of every whole quarter hour, on both sides
+    of every hit, and at its end. (pool, at_ms, seq, µ¢)."""
+    points = [(pool, from_ms, before, uc) for pool, uc in opening.items()]
+    if inner_from < inner_to:
+        rows = await conn.fetch(
+            "SELECT b.bucket, b.last_seq, p.account, p.balance_after_uc FROM flow_buckets b "
+            "JOIN LATERAL (SELECT DISTINCT ON (account) account, balance_after_uc FROM postings "
+            "WHERE link_id = b.link_id AND seq <= b.last_seq AND seq >= b.first_seq AND account LIKE 'pool:%' "
+            "ORDER BY account, seq DESC) p ON true "
+            "WHERE b.link_id = $1 AND b.bucket >= $2 AND b.bucket < $3 ORDER BY b.bucket", link_id,
+            time_of(inner_from), time_of(inner_to))
+        for r in rows:
+            points.append((r["account"][len(POOL_PREFIX):], min(ms_of(r["bucket"]) + BUCKET_MS, to_ms),
+                           int(r["last_seq"]), int(r["balance_after_uc"])))
+    if hits:
+        after = {(int(r["seq"]), r["account"][len(POOL_PREFIX):]): int(r["balance_after_uc"]) for r in await conn.fetch(
+            "SELECT seq, account, balance_after_uc FROM postings WHERE link_id = $1 AND seq = ANY($2::bigint[]) "
+            "AND account LIKE 'pool:%'", link_id, sorted({h.seq for h in hits}))}
+        for h in hits:
+            points.append((h.pool, h.at_ms, h.seq - 1, h.pool_before_uc))
+            if (h.seq, h.pool) in after:
+                points.append((h.pool, h.at_ms, h.seq, after[(h.seq, h.pool)]))
+    points += [(pool, to_ms, last, uc) for pool, uc in closing.items()]
+    return sorted(set(points), key=lambda p: (p[0], p[2], p[1]))
+
+
+def _hit(r: Any) -> HitRecord:
+    return HitRecord(r["hit_id"], r["link_id"], r["table_id"], r["round_id"], int(r["seat"]), r["hand"],
+                     tuple(r["cards"]), r["pool"], int(r["amount_cents"]), int(r["funded_by_operator_cents"]),
+                     int(r["pool_before_uc"]), r["rule"], r["status"], int(r["seq"]), ms_of(r["created_at"]))
+
+
+async def seq_range(pool: asyncpg.Pool, link_id: str, from_seq: int, to_seq: int, from_ms: int | None,
+                    to_ms: int | None) -> tuple[int, int]:
+    """The sequences an export covers: [from_seq, to_seq] (0: the first, the last), or the entries dated in
+    [from_ms, to_ms)."""
+    async with pool.acquire() as conn:
+        head = int(await conn.fetchval("SELECT coalesce(max(last_seq), 0) FROM links WHERE link_id = $1", link_id))
+        if from_ms is None or to_ms is None:
+            return max(from_seq, 1), min(to_seq or head, head)
+        return await _seq_before(conn, link_id, from_ms) + 1, await _seq_before(conn, link_id, to_ms)
+
+
+async def entries(pool: asyncpg.Pool, link_id: str, first: int, last: int,
+                  page: int = 5_000) -> AsyncIterator[list[ExportedEntry]]:
+    """The entries [first, last] with their postings, a page at a time, in sequence order."""
+    at = first
+    while at <= last:
+        upto = min(last, at + page - 1)
+        async with pool.acquire() as conn:
+            rows = await conn.fetch("SELECT seq, kind, request_id, created_at, entry::text AS entry, hash, prev_hash "
+                                    "FROM entries WHERE link_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq",
+                                    link_id, at, upto)
+            legs: dict[int, list[tuple[str, int, int]]] = {}
+            for p in await conn.fetch("SELECT seq, account, amount_uc, balance_after_uc FROM postings "
+                                      "WHERE link_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq, idx",
+                                      link_id, at, upto):
+                legs.setdefault(int(p["seq"]), []).append((p["account"], int(p["amount_uc"]),
+                                                           int(p["balance_after_uc"])))
+        out = []
+        for r in rows:
+            body = orjson.loads(r["entry"])
+            rnd = body.get("round") or {}
+            seq = int(r["seq"])
+            out.append(ExportedEntry(seq, ms_of(r["created_at"]), r["kind"], r["request_id"],
+                                     str(rnd.get("table_id", "")), str(rnd.get("round_id", "")),
+                                     tuple(legs.get(seq, ())), bytes(r["hash"]).hex(), bytes(r["prev_hash"]).hex(),
+                                     r["entry"]))
+        if out:
+            yield out
+        at = upto + 1
+
+
+async def liability(pool: asyncpg.Pool, link_id: str) -> LiabilityData:
+    """What the pools owe players now, as the ledger holds it: balances, the hits awaiting verification."""
+    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+        config = await latest_config(conn, link_id)
+        head = await conn.fetchrow("SELECT l.last_seq, e.created_at FROM links l LEFT JOIN entries e "
+                                   "ON e.link_id = l.link_id AND e.seq = l.last_seq WHERE l.link_id = $1", link_id)
+        balances = {r["account"]: int(r["balance_uc"]) for r in await conn.fetch(
+            "SELECT account, balance_uc FROM account_balances WHERE link_id = $1", link_id)}
+        pending = [_hit(r) for r in await conn.fetch(
+            "SELECT h.hit_id, h.link_id, h.table_id, h.round_id, h.seat, h.hand, h.cards, h.pool, h.amount_cents, "
+            f"h.funded_by_operator_cents, h.pool_before_uc, h.rule, {HIT_STATUS} AS status, h.seq, e.created_at "
+            f"FROM hits h {HIT_DECISION} JOIN entries e ON e.link_id = h.link_id AND e.seq = h.seq "
+            f"WHERE h.link_id = $1 AND {HIT_STATUS} = 'PENDING' ORDER BY h.seq, h.seat", link_id)]
+    seq = 0 if head is None else int(head["last_seq"])
+    at = 0 if head is None or head["created_at"] is None else ms_of(head["created_at"])
+    pools = {a[len(POOL_PREFIX):]: v for a, v in balances.items() if a.startswith(POOL_PREFIX)}
+    return LiabilityData(link_id, config, seq, at, pools, balances.get(PENDING_PAYOUTS, 0), pending)

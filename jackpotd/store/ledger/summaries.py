@@ -1,0 +1,176 @@
+"""The pre-aggregated summaries finance reads (migration 011): each entry's flows (domain/flows.py) summed per
+link, quarter hour, account, flow and detail, and each quarter hour's range of sequences. The ledger writer adds
+them in the statement that appends the entries; the audit and the migration re-derive them from the entries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+
+from ...domain.flows import EntryFacts, Flow, HitPaid, ResetPaid, flows_of
+from .unnest import columns
+
+BUCKET_MS = 15 * 60 * 1000  # a quarter hour: every real time zone's offset is a multiple of it
+
+
+def bucket_of(created_ms: int) -> int:
+    """The start (Unix ms) of the quarter hour an entry's time falls in."""
+    return created_ms - created_ms % BUCKET_MS
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def bucket_time(bucket_ms: int) -> datetime:
+    return time_of(bucket_ms)
+
+
+def time_of(ms: int) -> datetime:
+    """Unix ms as a UTC datetime (exact: no float)."""
+    return EPOCH + timedelta(milliseconds=ms)
+
+
+def ms_of(at: datetime) -> int:
+    """A datetime as Unix ms (exact: no float)."""
+    return (at - EPOCH) // timedelta(milliseconds=1)
+
+
+def _round_data(body: Mapping[str, Any]) -> dict[str, Any]:
+    rnd = body.get("round")
+    data: dict[str, Any] = orjson.loads(rnd["data"]) if rnd else {}
+    return data
+
+
+def entry_facts(body: Mapping[str, Any], reply: str) -> EntryFacts:
+    """What reconciliation needs of one entry, read from its JSON (and, for a settle with hits, its stored reply:
+    the resets it priced)."""
+    kind = body["kind"]
+    postings = [(a, int(v)) for a, v in body["postings"]]
+    if kind == "commit":
+        data = _round_data(body)
+        overflow = [(a, b, int(v)) for a, b, v in body.get("overflow", ())]
+        return EntryFacts(kind, postings, wagers=len(data["seats"]), overflow=overflow)
+    if kind == "void":
+        data = _round_data(body)
+        chosen = data["void_reasons"][-1]["seats"]  # this void's seats: the last reason recorded
+        reversed_: dict[str, int] = {}
+        for seat in chosen:
+            at = data["seats"][str(seat)][0]
+            for account, uc in data["legs"][at]:
+                reversed_[account] = reversed_.get(account, 0) + int(uc)
+        return EntryFacts(kind, postings, wagers=len(chosen), reversed=reversed_)
+    if kind == "settle":
+        hits = [HitPaid(h["pool"], h["hand"], int(h["amount_cents"]), int(h["funded_by_operator_cents"]),
+                        h["status"] != "PAID") for h in body.get("hits", ())]
+        resets: list[ResetPaid] | None = []
+        if hits:
+            try:
+                result = orjson.loads(reply)["result"]
+                resets = [ResetPaid(r["pool"], int(r["from_reserve_cents"]), int(r["from_operator_cents"]))
+                          for r in result["resets"]]
+            except (KeyError, TypeError, ValueError):
+                resets = None  # what the reply does not say stays unexplained, failing the identity
+        return EntryFacts(kind, postings, hits=hits, resets=resets)
+    if kind in ("approve_hit", "reject_hit"):
+        seat = str(body["decision"]["seat"])
+        hand = (_round_data(body).get("hands") or {}).get(seat, "")
+        return EntryFacts(kind, postings, hand=hand)
+    return EntryFacts(kind, postings)
+
+
+def entry_flows(body: Mapping[str, Any], reply: str) -> list[Flow]:
+    """An entry's flows. One whose facts cannot be read (an entry of an unknown shape) has its legs classified
+    as unexplained: reconciliation then fails to balance and says so, and the entry is still written."""
+    try:
+        facts = entry_facts(body, reply)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+        facts = EntryFacts("unreadable " + str(body.get("kind")), [(a, int(v)) for a, v in body["postings"]])
+    return flows_of(facts)
+
+
+@dataclass
+class Summaries:
+    """Summaries of a run of entries, keyed as their rows: added to the ledger's by the writer's upsert."""
+
+    totals: dict[tuple[str, int, str, str, str], list[int]] = field(default_factory=dict)
+    buckets: dict[tuple[str, int], list[int]] = field(default_factory=dict)  # -> [first, last, entries]
+
+    def add(self, link_id: str, seq: int, created_ms: int, flows: Iterable[Flow]) -> None:
+        bucket = bucket_of(created_ms)
+        b = self.buckets.get((link_id, bucket))
+        if b is None:
+            self.buckets[(link_id, bucket)] = [seq, seq, 1]
+        else:
+            b[0], b[1], b[2] = min(b[0], seq), max(b[1], seq), b[2] + 1
+        for f in flows:
+            key = (link_id, bucket, f.account, f.flow, f.detail)
+            t = self.totals.get(key)
+            if t is None:
+                self.totals[key] = [f.amount_uc, f.items]
+            else:
+                t[0] += f.amount_uc
+                t[1] += f.items
+
+    def extend(self, other: Summaries) -> None:
+        for key, (uc, items) in other.totals.items():
+            t = self.totals.setdefault(key, [0, 0])
+            t[0] += uc
+            t[1] += items
+        for where, (first, last, n) in other.buckets.items():
+            b = self.buckets.get(where)
+            self.buckets[where] = [first, last, n] if b is None else [min(b[0], first), max(b[1], last), b[2] + n]
+
+    def total_rows(self) -> list[tuple[Any, ...]]:
+        return [(link, bucket_time(b), a, fl, d, uc, items) for (link, b, a, fl, d), (uc, items) in self.totals.items()]
+
+    def bucket_rows(self) -> list[tuple[Any, ...]]:
+        return [(link, bucket_time(b), first, last, n) for (link, b), (first, last, n) in self.buckets.items()]
+
+
+def totals_upsert(first: int) -> str:
+    """Adds a run's totals to their quarter hours' rows; parameters $first.. are the columns of total_rows()."""
+    p = [f"${first + i}" for i in range(7)]
+    return f"""INSERT INTO flow_totals AS sum_t (link_id, bucket, account, flow, detail, amount_uc, items)
+    SELECT * FROM unnest({p[0]}::text[], {p[1]}::timestamptz[], {p[2]}::text[], {p[3]}::text[], {p[4]}::text[],
+                         {p[5]}::bigint[], {p[6]}::bigint[])
+    ON CONFLICT (link_id, bucket, account, flow, detail) DO UPDATE
+        SET amount_uc = sum_t.amount_uc + EXCLUDED.amount_uc, items = sum_t.items + EXCLUDED.items"""
+
+
+def buckets_upsert(first: int) -> str:
+    """Widens quarter hours' sequence ranges by a run's; parameters $first.. are the columns of bucket_rows()."""
+    p = [f"${first + i}" for i in range(5)]
+    return f"""INSERT INTO flow_buckets AS sum_b (link_id, bucket, first_seq, last_seq, entries)
+    SELECT * FROM unnest({p[0]}::text[], {p[1]}::timestamptz[], {p[2]}::bigint[], {p[3]}::bigint[], {p[4]}::bigint[])
+    ON CONFLICT (link_id, bucket) DO UPDATE
+        SET first_seq = least(sum_b.first_seq, EXCLUDED.first_seq),
+            last_seq = greatest(sum_b.last_seq, EXCLUDED.last_seq), entries = sum_b.entries + EXCLUDED.entries"""
+
+
+async def derive(conn: Any, link_id: str | None = None, chunk: int = 20_000) -> Summaries:
+    """The summaries the entries make (of one link, or all): what the writer's upserts must have added up to."""
+    out = Summaries()
+    where, args = ("WHERE link_id = $1", [link_id]) if link_id is not None else ("", [])
+    after: tuple[str, int] = ("", 0)
+    while True:
+        rows = await conn.fetch(
+            f"SELECT link_id, seq, created_at, entry::text AS entry, reply FROM entries {where} "
+            f"{'AND' if where else 'WHERE'} (link_id, seq) > (${len(args) + 1}, ${len(args) + 2}) "
+            f"ORDER BY link_id, seq LIMIT {chunk}", *args, *after)
+        for r in rows:
+            body = orjson.loads(r["entry"])
+            out.add(r["link_id"], int(r["seq"]), ms_of(r["created_at"]), entry_flows(body, r["reply"]))
+        if len(rows) < chunk:
+            return out
+        after = (rows[-1]["link_id"], int(rows[-1]["seq"]))
+
+
+async def backfill(conn: Any) -> None:
+    """Migration 011: the summaries of the entries written before it (the writer adds them from then on)."""
+    derived = await derive(conn)
+    await conn.execute(buckets_upsert(1), *columns(derived.bucket_rows(), 5))
+    await conn.execute(totals_upsert(1), *columns(derived.total_rows(), 7))

@@ -1,0 +1,77 @@
+"""The reconciliation's HTML file (`jackpot-report reconcile --format html`) in a real browser: Debian's headless
+Chromium, driven by Playwright, opens the file of a hand-built Reconciliation as a finance officer would. It
+renders without an error, draws one line per pool, and ticks every identity. A full-page screenshot goes to
+artifacts/finance/reconciliation.png. No server: the end-to-end path is tested elsewhere."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from jackpot_finance.render import render_reconciliation
+
+from ..unit.test_finance_render import reconciliation
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "finance"
+
+if not os.path.exists(CHROMIUM):
+    if os.geteuid() == 0:  # `make test` installs it as root: missing here means the setup is broken
+        raise RuntimeError(f"{CHROMIUM} is missing: `make test` installs Debian's chromium (apt-get install "
+                           "chromium); run it, or install the package")
+    pytest.skip(f"{CHROMIUM} is missing and this is not root: install Debian's chromium package (`make test` "
+                "does as root) to run the browser tests", allow_module_level=True)
+
+from playwright.async_api import async_playwright  # noqa: E402
+
+
+async def test_reconciliation_page_in_chromium() -> None:
+    rec = reconciliation()
+    pools = [p.pool for p in rec.pools]
+    work = Path(tempfile.mkdtemp(prefix="finance-chromium-"))
+    try:
+        page_file = work / "reconciliation.html"
+        page_file.write_text(render_reconciliation(rec, "html"), encoding="utf-8")
+        errors: list[str] = []
+        async with async_playwright() as pw:
+            context = await pw.chromium.launch_persistent_context(
+                str(work / "profile"), executable_path=CHROMIUM, args=ARGS, headless=True,
+                viewport={"width": 1280, "height": 900})
+            try:
+                page = context.pages[0] if context.pages else await context.new_page()
+                page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+                page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}")
+                        if m.type in ("error", "warning") else None)
+                await page.goto(page_file.as_uri(), wait_until="load")
+
+                assert await page.title() == f"Reconciliation demo {rec.gaming_day}"
+                lines = page.locator("svg.chart polyline.series")
+                assert await lines.count() == len(pools)
+                assert [await lines.nth(i).get_attribute("data-pool") for i in range(len(pools))] == pools
+                for i in range(len(pools)):  # drawn, not just present: each line spans part of the plot
+                    box = await lines.nth(i).bounding_box()
+                    assert box is not None and box["width"] > 100, f"{pools[i]}'s line is not drawn: {box}"
+                assert await page.locator("svg.chart .legend").count() == len(pools)
+
+                rows = page.locator("table.identities tbody tr")
+                assert await rows.count() == len(rec.identities) > 0
+                for i in range(await rows.count()):
+                    assert (await rows.nth(i).locator("td.mark").inner_text()).strip() == "✓"
+                    assert await rows.nth(i).locator("td.mark").is_visible()
+                assert "every identity holds" in await page.locator("#verdict").inner_text()
+                # the hostile round id is text on the page, not markup
+                assert "<script>alert(1)</script>" in await page.locator("table.hits").inner_text()
+                assert await page.locator("script").count() == 0
+
+                ARTIFACTS.mkdir(parents=True, exist_ok=True)
+                await page.screenshot(path=str(ARTIFACTS / "reconciliation.png"), full_page=True)
+            finally:
+                await context.close()
+        assert not errors, errors
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
