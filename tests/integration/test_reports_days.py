@@ -1,0 +1,152 @@
+"""Gaming days across both daylight-saving changes of Australia/Sydney (DOMAIN.md §10), with the service's clock
+set to the moments around each day's 06:00 start; and `jackpot-report` against a real server: its CSV, JSON and
+HTML carry the same numbers, and the HTML opens in headless Chromium."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from jackpot_finance import cli
+from jackpot_finance.calls import finance_channel
+
+from jackpotd.api.gen.jackpot.v1 import admin_pb2, report_pb2
+from jackpotd.auth.credentials import RoleCredential
+from jackpotd.auth.identity import Role
+
+from ..conftest import Isolated, unique
+from .conftest import open_private
+from .harness import AUDIT, Client, rid, token
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "finance"
+
+
+def ms(iso: str) -> int:
+    return int(datetime.fromisoformat(iso).astimezone(UTC).timestamp() * 1000)
+
+
+# Sydney 2026: clocks go back at 03:00 AEDT on 5 April (06:00 is +10 from then), forward at 02:00 AEST on 4 October.
+APRIL_4 = ms("2026-04-04T06:00:00+11:00")  # gaming day 2026-04-04 starts: 2026-04-03T19:00Z
+APRIL_5 = ms("2026-04-05T06:00:00+10:00")  # ... and ends 25 hours later: 2026-04-04T20:00Z
+OCTOBER_3 = ms("2026-10-03T06:00:00+10:00")  # gaming day 2026-10-03 starts: 2026-10-02T20:00Z
+OCTOBER_4 = ms("2026-10-04T06:00:00+11:00")  # ... and ends 23 hours later: 2026-10-03T19:00Z
+
+
+async def _create_sydney_link(c: Client, link: str, table: str) -> None:
+    await c.admin.CreateLink(admin_pb2.CreateLinkRequest(
+        request_id=rid(), link_id=link, mode="COMBINED", wager_amount_cents=100, time_zone="Australia/Sydney",
+        gaming_day_start="06:00", pools=[admin_pb2.PoolConfig(pool="JACKPOT"), admin_pb2.PoolConfig(pool="RESERVE")],
+        rates=admin_pb2.Rates(pools=[admin_pb2.PoolRate(pool="JACKPOT", ppm=275_000),
+                                     admin_pb2.PoolRate(pool="RESERVE", ppm=25_000)], retained_ppm=700_000),
+        audit=AUDIT))
+    await c.register(table, link)
+
+
+async def test_gaming_days_across_both_clock_changes(isolated: Isolated, tmp_path: Path) -> None:
+    now = [APRIL_4 - 3_600_000]
+    link, table = unique("syd"), unique("t")
+    async with open_private(isolated, tmp_path, clock=lambda: now[0]) as p:
+        c = p.client
+        await _create_sydney_link(c, link, table)
+        # one wager each just before and just at each boundary; seats say which moment it was
+        moments = [(APRIL_4 - 1, 1), (APRIL_4, 2), (APRIL_5 - 1, 3), (APRIL_5, 4),
+                   (OCTOBER_3 - 1, 5), (OCTOBER_3, 6), (OCTOBER_4 - 1, 7), (OCTOBER_4, 1)]
+        for n, (at, seat) in enumerate(moments):
+            now[0] = at
+            await c.commit(table, f"r{n}", [seat])
+
+        async def day(d: str) -> report_pb2.Reconciliation:
+            r: report_pb2.Reconciliation = await c.report.GetReconciliation(
+                report_pb2.GetReconciliationRequest(link_id=link, gaming_day=d))
+            assert r.all_hold, [i.expression for i in r.identities if not i.holds]
+            return r
+
+        expected = {"2026-04-03": (APRIL_4 - 24 * 3_600_000, APRIL_4, 1), "2026-04-04": (APRIL_4, APRIL_5, 2),
+                    "2026-04-05": (APRIL_5, APRIL_5 + 24 * 3_600_000, 1),
+                    "2026-10-02": (OCTOBER_3 - 24 * 3_600_000, OCTOBER_3, 1),
+                    "2026-10-03": (OCTOBER_3, OCTOBER_4, 2), "2026-10-04": (OCTOBER_4, OCTOBER_4 + 24 * 3_600_000, 1)}
+        for d, (begin, end, wagers) in expected.items():
+            r = await day(d)
+            assert (r.from_ms, r.to_ms) == (begin, end), d
+            assert r.link.wagers == wagers, (d, r.link.wagers)
+        assert APRIL_5 - APRIL_4 == 25 * 3_600_000 and OCTOBER_4 - OCTOBER_3 == 23 * 3_600_000
+        # each day's closing is the next day's opening
+        a, b = await day("2026-04-04"), await day("2026-04-05")
+        assert [p.closing_ucents for p in a.pools] == [p.opening_ucents for p in b.pools]
+        entries = await c.pg.fetch("SELECT seq, created_at FROM entries WHERE link_id = $1 AND kind = 'commit' "
+                                   "ORDER BY seq", link)
+        assert [int(e["created_at"].timestamp() * 1000) for e in entries] == [at for at, _ in moments]
+
+
+async def test_jackpot_report_formats_carry_the_same_numbers(client: Client, target: str, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    c = client
+    link, table = unique("rep"), unique("t")
+    await c.create_link(link, resets={"MAJOR": 100_000}, caps={"MINOR": 1_000})
+    await c.register(table, link)
+    await c.fund(link, "MAJOR", 100_000)
+    await c.fund(link, "MINOR", 990)
+    for n in range(6):
+        await c.commit(table, f"r{n}", [1, 2, 3, 4])
+        await c.settle(table, f"r{n}", {2: ["As", "Ks", "Qs", "Js", "Ts"]} if n == 4 else
+                       {3: ["2c", "5c", "9c", "Jc", "Kc"]} if n == 2 else {})
+    credential = RoleCredential(token=token(Role.FINANCE, "office"))
+
+    def channel(t: str) -> object:
+        return finance_channel(credential, t)
+
+    day = datetime.now(UTC).date().isoformat() if datetime.now(UTC).hour >= 6 else None
+    period = (["--day", day] if day else
+              ["--from", datetime.fromtimestamp(0, UTC).isoformat(), "--to", datetime.now(UTC).isoformat()])
+    outputs = {}
+    for fmt in ("json", "csv", "html", "text"):
+        out = tmp_path / f"report.{fmt}"
+        code = await cli.run(cli.parse(["reconcile", "--target", target, "--link", link, *period, "--format", fmt,
+                                        "--out", str(out)]), channel)
+        assert code == 0, capsys.readouterr().err
+        outputs[fmt] = out.read_text(encoding="utf-8-sig")
+    report = json.loads(outputs["json"])
+    served = await c.report.GetReconciliation(report_pb2.GetReconciliationRequest(
+        link_id=link, **({"gaming_day": day} if day else {"from_ms": 1, "to_ms": int(datetime.now(UTC).timestamp()
+                                                                                       * 1000)})))
+    # the server's numbers, in µ¢, are in every format: JSON as integers, CSV and HTML as the same exact dollars
+    rows = list(csv.reader(io.StringIO(outputs["csv"])))
+    cells = {cell for row in rows for cell in row}
+    for p in served.pools:
+        for uc in (p.opening_ucents, p.contributions_ucents, p.overflow_out_ucents, p.payouts_ucents,
+                   p.closing_ucents):
+            dollars = f"{'-' if uc < 0 else ''}{abs(uc) // 100_000_000}.{abs(uc) % 100_000_000:08d}"
+            assert str(uc) in json.dumps(report), (p.pool, uc)
+            assert dollars in cells, (p.pool, dollars)
+            assert dollars in outputs["html"].replace(",", ""), (p.pool, dollars)
+    assert served.pools[1].overflow_out_ucents > 0  # MINOR's cap passed some on
+    assert served.all_hold and len(served.hits) == 2
+    for h in served.hits:
+        assert h.hit_id in outputs["html"] or h.round_id in outputs["html"]
+
+    # the HTML, as finance opens it, in headless Chromium: no errors, a screenshot kept as an artifact
+    if not os.path.exists("/usr/bin/chromium"):
+        pytest.skip("Debian's chromium is not installed (`make test` installs it as root)")
+    from playwright.async_api import async_playwright
+
+    html = tmp_path / "report.html"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox",
+                                                                                      "--disable-gpu"])
+        try:
+            page = await browser.new_page(viewport={"width": 1400, "height": 1000})
+            errors: list[str] = []
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            await page.goto(html.as_uri())
+            assert await page.locator("svg polyline").count() == len(served.pools)
+            await page.screenshot(path=str(ARTIFACTS / "reconciliation-served.png"), full_page=True)
+            assert not errors, errors
+        finally:
+            await browser.close()
