@@ -53,7 +53,7 @@ class ReportServicer(report_pb2_grpc.ReportServiceServicer):
                 paid_ucents=link.paid_uc, held_ucents=link.held_uc, identity_holds=link.holds),
             identities=[report_pb2.Identity(name=i.name, rule=i.rule, expression=i.expression, holds=i.holds)
                         for i in r.identities],
-            hits=report_hits(v.hits),
+            hits=report_hits(v.hits), hits_total=v.hits_total,
             balances=[report_pb2.BalancePoint(pool=pool, at_ms=at, sequence=seq, balance_ucents=uc)
                       for pool, at, seq, uc in v.chart])
 

@@ -187,8 +187,9 @@ class PeriodData:
     totals: Mapping[tuple[str, str, str], tuple[int, int]]  # (account, flow, detail) -> (µ¢, items)
     opening: Mapping[str, int]  # pool -> µ¢ after the last entry before the period
     closing: Mapping[str, int]  # pool -> µ¢ after the last entry of the period
-    hits: Sequence[HitRecord]
+    hits: Sequence[HitRecord]  # the first store.ledger.reports.HITS_LISTED
     chart: Sequence[tuple[str, int, int, int]]  # (pool, at_ms, seq, µ¢)
+    hits_total: int = 0
 
 
 @dataclass(frozen=True, slots=True)

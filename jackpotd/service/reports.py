@@ -4,6 +4,7 @@ asks Redis, to compare."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -43,6 +44,7 @@ class ReconciliationView:
     hits: Sequence[HitRecord]
     chart: Sequence[tuple[str, int, int, int]]  # (pool, at_ms, seq, µ¢)
     generated_at_ms: int
+    hits_total: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +119,12 @@ def period_of(gaming_day: str, from_ms: int, to_ms: int) -> tuple[date | None, i
 class ReportQueries:
     """ReportService's use cases."""
 
+    VERIFY_AT_ONCE = 1  # a verification reads a whole link: callers take turns rather than pile up in memory
+
     def __init__(self, store: ReportStore, clock: Clock) -> None:
         self.store = store
         self.clock = clock
+        self._verifying = asyncio.Semaphore(self.VERIFY_AT_ONCE)
 
     async def reconciliation(self, link_id: str, gaming_day: str, from_ms: int, to_ms: int) -> ReconciliationView:
         """§10 for a gaming day of the link (its start, in its time zone: 23 or 25 hours across a clock change) or
@@ -137,7 +142,8 @@ class ReportQueries:
             pools[pool] = (data.opening.get(pool, 0), data.closing.get(pool, 0))
         return ReconciliationView(
             link_id, gaming_day, from_ms, to_ms, config.time_zone, config.gaming_day_start, data.first_seq,
-            data.last_seq, data.entries, reconcile(pools, data.totals), data.hits, data.chart, self.clock())
+            data.last_seq, data.entries, reconcile(pools, data.totals), data.hits, data.chart, self.clock(),
+            data.hits_total)
 
     async def export_range(self, link_id: str, from_seq: int, to_seq: int, from_ms: int,
                            to_ms: int) -> tuple[int, int]:
@@ -164,7 +170,8 @@ class ReportQueries:
     async def verify(self, link_id: str) -> Verified:
         require_id("link_id", link_id)
         _config(link_id, await self.store.config(link_id))
-        return await self.store.verify(link_id)
+        async with self._verifying:
+            return await self.store.verify(link_id)
 
     async def liability(self, link_id: str) -> LiabilityView:
         require_id("link_id", link_id)

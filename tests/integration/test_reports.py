@@ -169,6 +169,16 @@ async def test_a_simulated_day_reconciles_to_the_microcent(client: Client) -> No
     assert all(h.cards and h.rule and h.round_id and h.at_ms for h in r.hits)
     assert r.entries == len(entries) and r.first_sequence == 1 and r.last_sequence == len(entries)
     assert {b.pool for b in r.balances} == {"MAJOR", "MINOR", "RESERVE"}
+    after: dict[tuple[str, int], int] = {}  # each pool's balance after each entry, from the raw postings
+    running: dict[str, int] = {}
+    for row in await c.pg.fetch("SELECT seq, account, amount_uc FROM postings WHERE link_id = $1 ORDER BY seq, idx",
+                                link):
+        running[row["account"]] = running.get(row["account"], 0) + int(row["amount_uc"])
+        for pool in pools:
+            after[(pool, int(row["seq"]))] = running.get(f"pool:{pool}", 0)
+    for point in r.balances:  # the chart: each point is the pool's balance after the entry it names
+        if point.sequence > 0:
+            assert point.balance_ucents == after[(point.pool, point.sequence)], point
 
     # the same day by its gaming day (UTC, 06:00): the summaries' path gives the same numbers
     day = (start - timedelta(hours=6)).date()
@@ -178,6 +188,9 @@ async def test_a_simulated_day_reconciles_to_the_microcent(client: Client) -> No
         assert g.all_hold and g.gaming_day == day.isoformat()
         assert [p for p in g.pools] == [p for p in r.pools]
         assert g.link == r.link and g.entries == r.entries
+        for point in g.balances:  # drawn from the summaries quarter hour by quarter hour
+            if point.sequence > 0:
+                assert point.balance_ucents == after[(point.pool, point.sequence)], point
 
 
 async def test_export_streams_every_entry_with_its_postings(client: Client) -> None:

@@ -120,6 +120,7 @@ def report_dict(rec: report_pb2.Reconciliation) -> Report:
         "identities": [{"name": i.name, "rule": i.rule, "expression": i.expression, "holds": i.holds}
                        for i in rec.identities],
         "hits": [hit_dict(h, tz) for h in rec.hits],
+        "hits_total": max(rec.hits_total, len(rec.hits)),
         "balances": [{"pool": b.pool, "sequence": b.sequence} | when("at", b.at_ms, tz)
                      | money("balance", b.balance_ucents) for b in rec.balances],
     }

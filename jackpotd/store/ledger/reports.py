@@ -15,6 +15,9 @@ from ...service.ports import ExportedEntry, HitRecord, LiabilityData, PeriodData
 from .reads import HIT_DECISION, HIT_STATUS
 from .summaries import BUCKET_MS, bucket_of, entry_flows, ms_of, time_of
 
+CHART_BUCKETS = 1_000  # at most about this many points per pool between a period's hits
+HITS_LISTED = 5_000  # a report lists at most this many hits (all of them are counted; ListHits has the rest)
+
 
 def _ceil_bucket(ms: int) -> int:
     return -((-ms) // BUCKET_MS) * BUCKET_MS
@@ -114,11 +117,14 @@ async def period(pool: asyncpg.Pool, link_id: str, from_ms: int, to_ms: int) -> 
             "SELECT h.hit_id, h.link_id, h.table_id, h.round_id, h.seat, h.hand, h.cards, h.pool, h.amount_cents, "
             f"h.funded_by_operator_cents, h.pool_before_uc, h.rule, {HIT_STATUS} AS status, h.seq, e.created_at "
             f"FROM hits h {HIT_DECISION} JOIN entries e ON e.link_id = h.link_id AND e.seq = h.seq "
-            "WHERE h.link_id = $1 AND h.seq BETWEEN $2 AND $3 ORDER BY h.seq, h.seat", link_id, first_seq, last_seq)]
+            "WHERE h.link_id = $1 AND h.seq BETWEEN $2 AND $3 ORDER BY h.seq, h.seat LIMIT $4", link_id, first_seq,
+            last_seq, HITS_LISTED)]
+        hits_total = len(hits) if len(hits) < HITS_LISTED else int(await conn.fetchval(
+            "SELECT count(*) FROM hits WHERE link_id = $1 AND seq BETWEEN $2 AND $3", link_id, first_seq, last_seq))
         chart = await _chart(conn, link_id, from_ms, to_ms, inner_from, inner_to, opening, before, closing, last,
                              hits)
     return PeriodData(link_id, config, from_ms, to_ms, first_seq, last_seq, entries, totals, opening, closing, hits,
-                      chart)
+                      chart, hits_total)
 
 
 async def _chart(conn: Any, link_id: str, from_ms: int, to_ms: int, inner_from: int, inner_to: int,
@@ -127,17 +133,25 @@ async def _chart(conn: Any, link_id: str, from_ms: int, to_ms: int, inner_from: 
     """Each pool's balance through the period: at its start, at the end of every whole quarter hour, on both sides
     of every hit, and at its end. (pool, at_ms, seq, µ¢)."""
     points = [(pool, from_ms, before, uc) for pool, uc in opening.items()]
-    if inner_from < inner_to:
-        rows = await conn.fetch(
-            "SELECT b.bucket, b.last_seq, p.account, p.balance_after_uc FROM flow_buckets b "
-            "JOIN LATERAL (SELECT DISTINCT ON (account) account, balance_after_uc FROM postings "
-            "WHERE link_id = b.link_id AND seq <= b.last_seq AND seq >= b.first_seq AND account LIKE 'pool:%' "
-            "ORDER BY account, seq DESC) p ON true "
-            "WHERE b.link_id = $1 AND b.bucket >= $2 AND b.bucket < $3 ORDER BY b.bucket", link_id,
-            time_of(inner_from), time_of(inner_to))
-        for r in rows:
-            points.append((r["account"][len(POOL_PREFIX):], min(ms_of(r["bucket"]) + BUCKET_MS, to_ms),
-                           int(r["last_seq"]), int(r["balance_after_uc"])))
+    if inner_from < inner_to:  # from the summaries: a pool's movements per quarter hour, added up from its start
+        running = await _pool_balances(conn, link_id, await _seq_before(conn, link_id, inner_from))
+        moved: dict[int, dict[str, int]] = {}
+        for r in await conn.fetch(
+                "SELECT bucket, account, sum(amount_uc)::bigint AS uc FROM flow_totals WHERE link_id = $1 "
+                "AND bucket >= $2 AND bucket < $3 AND account LIKE 'pool:%' GROUP BY 1, 2", link_id,
+                time_of(inner_from), time_of(inner_to)):
+            moved.setdefault(ms_of(r["bucket"]), {})[r["account"][len(POOL_PREFIX):]] = int(r["uc"])
+        buckets = await conn.fetch("SELECT bucket, last_seq FROM flow_buckets WHERE link_id = $1 AND bucket >= $2 "
+                                   "AND bucket < $3 ORDER BY bucket", link_id, time_of(inner_from),
+                                   time_of(inner_to))
+        every = max(1, -(-len(buckets) // CHART_BUCKETS))  # a long period is drawn from fewer points
+        for n, r in enumerate(buckets):
+            start = ms_of(r["bucket"])
+            for pool, uc in moved.get(start, {}).items():
+                running[pool] = running.get(pool, 0) + uc
+            if n % every == 0 or n == len(buckets) - 1:
+                points += [(pool, min(start + BUCKET_MS, to_ms), int(r["last_seq"]), uc)
+                           for pool, uc in running.items()]
     if hits:
         after = {(int(r["seq"]), r["account"][len(POOL_PREFIX):]): int(r["balance_after_uc"]) for r in await conn.fetch(
             "SELECT seq, account, balance_after_uc FROM postings WHERE link_id = $1 AND seq = ANY($2::bigint[]) "

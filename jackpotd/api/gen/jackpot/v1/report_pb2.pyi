@@ -361,6 +361,7 @@ class Reconciliation(_message.Message):
     HITS_FIELD_NUMBER: _builtins.int
     BALANCES_FIELD_NUMBER: _builtins.int
     GENERATED_AT_MS_FIELD_NUMBER: _builtins.int
+    HITS_TOTAL_FIELD_NUMBER: _builtins.int
     link_id: _builtins.str
     gaming_day: _builtins.str
     """empty for a period given by times"""
@@ -375,6 +376,8 @@ class Reconciliation(_message.Message):
     entries: _builtins.int
     all_hold: _builtins.bool
     generated_at_ms: _builtins.int
+    hits_total: _builtins.int
+    """all the period's hits (ListHits and the report_hits view list them)"""
     @_builtins.property
     def pools(self) -> _containers.RepeatedCompositeFieldContainer[Global___PoolReconciliation]: ...
     @_builtins.property
@@ -383,10 +386,12 @@ class Reconciliation(_message.Message):
     def identities(self) -> _containers.RepeatedCompositeFieldContainer[Global___Identity]: ...
     @_builtins.property
     def hits(self) -> _containers.RepeatedCompositeFieldContainer[Global___ReportHit]:
-        """the hits settled in the period, in sequence order"""
+        """the hits settled in the period, in sequence order (the first 5,000)"""
 
     @_builtins.property
-    def balances(self) -> _containers.RepeatedCompositeFieldContainer[Global___BalancePoint]: ...
+    def balances(self) -> _containers.RepeatedCompositeFieldContainer[Global___BalancePoint]:
+        """a long period: about 1,000 points per pool besides its hits"""
+
     def __init__(
         self,
         *,
@@ -406,10 +411,11 @@ class Reconciliation(_message.Message):
         hits: _abc.Iterable[Global___ReportHit] | None = ...,
         balances: _abc.Iterable[Global___BalancePoint] | None = ...,
         generated_at_ms: _builtins.int = ...,
+        hits_total: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["link", b"link"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_hold", b"all_hold", "balances", b"balances", "entries", b"entries", "first_sequence", b"first_sequence", "from_ms", b"from_ms", "gaming_day", b"gaming_day", "gaming_day_start", b"gaming_day_start", "generated_at_ms", b"generated_at_ms", "hits", b"hits", "identities", b"identities", "last_sequence", b"last_sequence", "link", b"link", "link_id", b"link_id", "pools", b"pools", "time_zone", b"time_zone", "to_ms", b"to_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_hold", b"all_hold", "balances", b"balances", "entries", b"entries", "first_sequence", b"first_sequence", "from_ms", b"from_ms", "gaming_day", b"gaming_day", "gaming_day_start", b"gaming_day_start", "generated_at_ms", b"generated_at_ms", "hits", b"hits", "hits_total", b"hits_total", "identities", b"identities", "last_sequence", b"last_sequence", "link", b"link", "link_id", b"link_id", "pools", b"pools", "time_zone", b"time_zone", "to_ms", b"to_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
