@@ -188,7 +188,9 @@ async def entries(pool: asyncpg.Pool, link_id: str, first: int, last: int,
     while at <= last:
         upto = min(last, at + page - 1)
         async with pool.acquire() as conn:
-            rows = await conn.fetch("SELECT seq, kind, request_id, created_at, entry::text AS entry, hash, prev_hash "
+            rows = await conn.fetch("SELECT seq, kind, request_id, created_at, entry::text AS entry, hash, prev_hash, "
+                                    "coalesce(entry -> 'round' ->> 'table_id', '') AS table_id, "
+                                    "coalesce(entry -> 'round' ->> 'round_id', '') AS round_id "
                                     "FROM entries WHERE link_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq",
                                     link_id, at, upto)
             legs: dict[int, list[tuple[str, int, int]]] = {}
@@ -199,13 +201,10 @@ async def entries(pool: asyncpg.Pool, link_id: str, first: int, last: int,
                                                            int(p["balance_after_uc"])))
         out = []
         for r in rows:
-            body = orjson.loads(r["entry"])
-            rnd = body.get("round") or {}
             seq = int(r["seq"])
-            out.append(ExportedEntry(seq, ms_of(r["created_at"]), r["kind"], r["request_id"],
-                                     str(rnd.get("table_id", "")), str(rnd.get("round_id", "")),
-                                     tuple(legs.get(seq, ())), bytes(r["hash"]).hex(), bytes(r["prev_hash"]).hex(),
-                                     r["entry"]))
+            out.append(ExportedEntry(seq, ms_of(r["created_at"]), r["kind"], r["request_id"], r["table_id"],
+                                     r["round_id"], tuple(legs.get(seq, ())), bytes(r["hash"]).hex(),
+                                     bytes(r["prev_hash"]).hex(), r["entry"]))
         if out:
             yield out
         at = upto + 1
