@@ -71,6 +71,7 @@ class Stores:
     redis_url: str  # password included: in-process and to the workers (pickled), never logged or on a command line
     dsn: str  # the service's login (for the embedded server jackpotd_app), password included, likewise
     embedded: tuple[EmbeddedPostgres, EmbeddedValkey] | None = None
+    owner_dsn: str = ""  # the ledger's owner: migrations and rebuilding projections
 
 
 def _endpoints_file(settings: Settings) -> Path:
@@ -117,7 +118,7 @@ async def open_stores(settings: Settings, *, migrate: bool = True) -> AsyncItera
             for problem in await ledger.role_problems(pool):
                 log.warning("%s: the service could rewrite the ledger; let it log in as a role with only %s's "
                             "grants (README, Pointing it at real Redis and PostgreSQL)", problem, ledger.APP_ROLE)
-            yield Stores(redis, pool, redis_url, dsn, embedded)
+            yield Stores(redis, pool, redis_url, dsn, embedded, owner_dsn)
         finally:
             await redis.close()
             await pool.close()

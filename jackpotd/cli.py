@@ -73,6 +73,13 @@ def parser() -> argparse.ArgumentParser:
     _common(a)
     a.add_argument("--checkpoints", metavar="DIR", help="check the chain against the checkpoints in DIR (default "
                                                         "STATE_DIR/checkpoints when a checkpoint key file is set)")
+    b = sub.add_parser("rebuild-summaries", help="derive finance's summaries again from the ledger's entries",
+                       description="Finance's per-quarter-hour summaries (README, Finance) are written with the "
+                                   "entries; the audit and VerifyLedger say when they differ from what the entries "
+                                   "make them. This derives them again, as the ledger's owner, one link at a time "
+                                   "(its writer waits meanwhile).")
+    _common(b)
+    b.add_argument("--link", action="append", help="a link to rebuild (repeat for more; default every link)")
     f = sub.add_parser("fenced", help="list links stopped because the ledger refused one of their entries",
                        description="Each fenced link, the entry the ledger refused and why. Exit status 1 when "
                                    "any link is fenced. See README, 'A fenced link', for what to do.")
@@ -222,6 +229,21 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         if args.command == "recover":
             for a in await recovery.recover(stores.redis, stores.pg):
                 print(f"{a.link_id}: {a.action} (Redis seq {a.redis_seq}, ledger seq {a.ledger_seq})")
+            return 0
+        if args.command == "rebuild-summaries":
+            import asyncpg
+            from tqdm import tqdm
+
+            from .store.ledger import summaries
+
+            conn = await asyncpg.connect(stores.owner_dsn or stores.dsn)
+            try:
+                links = args.link or [r["link_id"] for r in await conn.fetch("SELECT link_id FROM links ORDER BY 1")]
+                for link in tqdm(links, desc="links", unit="link", disable=len(links) < 2 or None, file=sys.stderr):
+                    entries, rows = await summaries.rebuild(conn, link)
+                    print(f"{link}: {entries} entries, {rows} summary rows" if entries else f"{link}: no such link")
+            finally:
+                await conn.close()
             return 0
         if args.command == "fenced":
             found = await recovery.fenced_links(stores.redis, stores.pg)

@@ -88,6 +88,7 @@ class ReportServicer(report_pb2_grpc.ReportServiceServicer):
             link_id=v.link_id, sequence=v.seq, at_ms=v.at_ms, pools_ucents=v.pools_uc, reserve_ucents=v.reserve_uc,
             pending_ucents=v.pending_uc, reset_values_cents=v.reset_values_cents,
             reset_owed_by_operator_cents=v.reset_owed_by_operator_cents, owed_to_players_ucents=v.owed_to_players_uc,
+            minimum_shortfall_cents=v.minimum_shortfall_cents,
             pending_hits=report_hits(v.pending),
             pools=[report_pb2.PoolLiability(pool=p.pool, hidden=p.hidden, balance_ucents=p.balance_uc,
                                             reset_cents=p.reset_cents) for p in v.pools])

@@ -124,7 +124,7 @@ def _residual_flow(kind: str, account: str, amount_uc: int) -> tuple[str, str]:
             return CONTRIBUTION, ""  # §3: before the cap (the overflow is named)
         if account == WAGERS:
             return WAGER, ""
-    elif kind == "void" and (pool or account == OPERATOR_FUNDING):
+    elif kind == "void" and ((pool and amount_uc > 0) or (account == OPERATOR_FUNDING and amount_uc < 0)):
         return FUNDING, VOID_SHORTFALL  # §5.7 for voids: what a pool that paid since could not give back
     elif kind == "fund" and (pool or account == OPERATOR_FUNDING):
         return FUNDING, TOP_UP
@@ -152,7 +152,8 @@ def flows_of(facts: EntryFacts) -> list[Flow]:
         flow, detail = _residual_flow(facts.kind, account, uc)
         if flow in (APPROVED, REJECTED):
             detail = facts.hand
-        items = facts.wagers if flow == WAGER else 1 if flow in (APPROVED, REJECTED) else 0
+        # an unexplained leg counts as an item, so two that cancel out still fail their period
+        items = facts.wagers if flow == WAGER else 1 if flow in (APPROVED, REJECTED, UNEXPLAINED) else 0
         out.append(Flow(account, flow, detail, uc, items))
     return out
 

@@ -11,14 +11,20 @@ from .errors import InvalidInput
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
+FIRST_DAY, LAST_DAY = date(1970, 1, 2), date(9998, 12, 30)  # the days whose bounds every zone can express
+
+
 def parse_day(field: str, text: str) -> date:
-    """YYYY-MM-DD, or InvalidInput naming the field."""
+    """YYYY-MM-DD between FIRST_DAY and LAST_DAY, or InvalidInput naming the field."""
     try:
         if _DAY.fullmatch(text) is None:
             raise ValueError("not YYYY-MM-DD")
-        return date.fromisoformat(text)
+        day = date.fromisoformat(text)
     except ValueError:
         raise InvalidInput(field, text[:40], "must be a date YYYY-MM-DD") from None
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise InvalidInput(field, text, f"must be from {FIRST_DAY} to {LAST_DAY}")
+    return day
 
 
 def _start_time(start: str) -> time:

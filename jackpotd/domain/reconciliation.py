@@ -44,6 +44,7 @@ class PoolMovements:
     closing_uc: int
     by_hand: tuple[HandPayouts, ...] = ()
     unexplained_uc: int = 0  # legs no rule accounts for: they make the identity fail
+    unexplained_legs: int = 0  # counted apart: legs that cancel out must fail it too
 
     @property
     def hidden(self) -> bool:
@@ -60,7 +61,7 @@ class PoolMovements:
 
     @property
     def holds(self) -> bool:
-        return self.difference_uc == 0 and self.unexplained_uc == 0
+        return self.difference_uc == 0 and self.unexplained_uc == 0 and self.unexplained_legs == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +77,12 @@ class LinkMovements:
     operator_funding_uc: int  # net of what rejections gave back
     paid_uc: int
     held_uc: int
-    unexplained_uc: int = 0
+    unexplained_legs: int = 0  # legs no rule accounts for (counted, not summed: legs that cancel out still count)
 
     @property
     def holds(self) -> bool:
         return (self.wagers_accepted_uc - self.wagers_refunded_uc == self.contributions_uc + self.retained_uc
-                and self.unexplained_uc == 0)
+                and self.unexplained_legs == 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +134,8 @@ def pool_movements(pool: str, opening_uc: int, closing_uc: int, totals: Totals) 
         overflow_in_uc=uc(f.OVERFLOW_IN), refunds_uc=-uc(f.REFUND), funding_uc=uc(f.FUNDING),
         transfers_in_uc=uc(f.TRANSFER_IN), transfers_out_uc=-uc(f.TRANSFER_OUT),
         payouts_uc=-uc(f.PAYOUT, f.REJECTED), closing_uc=closing_uc,
-        by_hand=tuple(hands[k] for k in sorted(hands)), unexplained_uc=uc(f.UNEXPLAINED))
+        by_hand=tuple(hands[k] for k in sorted(hands)), unexplained_uc=uc(f.UNEXPLAINED),
+        unexplained_legs=_sum(totals, account, f.UNEXPLAINED)[1])
 
 
 def link_movements(totals: Totals) -> LinkMovements:
@@ -142,13 +144,13 @@ def link_movements(totals: Totals) -> LinkMovements:
     refunded, refunds = _sum(totals, REFUNDS, f.REFUND)
     pools = sum(amount for (a, flow, _), (amount, _) in totals.items()
                 if a.startswith(POOL_PREFIX) and flow in (f.CONTRIBUTION, f.OVERFLOW_OUT, f.OVERFLOW_IN, f.REFUND))
-    unexplained = sum(amount != 0 for (_, flow, _), (amount, _) in totals.items() if flow == f.UNEXPLAINED)
+    unexplained = sum(items for (_, flow, _), (_, items) in totals.items() if flow == f.UNEXPLAINED)
     return LinkMovements(
         wagers=wagers, wagers_accepted_uc=-accepted, refunds=refunds, wagers_refunded_uc=refunded,
         contributions_uc=pools, retained_uc=_sum(totals, RETAINED, f.CONTRIBUTION, f.REFUND)[0],
         operator_funding_uc=-_sum(totals, OPERATOR_FUNDING, f.FUNDING, f.REJECTED)[0],
         paid_uc=_sum(totals, PAYOUTS, f.PAYOUT, f.HELD, f.APPROVED)[0],
-        held_uc=_sum(totals, PENDING_PAYOUTS, f.HELD, f.APPROVED, f.REJECTED)[0], unexplained_uc=unexplained)
+        held_uc=_sum(totals, PENDING_PAYOUTS, f.HELD, f.APPROVED, f.REJECTED)[0], unexplained_legs=unexplained)
 
 
 def reconcile(pools: Mapping[str, tuple[int, int]], totals: Totals) -> Reconciliation:
@@ -163,11 +165,13 @@ def reconcile(pools: Mapping[str, tuple[int, int]], totals: Totals) -> Reconcili
         f"{p.opening_uc} + {p.contributions_uc} − {p.overflow_out_uc} + {p.overflow_in_uc} − {p.refunds_uc} "
         f"+ {p.funding_uc} + {p.transfers_in_uc} − {p.payouts_uc} − {p.transfers_out_uc} = {p.expected_closing_uc}"
         f" {'=' if p.difference_uc == 0 else '≠'} closing {p.closing_uc} µ¢"
-        + (f"; {p.unexplained_uc} µ¢ no rule accounts for" if p.unexplained_uc else ""), p.holds) for p in moved]
+        + (f"; {p.unexplained_legs} legs ({p.unexplained_uc} µ¢) no rule accounts for" if p.unexplained_legs else ""),
+        p.holds) for p in moved]
     identities.append(Identity(
         "link", "DOMAIN.md §10",
         f"wagers {link.wagers_accepted_uc} − refunded {link.wagers_refunded_uc} = "
         f"{link.wagers_accepted_uc - link.wagers_refunded_uc} {'=' if link.holds else '≠'} contributions "
         f"{link.contributions_uc} + retained {link.retained_uc} = {link.contributions_uc + link.retained_uc} µ¢"
-        + (f"; {link.unexplained_uc} legs no rule accounts for" if link.unexplained_uc else ""), link.holds))
+        + (f"; {link.unexplained_legs} legs of the period no rule accounts for" if link.unexplained_legs else ""),
+        link.holds))
     return Reconciliation(moved, link, tuple(identities))

@@ -24,6 +24,7 @@ from .ports import ExportedEntry, HitRecord, ReportStore, Verified
 
 DAY_MS = 86_400_000
 MAX_PERIOD_MS = 366 * DAY_MS  # a year (and a leap day) at most in one report
+LAST_MS = 253_370_764_800_000  # 9998-12-31T00:00Z: every time a report names must be a date's time
 PAGE_ENTRIES = 5_000
 
 
@@ -70,6 +71,7 @@ class LiabilityView:
     pending: Sequence[HitRecord]
     pending_uc: int
     reset_values_cents: int
+    minimum_shortfall_cents: int  # §5.7: Σ per pool of its largest guaranteed minimum beyond what it holds
 
     @property
     def pools_uc(self) -> int:
@@ -85,7 +87,8 @@ class LiabilityView:
 
     @property
     def owed_to_players_uc(self) -> int:
-        return self.pools_uc + self.pending_uc
+        """The visible pools, RESERVE (players' contributions set aside for resets) and the prizes held."""
+        return self.pools_uc + self.reserve_uc + self.pending_uc
 
 
 def _config(link_id: str, raw: str | None) -> LinkConfig:
@@ -111,6 +114,8 @@ def period_of(gaming_day: str, from_ms: int, to_ms: int) -> tuple[date | None, i
         raise InvalidInput("from_ms", from_ms, "give a gaming day, or a period from_ms (Unix ms, > 0) to to_ms")
     if to_ms <= from_ms:
         raise InvalidInput("to_ms", to_ms, f"must be after from_ms={from_ms}")
+    if to_ms > LAST_MS:
+        raise InvalidInput("to_ms", to_ms, f"must be at most {LAST_MS} (9998-12-31)")
     if to_ms - from_ms > MAX_PERIOD_MS:
         raise InvalidInput("to_ms", to_ms, "a report covers at most 366 days")
     return None, from_ms, to_ms
@@ -181,5 +186,10 @@ class ReportQueries:
         pools = [PoolOwed(p.name, data.pools.get(p.name, 0), p.reset_cents) for p in config.pools]
         pools += [PoolOwed(name, uc, 0) for name, uc in sorted(data.pools.items())
                   if uc and name not in {p.name for p in config.pools}]
+        minimum = {p.name: 0 for p in config.pools}
+        for table in config.paytables.values():
+            for e in table.entries.values():
+                minimum[e.pool] = max(minimum.get(e.pool, 0), e.min_cents)
+        shortfall = sum(max(0, cents - floor_cents(data.pools.get(pool, 0))) for pool, cents in minimum.items())
         return LiabilityView(link_id, data.seq, data.at_ms, pools, data.pending, data.pending_uc,
-                             sum(p.reset_cents for p in config.pools if p.name in resets))
+                             sum(p.reset_cents for p in config.pools if p.name in resets), shortfall)

@@ -6,6 +6,9 @@ and VerifyLedger naming a posting a superuser altered."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -254,7 +257,10 @@ async def test_liability_counts_pools_pending_hits_and_resets_owed(client: Clien
     by = {p.pool: p for p in v.pools}
     assert by["MAJOR"].balance_ucents == balances["pool:MAJOR"] and by["RESERVE"].hidden
     assert v.pools_ucents == balances["pool:MAJOR"] + balances.get("pool:MINOR", 0)
-    assert v.owed_to_players_ucents == v.pools_ucents + v.pending_ucents
+    assert v.owed_to_players_ucents == v.pools_ucents + v.reserve_ucents + v.pending_ucents
+    # §5.7: the royal's $10,000 minimum against MAJOR, four of a kind's $500 against MINOR
+    assert v.minimum_shortfall_cents == (max(0, 1_000_000 - balances["pool:MAJOR"] // UC)
+                                         + max(0, 50_000 - balances.get("pool:MINOR", 0) // UC))
     # every default paytable entry brings its pool back to its reset value (§5.8): MAJOR's and MINOR's
     assert v.reset_values_cents == 1_000_000 + 10_000
     assert v.reset_owed_by_operator_cents == 1_010_000 - balances.get("pool:RESERVE", 0) // UC
@@ -282,3 +288,27 @@ async def test_verify_names_a_posting_altered_by_the_superuser(isolated: Isolate
         assert not bad.ok and not bad.chain_ok
         assert bad.first_altered_sequence == seq
         assert any(f"entry {seq}" in x or f"seq {seq}" in x for x in bad.problems), bad.problems
+
+
+async def test_wrong_summaries_are_found_and_rebuilt(isolated: Isolated, tmp_path: Path) -> None:
+    """A summary row that is not what the entries make it (a superuser's edit, or code that classified differently)
+    is named by VerifyLedger; `jackpotd rebuild-summaries` derives it again and the ledger verifies."""
+    link, table = unique("sum"), unique("t")
+    async with open_private(isolated, tmp_path) as p:
+        c = p.client
+        await c.create_link(link)
+        await c.register(table, link)
+        for n in range(3):
+            await c.commit(table, f"r{n}", [1, 2])
+        async with c.pg.acquire() as conn:
+            await conn.execute("UPDATE flow_totals SET amount_uc = amount_uc + 5 WHERE link_id = $1 "
+                               "AND account = 'pool:MINOR' AND flow = 'contribution'", link)
+        bad = await c.report.VerifyLedger(report_pb2.VerifyLedgerRequest(link_id=link))
+        assert not bad.ok and not bad.summaries_ok and bad.chain_ok
+        assert any("pool:MINOR contribution" in x for x in bad.problems), bad.problems
+        env = {**os.environ, "JACKPOTD_REDIS_URL": p.valkey.url, "JACKPOTD_POSTGRES_DSN": isolated.dsn}
+        out = subprocess.run([sys.executable, "-m", "jackpotd.cli", "rebuild-summaries", "--link", link], env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and f"{link}: 5 entries" in out.stdout, out.stdout + out.stderr
+        good = await c.report.VerifyLedger(report_pb2.VerifyLedgerRequest(link_id=link))
+        assert good.ok and good.summaries_ok, good.problems

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -150,3 +151,44 @@ async def test_jackpot_report_formats_carry_the_same_numbers(client: Client, tar
             assert not errors, errors
         finally:
             await browser.close()
+
+
+async def test_a_clock_running_ahead_does_not_carry_later_entries_into_the_future(isolated: Isolated,
+                                                                                 tmp_path: Path) -> None:
+    real = time.time
+    ahead = [3_600_000]  # the replica's clock, an hour ahead at first
+    link, table = unique("ahead"), unique("t")
+    async with open_private(isolated, tmp_path, clock=lambda: int(real() * 1000) + ahead[0]) as p:
+        c = p.client
+        await _create_sydney_link(c, link, table)
+        await c.commit(table, "r1", [1])
+        ahead[0] = 0
+        await c.commit(table, "r2", [2])
+        written = int(real() * 1000)
+        dates = [int(r["created_at"].timestamp() * 1000) for r in await c.pg.fetch(
+            "SELECT created_at FROM entries WHERE link_id = $1 ORDER BY seq", link)]
+        assert dates == sorted(dates) and dates[-1] <= written + 1_000  # dated by the writer's clock, in order
+        v = await c.report.VerifyLedger(report_pb2.VerifyLedgerRequest(link_id=link))
+        assert v.ok, v.problems
+        # a superuser moving an entry to another day is caught: the date is in the chain (version 3)
+        async with c.pg.acquire() as conn, conn.transaction():
+            await conn.execute("SET LOCAL session_replication_role = replica")
+            await conn.execute("UPDATE entries SET created_at = created_at - interval '1 day' WHERE link_id = $1 "
+                               "AND seq = 1", link)
+        bad = await c.report.VerifyLedger(report_pb2.VerifyLedgerRequest(link_id=link))
+        assert not bad.ok and not bad.chain_ok and bad.first_altered_sequence == 1, bad.problems
+
+
+@pytest.mark.parametrize(("request_", "field"), [
+    (report_pb2.GetReconciliationRequest(link_id="x", gaming_day="9999-12-31"), "gaming_day"),
+    (report_pb2.GetReconciliationRequest(link_id="x", gaming_day="0001-01-01"), "gaming_day"),
+    (report_pb2.GetReconciliationRequest(link_id="x", from_ms=253_402_300_800_000, to_ms=253_402_300_900_000),
+     "to_ms"),
+])
+async def test_dates_beyond_the_calendar_are_invalid_not_internal(client: Client, request_: object,
+                                                                  field: str) -> None:
+    import grpc
+
+    with pytest.raises(grpc.aio.AioRpcError) as e:
+        await client.report.GetReconciliation(request_)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT and field in (e.value.details() or "")

@@ -15,6 +15,7 @@ import asyncpg
 
 from jackpotd.store import checkpoints
 from jackpotd.store.ledger import chain_hash
+from jackpotd.store.ledger.summaries import ms_of
 
 from ..conftest import Isolated, unique
 from .conftest import open_private
@@ -27,11 +28,12 @@ async def _recompute_chain(conn: asyncpg.Connection, link: str) -> None:
                               "ORDER BY seq, idx", link):
         legs.setdefault(int(r["seq"]), []).append((r["account"], int(r["amount_uc"]), int(r["balance_after_uc"])))
     prev = b""
-    for r in await conn.fetch("SELECT seq, entry::text AS entry, reply, chain_version FROM entries "
+    for r in await conn.fetch("SELECT seq, entry::text AS entry, reply, chain_version, created_at FROM entries "
                               "WHERE link_id = $1 ORDER BY seq", link):
         seq = int(r["seq"])
         digest = chain_hash(prev, link, seq, r["entry"], legs.get(seq, []),
-                            r["reply"] if r["chain_version"] >= 2 else None)
+                            r["reply"] if r["chain_version"] >= 2 else None,
+                            ms_of(r["created_at"]) if r["chain_version"] >= 3 else None)
         await conn.execute("UPDATE entries SET prev_hash = $3, hash = $4 WHERE link_id = $1 AND seq = $2",
                            link, seq, prev, digest)
         prev = digest

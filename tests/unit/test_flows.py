@@ -90,3 +90,16 @@ def test_a_start_in_the_repeated_or_skipped_hour() -> None:
     assert day_bounds(date(2026, 4, 5), "02:30", SYDNEY)[0] == datetime(2026, 4, 4, 15, 30, tzinfo=UTC)
     # 02:30 never happens on 4 October (02:00 AEST becomes 03:00 AEDT): the day starts when the gap ends
     assert day_bounds(date(2026, 10, 4), "02:30", SYDNEY)[0] == datetime(2026, 10, 3, 16, tzinfo=UTC)
+
+
+def test_unexplained_legs_that_cancel_out_still_fail() -> None:
+    legs = f.flows_of(f.EntryFacts("mystery", [("pool:MAJOR", 5), ("operator_funding", -5)]))
+    legs += f.flows_of(f.EntryFacts("mystery", [("pool:MAJOR", -5), ("operator_funding", 5)]))
+    r = reconcile({"MAJOR": (0, 0)}, f.totals(legs))
+    assert r.pools[0].difference_uc == 0 and r.pools[0].unexplained_uc == 0
+    assert not r.pools[0].holds and not r.link.holds and not r.all_hold
+
+
+def test_a_void_whose_pool_gains_is_not_operator_funding() -> None:
+    got = f.flows_of(f.EntryFacts("void", [("pool:MAJOR", -7), ("operator_funding", 7)], wagers=0, reversed={}))
+    assert {x.flow for x in got} == {f.UNEXPLAINED}

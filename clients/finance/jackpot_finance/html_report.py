@@ -42,6 +42,7 @@ svg.chart { width: 100%; height: auto; max-width: 960px; display: block; }
 svg .plot { fill: #fafbfc; stroke: var(--line); } svg .grid { stroke: #e3e6ea; } svg .tickmark { stroke: #5a6270; }
 svg text { font-size: 12px; fill: #1c1f24; } svg .tick { fill: #5a6270; } svg .axis { font-weight: 600; }
 .empty { color: #5a6270; font-style: italic; }
+.note { color: #5a6270; margin: 4px 0 8px; }
 footer { margin-top: 32px; color: #5a6270; font-size: 12px; }
 @media print {
   @page { size: A4 landscape; margin: 12mm; }

@@ -146,6 +146,7 @@ def liability_dict(liab: report_pb2.Liability) -> Report:
             | when("at", liab.at_ms, "UTC") | money("pools", liab.pools_ucents) | money("reserve", liab.reserve_ucents)
             | money("pending", liab.pending_ucents) | cents("reset_values", liab.reset_values_cents)
             | cents("reset_owed_by_operator", liab.reset_owed_by_operator_cents)
+            | cents("minimum_shortfall", liab.minimum_shortfall_cents)
             | money("owed_to_players", liab.owed_to_players_ucents))
 
 

@@ -93,6 +93,8 @@ def liability_text(report: Report) -> str:
         _amount_line("owed to players", report["owed_to_players_ucents"], "="),
         f"  reset values {display(cents_uc(report['reset_values_cents']))}, owed by the operator beyond RESERVE "
         f"{display(cents_uc(report['reset_owed_by_operator_cents']))}",
+        f"  guaranteed minimums beyond the pools (the operator adds them if won now, §5.7): "
+        f"{display(cents_uc(report['minimum_shortfall_cents']))}",
         f"Pending hits ({len(report['pending_hits'])})",
     ]
     lines += [f"  {h['hit_id']}: table {h['table_id']} round {h['round_id']} seat {h['seat']} {h['hand']} "

@@ -11,21 +11,24 @@ from typing import Any
 import orjson
 
 from ...canonical import canonical_json, request_identity
+from ...clock import now_ms
 from ...domain.postings import pool_account
-from ...metrics import HITS
+from ...metrics import FUTURE_DATED, HITS
 from ..replies import pairs
 from .summaries import Summaries, buckets_upsert, entry_flows, ms_of, time_of, totals_upsert
 from .unnest import columns
 
-CHAIN_VERSION = 2  # the version new entries are written with (entries.chain_version)
+CHAIN_VERSION = 3  # the version new entries are written with (entries.chain_version)
+FUTURE_SLACK_MS = 1_000  # an entry is never dated later than this past the writer's clock
 
 
 def chain_hash(prev: bytes, link_id: str, seq: int, entry: str, postings: Sequence[tuple[str, int, int]],
-               reply: str | None = None) -> bytes:
+               reply: str | None = None, created_ms: int | None = None) -> bytes:
     """sha256 over the previous hash and the entry's link, sequence, text and postings: any edit breaks the chain.
 
     Version 1 (reply None) covers just those; version 2 (the reply given) also covers the stored reply, its
-    length first, so every stored byte of the entry is chained (docs/DECISIONS.md, Hash chain)."""
+    length first, so every stored byte of the entry is chained (docs/DECISIONS.md, Hash chain); version 3
+    (created_ms given) also covers the time the entry is dated, which decides its gaming day."""
     h = hashlib.sha256(prev)
     h.update(f"{link_id}\n{seq}\n".encode())
     h.update(entry.encode())
@@ -34,6 +37,8 @@ def chain_hash(prev: bytes, link_id: str, seq: int, entry: str, postings: Sequen
         data = reply.encode()
         h.update(f"\nreply {len(data)}\n".encode())
         h.update(data)
+    if created_ms is not None:
+        h.update(f"\ncreated {created_ms}\n".encode())
     return h.digest()
 
 
@@ -112,7 +117,7 @@ WITH h AS (
 ), e AS (
     INSERT INTO entries (link_id, seq, kind, request_id, request_hash, created_at, entry, reply, prev_hash, hash,
                          chain_version)
-    SELECT *, 2::smallint FROM unnest($5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::timestamptz[],
+    SELECT *, 3::smallint FROM unnest($5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::timestamptz[],
                          $11::json[], $12::text[], $13::bytea[], $14::bytea[])
 ), p AS (
     INSERT INTO postings (link_id, seq, idx, account, amount_uc, balance_after_uc)
@@ -205,7 +210,8 @@ class _Rows:
         self.summaries.extend(other.summaries)
 
 
-def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head) -> tuple[_Rows, Head] | Refused:
+def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head,
+               writer_ms: int) -> tuple[_Rows, Head] | Refused:
     """One link's entries after its head as ledger rows, or why they cannot be appended: the journal does
     not follow the ledger's last entry, or Redis's balances are not what the postings make them."""
     rows = _Rows()
@@ -232,10 +238,14 @@ def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head) -> tupl
                 if balances.get(pool_account(pool), 0) != bal:
                     return Refused(e.seq, f"Redis has {pool}={bal} µ¢ after entry {e.seq}, the ledger's postings "
                                           f"make it {balances.get(pool_account(pool), 0)} µ¢")
-            digest = chain_hash(last_hash, link_id, e.seq, e.entry, legs, e.reply)  # version 2
-            # Dated by the service that decided it, never before the entry it follows (replicas' clocks differ):
-            # a link's entries are in time order, so a period is a run of sequences (audit checks the rule).
-            created_ms = max(int(body["ts_ms"]), last_ms)
+            # Dated by the service that decided it, never before the entry it follows (replicas' clocks differ): a
+            # link's entries are in time order, so a period is a run of sequences. Never past the writer's clock
+            # either: one replica with a clock ahead must not carry every later entry into the future.
+            ts_ms = int(body["ts_ms"])
+            created_ms = max(min(ts_ms, writer_ms + FUTURE_SLACK_MS), last_ms)
+            if ts_ms > writer_ms + FUTURE_SLACK_MS:
+                FUTURE_DATED.labels(link_id).inc()
+            digest = chain_hash(last_hash, link_id, e.seq, e.entry, legs, e.reply, created_ms)  # version 3
             created = time_of(created_ms)
             rows.summaries.add(link_id, e.seq, created_ms, entry_flows(body, e.reply))
             rows.entries.append((link_id, e.seq, body["kind"], body["request_id"], body["request_hash"], created,
@@ -293,7 +303,7 @@ async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache
     for link_id, items in sorted(by_link.items()):
         items.sort(key=lambda e: e.seq)
         start = known[link_id]
-        checked = _link_rows(link_id, items, start)
+        checked = _link_rows(link_id, items, start, now_ms())
         if isinstance(checked, Refused):
             out.refused[link_id] = checked
             continue

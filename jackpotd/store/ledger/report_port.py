@@ -66,7 +66,8 @@ class PostgresReports(ReportStore):
                     head = await conn.fetchval("SELECT last_seq FROM links WHERE link_id = $1", link_id)
                     pools, seq = await self.live(link_id)  # after the snapshot: Redis is at or ahead of it
                     if seq == (head or 0) or time.monotonic() > deadline:
-                        r = await audit_link(conn, link_id, pools, seq, self.anchors(link_id))
+                        anchors = await asyncio.to_thread(self.anchors, link_id)  # files: off the event loop
+                        r = await audit_link(conn, link_id, pools, seq, anchors)
                         break
                 await asyncio.sleep(0.02)
         return Verified(link_id, r.entries, r.chain_ok, r.balanced, r.summaries_ok, r.ledger_pools, r.redis_pools,

@@ -156,10 +156,16 @@ async def _chart(conn: Any, link_id: str, from_ms: int, to_ms: int, inner_from: 
         after = {(int(r["seq"]), r["account"][len(POOL_PREFIX):]): int(r["balance_after_uc"]) for r in await conn.fetch(
             "SELECT seq, account, balance_after_uc FROM postings WHERE link_id = $1 AND seq = ANY($2::bigint[]) "
             "AND account LIKE 'pool:%'", link_id, sorted({h.seq for h in hits}))}
+        # Before a settle's hits, its pool held what the first of them paid from: within a round a pool only
+        # falls (a shortfall is funded up to the prize, which empties it), so that is the largest pool_before.
+        first_paid: dict[tuple[str, int], tuple[int, int]] = {}
         for h in hits:
-            points.append((h.pool, h.at_ms, h.seq - 1, h.pool_before_uc))
-            if (h.seq, h.pool) in after:
-                points.append((h.pool, h.at_ms, h.seq, after[(h.seq, h.pool)]))
+            at, uc = first_paid.get((h.pool, h.seq), (h.at_ms, h.pool_before_uc))
+            first_paid[(h.pool, h.seq)] = (at, max(uc, h.pool_before_uc))
+        for (pool, seq), (at, uc) in first_paid.items():
+            points.append((pool, at, seq - 1, uc))
+            if (seq, pool) in after:
+                points.append((pool, at, seq, after[(seq, pool)]))
     points += [(pool, to_ms, last, uc) for pool, uc in closing.items()]
     return sorted(set(points), key=lambda p: (p[0], p[2], p[1]))
 

@@ -170,7 +170,28 @@ async def derive(conn: Any, link_id: str | None = None, chunk: int = 20_000) -> 
 
 
 async def backfill(conn: Any) -> None:
-    """Migration 011: the summaries of the entries written before it (the writer adds them from then on)."""
-    derived = await derive(conn)
+    """Migration 011: the summaries of the entries written before it (the writer adds them from then on). Writers
+    of an older version still running wait (SHARE lock) until the migration commits: none of their entries can
+    fall between the backfill and the writer. One link at a time, so memory follows the largest link."""
+    await conn.execute("LOCK TABLE entries IN SHARE MODE")
+    for r in await conn.fetch("SELECT link_id FROM links ORDER BY link_id"):
+        await _write(conn, await derive(conn, r["link_id"]))
+
+
+async def rebuild(conn: Any, link_id: str) -> tuple[int, int]:
+    """A link's summaries derived again from its entries (after a classification change, or when the audit finds
+    them wrong), as the ledger's owner, in one transaction that holds the link's head so its writer waits.
+    Returns (entries, rows written)."""
+    async with conn.transaction():
+        if await conn.fetchval("SELECT last_seq FROM links WHERE link_id = $1 FOR UPDATE", link_id) is None:
+            return 0, 0
+        await conn.execute("DELETE FROM flow_totals WHERE link_id = $1", link_id)
+        await conn.execute("DELETE FROM flow_buckets WHERE link_id = $1", link_id)
+        derived = await derive(conn, link_id)
+        await _write(conn, derived)
+    return sum(n for _, _, n in derived.buckets.values()), len(derived.totals)
+
+
+async def _write(conn: Any, derived: Summaries) -> None:
     await conn.execute(buckets_upsert(1), *columns(derived.bucket_rows(), 5))
     await conn.execute(totals_upsert(1), *columns(derived.total_rows(), 7))

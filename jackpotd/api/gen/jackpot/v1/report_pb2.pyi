@@ -704,6 +704,7 @@ class Liability(_message.Message):
     RESET_VALUES_CENTS_FIELD_NUMBER: _builtins.int
     RESET_OWED_BY_OPERATOR_CENTS_FIELD_NUMBER: _builtins.int
     OWED_TO_PLAYERS_UCENTS_FIELD_NUMBER: _builtins.int
+    MINIMUM_SHORTFALL_CENTS_FIELD_NUMBER: _builtins.int
     link_id: _builtins.str
     sequence: _builtins.int
     """as of this entry"""
@@ -719,7 +720,9 @@ class Liability(_message.Message):
     reset_owed_by_operator_cents: _builtins.int
     """what RESERVE does not cover of them"""
     owed_to_players_ucents: _builtins.int
-    """pools + pending"""
+    """visible pools + RESERVE (players' contributions) + pending"""
+    minimum_shortfall_cents: _builtins.int
+    """what the operator would add now if each pool's largest guaranteed"""
     @_builtins.property
     def pools(self) -> _containers.RepeatedCompositeFieldContainer[Global___PoolLiability]: ...
     @_builtins.property
@@ -740,10 +743,11 @@ class Liability(_message.Message):
         reset_values_cents: _builtins.int = ...,
         reset_owed_by_operator_cents: _builtins.int = ...,
         owed_to_players_ucents: _builtins.int = ...,
+        minimum_shortfall_cents: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_ms", b"at_ms", "link_id", b"link_id", "owed_to_players_ucents", b"owed_to_players_ucents", "pending_hits", b"pending_hits", "pending_ucents", b"pending_ucents", "pools", b"pools", "pools_ucents", b"pools_ucents", "reserve_ucents", b"reserve_ucents", "reset_owed_by_operator_cents", b"reset_owed_by_operator_cents", "reset_values_cents", b"reset_values_cents", "sequence", b"sequence"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_ms", b"at_ms", "link_id", b"link_id", "minimum_shortfall_cents", b"minimum_shortfall_cents", "owed_to_players_ucents", b"owed_to_players_ucents", "pending_hits", b"pending_hits", "pending_ucents", b"pending_ucents", "pools", b"pools", "pools_ucents", b"pools_ucents", "reserve_ucents", b"reserve_ucents", "reset_owed_by_operator_cents", b"reset_owed_by_operator_cents", "reset_values_cents", b"reset_values_cents", "sequence", b"sequence"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
