@@ -79,6 +79,7 @@ class EntryFacts:
     hits: Sequence[HitPaid] = ()
     resets: Sequence[ResetPaid] | None = None  # settle: None when the entry's reply could not say
     hand: str = ""  # a hit decision: the hand decided
+    rates_version: int = 0  # commit: the rate set its wagers were contributed at (0: not recorded)
 
 
 def _pool(name: str) -> str:
@@ -123,7 +124,7 @@ def _residual_flow(kind: str, account: str, amount_uc: int) -> tuple[str, str]:
         if pool or account == RETAINED:
             return CONTRIBUTION, ""  # §3: before the cap (the overflow is named)
         if account == WAGERS:
-            return WAGER, ""
+            return WAGER, ""  # the caller names the rate set
     elif kind == "void" and ((pool and amount_uc > 0) or (account == OPERATOR_FUNDING and amount_uc < 0)):
         return FUNDING, VOID_SHORTFALL  # §5.7 for voids: what a pool that paid since could not give back
     elif kind == "fund" and (pool or account == OPERATOR_FUNDING):
@@ -152,10 +153,23 @@ def flows_of(facts: EntryFacts) -> list[Flow]:
         flow, detail = _residual_flow(facts.kind, account, uc)
         if flow in (APPROVED, REJECTED):
             detail = facts.hand
+        if flow == WAGER and facts.rates_version:
+            detail = rates_detail(facts.rates_version)  # §3: contributions are checked against the approved rates
         # an unexplained leg counts as an item, so two that cancel out still fail their period
         items = facts.wagers if flow == WAGER else 1 if flow in (APPROVED, REJECTED, UNEXPLAINED) else 0
         out.append(Flow(account, flow, detail, uc, items))
     return out
+
+
+def rates_detail(version: int) -> str:
+    """The detail of a commit's wagers: the rate set they were contributed at."""
+    return f"rates {version}"
+
+
+def rates_version_of(detail: str) -> int | None:
+    """The rate set a wager flow names (None: a commit written before wagers named theirs)."""
+    head, _, number = detail.partition(" ")
+    return int(number) if head == "rates" and number.isdigit() else None
 
 
 def totals(flows: Iterable[Flow]) -> dict[tuple[str, str, str], tuple[int, int]]:

@@ -13,7 +13,7 @@ from .ids import require_id
 from .money import require_non_negative_cents, require_positive_cents
 from .paytable import Paytable, PaytableEntry, default_paytable
 from .pools import PoolSpec, require_pool_set
-from .rates import RateSet
+from .rates import RateSet, rate_set_of
 
 MAX_SEATS = 10_000  # online "tables" may be large (issue: a 10,000-seat round)
 _GAMING_DAY_START = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]")
@@ -119,8 +119,7 @@ class LinkConfig:
             verification_threshold_cents=d["verification_threshold_cents"],
             gaming_day_start=d["gaming_day_start"], time_zone=d["time_zone"],
             pools=tuple(PoolSpec(p["name"], p["reset_cents"], p["cap_cents"], p["overflow_to"]) for p in d["pools"]),
-            rate_sets=tuple(RateSet(r["pools_ppm"], r["retained_ppm"], r["version"], r["effective_at_ms"],
-                                    r["approval_ref"]) for r in d["rate_sets"]),
+            rate_sets=tuple(rate_set_of(r) for r in d["rate_sets"]),
             paytables={g: Paytable(g, {e["category"]: PaytableEntry(e["category"], e["pool"], e["min_cents"],
                                                                    e["percent_ppm"], e["resets_pool"])
                                        for e in entries}) for g, entries in d["paytables"].items()},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import InvalidInput
 from .money import PPM
@@ -37,6 +38,11 @@ class RateSet:
         for name in self.pools_ppm:
             if name not in pools:
                 raise InvalidInput(f"rates[{name}]", self.pools_ppm[name], "not a pool of this link")
+
+
+def rate_set_of(d: Mapping[str, Any]) -> RateSet:
+    """A rate set from its stored form (LinkConfig.to_dict)."""
+    return RateSet(d["pools_ppm"], d["retained_ppm"], d["version"], d["effective_at_ms"], d["approval_ref"])
 
 
 def rates_in_force(rate_sets: Sequence[RateSet], at_ms: int) -> RateSet:

@@ -9,8 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from . import flows as f
+from .money import UC_PER_CENT
 from .pools import VISIBLE
 from .postings import OPERATOR_FUNDING, PAYOUTS, PENDING_PAYOUTS, POOL_PREFIX, REFUNDS, RETAINED, WAGERS
+from .rates import RateSet
 
 Totals = Mapping[tuple[str, str, str], tuple[int, int]]  # (account, flow, detail) -> (µ¢, items)
 
@@ -153,9 +155,39 @@ def link_movements(totals: Totals) -> LinkMovements:
         held_uc=_sum(totals, PENDING_PAYOUTS, f.HELD, f.APPROVED, f.REJECTED)[0], unexplained_legs=unexplained)
 
 
-def reconcile(pools: Mapping[str, tuple[int, int]], totals: Totals) -> Reconciliation:
+def at_approved_rates(totals: Totals, rates: Mapping[int, RateSet]) -> list[Identity]:
+    """§3: what each pool (and the retained account) received from the period's commits is exactly their wagers ×
+    the rates of the rate set each commit used. None when a commit did not record its rate set (written before
+    wagers named theirs): then it cannot be checked."""
+    cents: dict[int, int] = {}
+    for (account, flow, detail), (uc, _) in totals.items():
+        if account == WAGERS and flow == f.WAGER:
+            version = f.rates_version_of(detail)
+            if version is None:
+                return []
+            cents[version] = cents.get(version, 0) - uc // UC_PER_CENT
+    unknown = sorted(set(cents) - set(rates))
+    names = sorted({n for v in cents if v in rates for n in rates[v].pools_ppm})
+    out = []
+    for name, account in [*((n, POOL_PREFIX + n) for n in names), ("retained", RETAINED)]:
+        want = sum(c * (rates[v].retained_ppm if name == "retained" else rates[v].pools_ppm.get(name, 0))
+                   for v, c in cents.items() if v in rates)
+        got = sum(uc for (a, flow, _), (uc, _) in totals.items() if a == account and flow == f.CONTRIBUTION)
+        terms = " + ".join(f"{c}¢ × {rates[v].retained_ppm if name == 'retained' else rates[v].pools_ppm.get(name, 0)}"
+                           f" ppm (rates {v})" for v, c in sorted(cents.items()) if v in rates) or "0"
+        holds = got == want and not unknown
+        out.append(Identity(
+            f"{name} at the approved rates", "DOMAIN.md §3, §10",
+            f"contributions {got} {'=' if got == want else '≠'} {terms} = {want} µ¢"
+            + (f"; rate sets {unknown} are not in the link's history" if unknown else ""), holds))
+    return out
+
+
+def reconcile(pools: Mapping[str, tuple[int, int]], totals: Totals,
+              rates: Mapping[int, RateSet] | None = None) -> Reconciliation:
     """§10 for a period: `pools` maps each pool to its (opening, closing) balance in µ¢ (from the postings);
-    `totals` are the period's flows. Each identity is stated with the period's numbers."""
+    `totals` are the period's flows; `rates` every rate set the link ever had, by version (§3: contributions are
+    checked against them). Each identity is stated with the period's numbers."""
     moved = tuple(pool_movements(name, opening, closing, totals)
                   for name, (opening, closing) in sorted(pools.items(), key=lambda kv: (kv[0] not in VISIBLE,
                                                                                         kv[0])))
@@ -174,4 +206,6 @@ def reconcile(pools: Mapping[str, tuple[int, int]], totals: Totals) -> Reconcili
         f"{link.contributions_uc} + retained {link.retained_uc} = {link.contributions_uc + link.retained_uc} µ¢"
         + (f"; {link.unexplained_legs} legs of the period no rule accounts for" if link.unexplained_legs else ""),
         link.holds))
+    if rates is not None:
+        identities += at_approved_rates(totals, rates)
     return Reconciliation(moved, link, tuple(identities))

@@ -190,6 +190,7 @@ class PeriodData:
     hits: Sequence[HitRecord]  # the first store.ledger.reports.HITS_LISTED
     chart: Sequence[tuple[str, int, int, int]]  # (pool, at_ms, seq, µ¢)
     hits_total: int = 0
+    rate_sets: Sequence[str] = ()  # every rate set the link ever had: JSON lists as the configs store them
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from ..domain.ids import require_id
 from ..domain.link import LinkConfig
 from ..domain.money import floor_cents
 from ..domain.pools import VISIBLE
+from ..domain.rates import RateSet, rate_set_of
 from ..domain.reconciliation import Reconciliation, reconcile
 from .ports import ExportedEntry, HitRecord, ReportStore, Verified
 
@@ -97,6 +98,16 @@ def _config(link_id: str, raw: str | None) -> LinkConfig:
     return LinkConfig.from_dict(orjson.loads(raw))
 
 
+def _rates(stored: Sequence[str]) -> dict[int, RateSet]:
+    """Every rate set the link's configs ever held, by version (§3: a version is approved once, never changed)."""
+    out: dict[int, RateSet] = {}
+    for text in stored:
+        for d in orjson.loads(text):
+            rs = rate_set_of(d)
+            out.setdefault(rs.version, rs)
+    return out
+
+
 def _zone(config: LinkConfig) -> ZoneInfo:
     try:
         return ZoneInfo(config.time_zone)
@@ -147,7 +158,8 @@ class ReportQueries:
             pools[pool] = (data.opening.get(pool, 0), data.closing.get(pool, 0))
         return ReconciliationView(
             link_id, gaming_day, from_ms, to_ms, config.time_zone, config.gaming_day_start, data.first_seq,
-            data.last_seq, data.entries, reconcile(pools, data.totals), data.hits, data.chart, self.clock(),
+            data.last_seq, data.entries, reconcile(pools, data.totals, _rates(data.rate_sets)), data.hits, data.chart,
+            self.clock(),
             data.hits_total)
 
     async def export_range(self, link_id: str, from_seq: int, to_seq: int, from_ms: int,

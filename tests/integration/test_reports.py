@@ -120,7 +120,9 @@ async def test_a_simulated_day_reconciles_to_the_microcent(client: Client) -> No
     r = await c.report.GetReconciliation(report_pb2.GetReconciliationRequest(link_id=link, from_ms=from_ms,
                                                                               to_ms=to_ms))
     assert r.all_hold, [i.expression for i in r.identities if not i.holds]
-    assert {i.name for i in r.identities} == {"pool MAJOR", "pool MINOR", "pool RESERVE", "link"}
+    assert {i.name for i in r.identities} == {"pool MAJOR", "pool MINOR", "pool RESERVE", "link",
+                                              "MAJOR at the approved rates", "MINOR at the approved rates",
+                                              "RESERVE at the approved rates", "retained at the approved rates"}
 
     rows = await c.pg.fetch("SELECT account, amount_uc, balance_after_uc FROM postings WHERE link_id = $1 "
                             "ORDER BY seq, idx", link)

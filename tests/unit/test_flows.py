@@ -103,3 +103,22 @@ def test_unexplained_legs_that_cancel_out_still_fail() -> None:
 def test_a_void_whose_pool_gains_is_not_operator_funding() -> None:
     got = f.flows_of(f.EntryFacts("void", [("pool:MAJOR", -7), ("operator_funding", 7)], wagers=0, reversed={}))
     assert {x.flow for x in got} == {f.UNEXPLAINED}
+
+
+def test_contributions_are_checked_against_the_rate_set_each_commit_used() -> None:
+    pools = (PoolSpec("MAJOR"), PoolSpec("MINOR"), PoolSpec("RESERVE"))
+    later = RateSet({"MAJOR": 250_000, "MINOR": 50_000, "RESERVE": 20_000}, 680_000, 2, 0, "TEST-2")
+    legs: list[f.Flow] = []
+    for rates, n in ((RATES, 3), (later, 2)):
+        c = contribute(rates, pools, {}, [(s, 100) for s in range(1, n + 1)])
+        legs += f.flows_of(f.EntryFacts("commit", [(p.account, p.amount_uc) for p in c.merged], wagers=n,
+                                        rates_version=rates.version))
+    ok = reconcile({"MAJOR": (0, 0)}, f.totals(legs), {1: RATES, 2: later})
+    approved = [i for i in ok.identities if "approved rates" in i.name]
+    assert len(approved) == 4 and all(i.holds for i in approved)
+    assert "300¢ × 200000 ppm (rates 1) + 200¢ × 250000 ppm (rates 2)" in approved[0].expression
+    # the same wagers said to be at the first rates only: MAJOR got more than those rates give
+    wrong = reconcile({"MAJOR": (0, 0)}, f.totals(legs), {1: RATES, 2: RATES})
+    assert not all(i.holds for i in wrong.identities if "approved rates" in i.name)
+    unknown = reconcile({"MAJOR": (0, 0)}, f.totals(legs), {1: RATES})
+    assert not any(i.holds for i in unknown.identities if "approved rates" in i.name)

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 import asyncpg
 
+from ...service.errors import Unavailable
 from ...service.ports import ExportedEntry, LiabilityData, PeriodData, ReportStore, Verified
 from ..checkpoints import Checkpoint
 from . import reports
@@ -16,6 +17,9 @@ from .audit import audit_link
 from .service_port import DRIVER_ERRORS, translated, unavailable
 
 RedisView = Callable[[str], Awaitable[tuple[dict[str, int], int]]]
+
+
+VERIFY_LOCK = 4243  # PostgreSQL advisory lock: one VerifyLedger at a time, whichever worker runs it (migrate: 4242)
 
 
 class PostgresReports(ReportStore):
@@ -61,14 +65,20 @@ class PostgresReports(ReportStore):
         QUIET_S; after that Redis's difference is reported as it is)."""
         deadline = time.monotonic() + self.QUIET_S
         async with self.pg.acquire() as conn:
-            while True:
-                async with conn.transaction(isolation="repeatable_read", readonly=True):
-                    head = await conn.fetchval("SELECT last_seq FROM links WHERE link_id = $1", link_id)
-                    pools, seq = await self.live(link_id)  # after the snapshot: Redis is at or ahead of it
-                    if seq == (head or 0) or time.monotonic() > deadline:
-                        anchors = await asyncio.to_thread(self.anchors, link_id)  # files: off the event loop
-                        r = await audit_link(conn, link_id, pools, seq, anchors)
-                        break
-                await asyncio.sleep(0.02)
+            if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", VERIFY_LOCK):
+                raise Unavailable("another VerifyLedger is running (one at a time across the service: each reads a "
+                                  "whole link); retry in a while")
+            try:
+                while True:
+                    async with conn.transaction(isolation="repeatable_read", readonly=True):
+                        head = await conn.fetchval("SELECT last_seq FROM links WHERE link_id = $1", link_id)
+                        pools, seq = await self.live(link_id)  # after the snapshot: Redis is at or ahead of it
+                        if seq == (head or 0) or time.monotonic() > deadline:
+                            anchors = await asyncio.to_thread(self.anchors, link_id)  # files: off the event loop
+                            r = await audit_link(conn, link_id, pools, seq, anchors)
+                            break
+                    await asyncio.sleep(0.02)
+            finally:
+                await conn.fetchval("SELECT pg_advisory_unlock($1)", VERIFY_LOCK)
         return Verified(link_id, r.entries, r.chain_ok, r.balanced, r.summaries_ok, r.ledger_pools, r.redis_pools,
                         seq, r.problems, r.first_altered, r.checkpoints)

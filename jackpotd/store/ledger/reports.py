@@ -75,6 +75,8 @@ async def period(pool: asyncpg.Pool, link_id: str, from_ms: int, to_ms: int) -> 
     from the summaries, the ragged ends from their entries, balances from the postings."""
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
         config = await latest_config(conn, link_id)
+        rate_sets = [r["rs"] for r in await conn.fetch(
+            "SELECT DISTINCT (config::jsonb -> 'rate_sets')::text AS rs FROM link_configs WHERE link_id = $1", link_id)]
         inner_from, inner_to = _ceil_bucket(from_ms), bucket_of(to_ms)
         if inner_from < inner_to:  # whole quarter hours, and the ragged ends either side
             parts = [(from_ms, inner_from), (inner_to, to_ms)]
@@ -124,7 +126,7 @@ async def period(pool: asyncpg.Pool, link_id: str, from_ms: int, to_ms: int) -> 
         chart = await _chart(conn, link_id, from_ms, to_ms, inner_from, inner_to, opening, before, closing, last,
                              hits)
     return PeriodData(link_id, config, from_ms, to_ms, first_seq, last_seq, entries, totals, opening, closing, hits,
-                      chart, hits_total)
+                      chart, hits_total, rate_sets)
 
 
 async def _chart(conn: Any, link_id: str, from_ms: int, to_ms: int, inner_from: int, inner_to: int,

@@ -53,7 +53,8 @@ def entry_facts(body: Mapping[str, Any], reply: str) -> EntryFacts:
     if kind == "commit":
         data = _round_data(body)
         overflow = [(a, b, int(v)) for a, b, v in body.get("overflow", ())]
-        return EntryFacts(kind, postings, wagers=len(data["seats"]), overflow=overflow)
+        return EntryFacts(kind, postings, wagers=len(data["seats"]), overflow=overflow,
+                          rates_version=int(data.get("rates_version", 0)))
     if kind == "void":
         data = _round_data(body)
         chosen = data["void_reasons"][-1]["seats"]  # this void's seats: the last reason recorded
