@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import grpc
 import pytest
 
@@ -196,6 +197,27 @@ async def test_a_simulated_day_reconciles_to_the_microcent(client: Client) -> No
         for point in g.balances:  # drawn from the summaries quarter hour by quarter hour
             if point.sequence > 0:
                 assert point.balance_ucents == after[(point.pool, point.sequence)], point
+        # the BI views carry the same day's numbers (README, Views for BI tools)
+        view = {row["pool"]: row for row in await c.pg.fetch(
+            "SELECT * FROM report_pool_movements_daily WHERE link_id = $1 AND gaming_day = $2", link, day)}
+        for p in g.pools:
+            row = view[p.pool]
+            assert (row["contributions_uc"] or 0, row["overflow_out_uc"] or 0, row["refunds_uc"] or 0,
+                    row["funding_uc"] or 0, row["transfers_in_uc"] or 0, row["transfers_out_uc"] or 0,
+                    row["payouts_uc"] or 0, row["net_uc"]) == (
+                p.contributions_ucents, p.overflow_out_ucents, p.refunds_ucents, p.funding_ucents,
+                p.transfers_in_ucents, p.transfers_out_ucents, p.payouts_ucents, p.closing_ucents - p.opening_ucents)
+        hits = await c.pg.fetch("SELECT hit_id, status, gaming_day FROM report_hits WHERE link_id = $1", link)
+        assert sorted((h["hit_id"], h["status"]) for h in hits) == sorted((h.hit_id, h.status) for h in g.hits)
+        assert {h["gaming_day"] for h in hits} == {day}
+        funded = await c.pg.fetchval("SELECT sum(funded_uc) FROM report_operator_funding_daily WHERE link_id = $1 "
+                                     "AND gaming_day = $2", link, day)
+        assert funded == g.link.operator_funding_ucents
+        async with c.pg.acquire() as conn, conn.transaction():  # a BI login granted jackpotd_report: views only
+            await conn.execute("SET LOCAL ROLE jackpotd_report")
+            assert await conn.fetchval("SELECT count(*) FROM report_hits WHERE link_id = $1", link) == len(hits)
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                await conn.fetchval("SELECT count(*) FROM entries")
 
 
 async def test_export_streams_every_entry_with_its_postings(client: Client) -> None:
