@@ -51,6 +51,7 @@ from .service.services import Services
 from .settings import Settings, SettingsError
 from .store import checkpoints, ledger, recovery
 from .store.durability import DurabilityWatcher
+from .store.leader import LeadingWriter, WriterLease
 from .store.ledger import PostgresLedger
 from .store.ledger.report_port import PostgresReports
 from .store.redis_pools import RedisPools
@@ -238,15 +239,34 @@ async def jackpot_service(redis: RedisPools, pg: ledger.Pool, settings: Settings
         await watcher.stop()
 
 
+def _leading_writer(settings: Settings, stores: Stores) -> LeadingWriter:
+    """The ledger writer of this process, run while it holds the writer lease."""
+    def writer() -> LedgerWriter:
+        return LedgerWriter(stores.redis, stores.pg, linger=settings.group_commit_ms / 1000,
+                            retention_seconds=settings.retention_seconds,
+                            checkpoints=checkpoints.checkpointer_of(settings.checkpoint_key_file, settings.state_dir))
+
+    async def recover() -> None:
+        for a in await recovery.recover(stores.redis, stores.pg):
+            log.info("recovery: link %s %s", a.link_id, a.action)
+
+    return LeadingWriter(WriterLease(stores.dsn), writer, recover)
+
+
 def _stop_on_signals(stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
 
 
+ALL, GRPC, WRITER = "all", "grpc", "writer"  # the roles a process runs (`jackpotd serve`, `grpc`, `writer`)
+
+
 async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event | None = None,
-                stop: asyncio.Event | None = None, clock: Clock = now_ms) -> None:
-    """Run until SIGINT or SIGTERM: recover, then serve; on exit stop in order and stop embedded servers."""
+                stop: asyncio.Event | None = None, clock: Clock = now_ms, role: str = ALL) -> None:
+    """Run until SIGINT or SIGTERM; on exit stop in order and stop embedded servers. `all`: lead the ledger writer
+    if its lease is free (recovering first) and serve gRPC; `grpc`: serve only, stateless; `writer`: the lease and
+    the writer only, standing by while another holds it."""
     if settings.embedded and not settings.auth_key_file and not settings.tls_cert_file:  # `make run` (README)
         credentials = await asyncio.to_thread(development_credentials, settings.state_dir)
         settings = settings.model_copy(update={"auth_key_file": str(credentials / "auth.key")})  # workers too
@@ -257,15 +277,20 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
         stop = asyncio.Event()
         _stop_on_signals(stop)
     async with open_stores(settings) as stores:
-        actions = await recovery.recover(stores.redis, stores.pg)
-        for a in actions:
-            log.info("recovery: link %s %s", a.link_id, a.action)
-        writer = LedgerWriter(stores.redis, stores.pg, linger=settings.group_commit_ms / 1000,
-                              retention_seconds=settings.retention_seconds,
-                              checkpoints=checkpoints.checkpointer_of(settings.checkpoint_key_file,
-                                                                      settings.state_dir))
-        await writer.start()
+        leader = None if role == GRPC else _leading_writer(settings, stores)
+        if leader is not None:
+            await leader.start()
         _start_metrics(settings.metrics_port)
+        if role == WRITER:
+            log.info("jackpotd writer: %s", "leading" if leader and leader.leading else "standing by for the lease")
+            if ready is not None:
+                ready.set()
+            try:
+                await stop.wait()
+            finally:
+                if leader is not None:
+                    await leader.stop()
+            return
         supervisor = Supervisor(settings, stores, stop, worker_main)
         try:
             async with jackpot_service(stores.redis, stores.pg, settings, clock) as service:
@@ -299,7 +324,8 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
                 if grpc_task is not None:
                     await grpc_task
         finally:
-            await writer.stop()
+            if leader is not None:
+                await leader.stop()
     if supervisor.failure:
         raise RuntimeError(supervisor.failure)
 

@@ -37,23 +37,11 @@ def _common(p: argparse.ArgumentParser) -> None:
                                                  "checks them (docs/DECISIONS.md, Hash chain)")
 
 
-def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="jackpotd", description=__doc__, epilog=EPILOG,
-                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    s = sub.add_parser("serve", help="run the gRPC service (recovers first)", epilog=EPILOG,
-                       description="Migrate, recover every link, then serve TableService, DisplayService, "
-                                   "AdminService, health and reflection until Ctrl-C.")
-    _common(s)
+def _api(s: argparse.ArgumentParser) -> None:
+    """The flags of a process that serves the gRPC API."""
     s.add_argument("--listen", help="host:port to listen on (default 127.0.0.1:50051)")
     s.add_argument("--metrics-port", type=int, help="Prometheus metrics port on loopback (default 9464; 0: off)")
-    s.add_argument("--demo", action="store_true", help="load the demo link: one split link, six tables")
     s.add_argument("--workers", type=int, help="gRPC worker processes (default 1; 0 serves in the supervisor)")
-    s.add_argument("--group-commit-ms", type=float,
-                   help="under load, how long the ledger writer gathers entries into one commit (default 5)")
-    s.add_argument("--retention-seconds", type=int,
-                   help="how long Redis keeps settled or voided rounds and answered request records after the "
-                        "ledger has them; later retries are answered from PostgreSQL (default 60)")
     s.add_argument("--tls-cert-file", help="the server's TLS certificate (PEM); with --tls-key-file and "
                                            "--tls-ca-file the service serves TLS and every caller presents a client "
                                            "certificate signed by that CA (see `jackpotd certs`)")
@@ -61,6 +49,43 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--tls-ca-file", help="the CA that signs client certificates (tables and roles)")
     s.add_argument("--auth-key-file", help="the key that signs bearer tokens (default with embedded stores: "
                                            "STATE_DIR/credentials/auth.key, issued on first start)")
+
+
+def _writing(s: argparse.ArgumentParser) -> None:
+    """The flags of a process that may write the ledger."""
+    s.add_argument("--group-commit-ms", type=float,
+                   help="under load, how long the ledger writer gathers entries into one commit (default 5)")
+    s.add_argument("--retention-seconds", type=int,
+                   help="how long Redis keeps settled or voided rounds and answered request records after the "
+                        "ledger has them; later retries are answered from PostgreSQL (default 60)")
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="jackpotd", description=__doc__, epilog=EPILOG,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    s = sub.add_parser("serve", help="run the whole service: the gRPC API and the ledger writer", epilog=EPILOG,
+                       description="Migrate; take the ledger writer's lease if it is free (then recover every link "
+                                   "and write the ledger), else stand by for it; serve TableService, DisplayService, "
+                                   "AdminService, ReportService, health and reflection until Ctrl-C.")
+    _common(s)
+    _api(s)
+    s.add_argument("--demo", action="store_true", help="load the demo link: one split link, six tables")
+    _writing(s)
+    g = sub.add_parser("grpc", help="run API replicas only (stateless; a `jackpotd writer` writes the ledger)",
+                       epilog=EPILOG, description="Serve the gRPC API without a ledger writer: run as many as "
+                                                  "you need behind a load balancer, and one or more `jackpotd "
+                                                  "writer` beside them.")
+    _common(g)
+    _api(g)
+    w = sub.add_parser("writer", help="run the ledger writer, leading while it holds the lease",
+                       epilog=EPILOG, description="Take the writer lease (a PostgreSQL advisory lock) when it is "
+                                                  "free, recover every link and write the ledger; while another "
+                                                  "holds it, stand by and take over within a second of its end. "
+                                                  "Run two for a standby.")
+    _common(w)
+    w.add_argument("--metrics-port", type=int, help="Prometheus metrics port on loopback (default 9464; 0: off)")
+    _writing(w)
     m = sub.add_parser("migrate", help="apply pending ledger schema migrations", description="Apply pending "
                        "PostgreSQL migrations (also done on every start).")
     _common(m)
@@ -182,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=settings.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
     metrics_dir = None
-    if (args.command == "serve" and settings.workers > 0 and settings.metrics_port > 0
+    if (args.command in ("serve", "grpc") and settings.workers > 0 and settings.metrics_port > 0
             and not os.environ.get("PROMETHEUS_MULTIPROC_DIR")):
         # Worker processes count requests, latency and hits: prometheus-client's multiprocess mode puts
         # every process's metrics in files the supervisor's /metrics adds up. It must be chosen before
@@ -219,8 +244,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from .domain.money import format_cents
     from .store import checkpoints, ledger, recovery
 
-    if args.command == "serve":
-        await app.serve(settings, demo=args.demo)
+    if args.command in ("serve", "grpc", "writer"):
+        role = {"serve": app.ALL, "grpc": app.GRPC, "writer": app.WRITER}[args.command]
+        await app.serve(settings, demo=getattr(args, "demo", False), role=role)
         return 0
     async with app.open_stores(settings) as stores:
         if args.command == "migrate":

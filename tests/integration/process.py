@@ -15,15 +15,18 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 
 class ServerProcess:
-    """`jackpotd serve` on given stores (or embedded ones under a state dir)."""
+    """`jackpotd serve` (or `grpc`, or `writer`: `command`) on given stores (or embedded ones under a state dir)."""
 
     def __init__(self, port: int, log: Path, *, redis_url: str = "", dsn: str = "", state_dir: str = "",
-                 demo: bool = False, workers: int | None = None, metrics_port: int = 0) -> None:
+                 demo: bool = False, workers: int | None = None, metrics_port: int = 0,
+                 command: str = "serve") -> None:
         self.port = port
         self.log = log
         self.metrics_port = metrics_port
-        self.args = [sys.executable, "-m", "jackpotd.cli", "serve", "--listen", f"127.0.0.1:{port}",
-                     "--metrics-port", str(metrics_port)]
+        self.command = command
+        self.args = [sys.executable, "-m", "jackpotd.cli", command, "--metrics-port", str(metrics_port)]
+        if command != "writer":
+            self.args += ["--listen", f"127.0.0.1:{port}"]
         # the stores through the environment: their URLs carry passwords, which the CLI refuses in flags
         self.env = {"JACKPOTD_REDIS_URL": redis_url, "JACKPOTD_POSTGRES_DSN": dsn} if redis_url else {}
         if state_dir:
@@ -53,6 +56,16 @@ class ServerProcess:
         self.proc = subprocess.Popen(self.args, stdout=out, stderr=out,
                                      env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"})
         deadline = time.monotonic() + timeout
+        if self.command == "writer":  # no gRPC: serving is its metrics answering
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"jackpotd exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
+                try:
+                    self.metrics()
+                    return self
+                except OSError:
+                    time.sleep(0.1)
+            raise RuntimeError(f"jackpotd writer not up after {timeout}s:\n{self.log.read_text()[-3000:]}")
         with self.health_channel() as channel:
             stub = health_pb2_grpc.HealthStub(channel)
             while time.monotonic() < deadline:
@@ -65,6 +78,11 @@ class ServerProcess:
                     pass
                 time.sleep(0.1)
         raise RuntimeError(f"jackpotd not serving after {timeout}s:\n{self.log.read_text()[-3000:]}")
+
+    def leading(self) -> bool:
+        """Whether this process holds the ledger writer's lease (its jackpotd_writer_leader gauge)."""
+        return any(line.startswith("jackpotd_writer_leader ") and float(line.split()[-1]) == 1
+                   for line in self.metrics().splitlines())
 
     def kill9(self) -> None:
         assert self.proc is not None
