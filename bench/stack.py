@@ -44,8 +44,9 @@ class Stack:
         shutil.rmtree(self.root, ignore_errors=True)  # the stores' data: a soak leaves over 1 GB
 
 
-def start_stack(prefix: str, workers: int, *serve_args: str) -> Stack:
-    """Start the stores and a serving jackpotd (given extra `serve` flags) in a new temporary directory."""
+def start_stores(prefix: str) -> tuple[Path, EmbeddedPostgres, EmbeddedValkey, bytes]:
+    """Embedded PostgreSQL and Valkey in a new temporary directory, and the auth key jackpotd processes started
+    from here will trust ($JACKPOTD_AUTH_KEY_FILE)."""
     root = Path(tempfile.mkdtemp(prefix=prefix))
     os.chmod(root, 0o755)
     auth_key = new_key()
@@ -56,6 +57,12 @@ def start_stack(prefix: str, workers: int, *serve_args: str) -> Stack:
         warnings.simplefilter("ignore")
         pg = EmbeddedPostgres(root / "postgres" / "data").start()
         valkey = EmbeddedValkey(root / "valkey").start()
+    return root, pg, valkey, auth_key
+
+
+def start_stack(prefix: str, workers: int, *serve_args: str) -> Stack:
+    """Start the stores and a serving jackpotd (given extra `serve` flags) in a new temporary directory."""
+    root, pg, valkey, auth_key = start_stores(prefix)
     server = ServerProcess(free_port(), root / "jackpotd.log", redis_url=valkey.url, dsn=pg.dsn, workers=workers)
     server.args += list(serve_args)
     stack = Stack(pg, valkey, server, auth_key, root)

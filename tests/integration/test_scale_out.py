@@ -13,6 +13,7 @@ from jackpotd.embedded import free_port
 
 from ..conftest import Isolated
 from .checks import assert_consistent
+from .conftest import open_private
 from .harness import Client, eventually
 from .load import Tally, run_table
 from .process import ServerProcess
@@ -64,3 +65,17 @@ async def test_writer_and_api_replicas_fail_over_under_load(isolated: Isolated, 
         for p in [*writers, *apis]:
             if p.proc is not None and p.proc.poll() is None:
                 p.kill9()
+
+
+async def test_a_dsn_listing_several_hosts_reaches_the_primary(isolated: Isolated, tmp_path: Path) -> None:
+    """`postgres_dsn` may list several hosts with target_session_attrs=read-write (a primary and its standbys):
+    the service connects to whichever answers as the primary, here the second, the first being down."""
+    dead = free_port()
+    host = isolated.dsn.split("@", 1)[1].split("/", 1)[0]
+    dsn = isolated.dsn.replace(f"@{host}/", f"@127.0.0.1:{dead},{host}/")
+    dsn += ("&" if "?" in dsn else "?") + "target_session_attrs=read-write"
+    async with open_private(isolated, tmp_path, postgres_dsn=dsn) as p:
+        link, tables = await new_link(p.client, 1)
+        done = await p.client.commit(tables[0], "r1", [1, 2])
+        assert done.sequence > 0
+        assert await p.client.pg.fetchval("SELECT count(*) FROM entries WHERE link_id = $1", link) == done.sequence

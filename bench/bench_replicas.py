@@ -1,0 +1,119 @@
+"""Durable CommitWagers throughput through one `jackpotd grpc` API replica and through two (issue 13), with one
+`jackpotd writer` beside them, and the CPU every process spends per call, so the scaling is visible.
+
+Run: `make bench-replicas`. Starts embedded PostgreSQL and Valkey, a writer, and two API replicas (each one
+process serving in itself); the client keeps --inflight calls going through one replica, then through both
+(round robin over their addresses), alternating --rounds times for --seconds each. On a 2-core machine the two
+replicas share the cores with the writer, the stores and the client, so the ratio shows where the cores go, not
+what more machines would give: read CPU per call beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_service import drive, pct, tree_cpu
+from stack import ROOT, create_link, start_stores
+
+sys.path.insert(0, str(ROOT))
+
+import os
+import shutil
+
+from jackpotd.api.gen.jackpot.v1 import admin_pb2_grpc, table_pb2, table_pb2_grpc
+from jackpotd.app import run_loop
+from jackpotd.auth.client import TableTokens, open_channel
+from jackpotd.embedded import free_port
+from tests.integration.process import ServerProcess
+
+
+async def run(args: argparse.Namespace) -> None:
+    root, pg, valkey, auth_key = start_stores("jackpotd-replicas-")
+    env = {"redis_url": valkey.url, "dsn": pg.dsn}
+    writer = ServerProcess(free_port(), root / "writer.log", metrics_port=free_port(), command="writer", **env)
+    apis = [ServerProcess(free_port(), root / f"grpc-{n}.log", workers=0, command="grpc", **env) for n in (1, 2)]
+    processes = [writer, *apis]
+    try:
+        for p in processes:
+            p.start()
+        tokens = TableTokens(auth_key).interceptors()
+        one = open_channel(apis[0].target, interceptors=tokens)
+        both = open_channel("ipv4:" + ",".join(a.target for a in apis), interceptors=tokens,
+                            options=[("grpc.lb_policy_name", "round_robin")])
+        tables = [f"bench-{w}" for w in range(args.inflight)]
+        await create_link(admin_pb2_grpc.AdminServiceStub(one), "bench", tables)
+        wagers = [table_pb2.Wager(seat=s, amount_cents=100, ante_placed=True) for s in range(1, 8)]
+
+        def committer(channel: object) -> Callable[[int], Awaitable[object]]:
+            stub = table_pb2_grpc.TableServiceStub(channel)  # type: ignore[arg-type]
+
+            async def commit(n: int) -> object:
+                return await stub.CommitWagers(table_pb2.CommitWagersRequest(
+                    request_id=str(uuid.uuid4()), table_id=f"bench-{n // 1_000_000}", round_id=f"r{n}",
+                    wagers=wagers))
+
+            return commit
+
+        await committer(one)(999_998)  # warm both channels (round ids the runs never use)
+        await committer(both)(999_999)
+        assert pg.proc is not None and valkey.proc is not None
+        parts = {"client": os.getpid(), "writer": writer.proc.pid if writer.proc else 0,
+                 "API replica 1": apis[0].proc.pid if apis[0].proc else 0,
+                 "API replica 2": apis[1].proc.pid if apis[1].proc else 0,
+                 "postgres": pg.proc.pid, "valkey": valkey.proc.pid}
+
+        async def measured(channel: object, label: str) -> tuple[float, list[float], dict[str, float]]:
+            def cpu() -> dict[str, float]:
+                return {k: tree_cpu(v, k in ("postgres",)) for k, v in parts.items()}
+
+            before = cpu()
+            rate, lat = await drive(committer(channel), args.inflight, args.seconds, label)
+            used = {k: v - before[k] for k, v in cpu().items()}
+            return rate, lat, {k: v / len(lat) * 1e6 for k, v in used.items()}
+
+        runs: dict[str, list[tuple[float, list[float], dict[str, float]]]] = {"one replica": [], "two replicas": []}
+        for r in range(args.rounds):  # alternating, so a slow spell of the machine hits both
+            runs["one replica"].append(await measured(one, f"one replica {r + 1}/{args.rounds}"))
+            runs["two replicas"].append(await measured(both, f"two replicas {r + 1}/{args.rounds}"))
+        print(f"{args.inflight} calls in flight, {args.rounds} rounds of {args.seconds:.0f} s each, "
+              f"{os.cpu_count()} cores")
+        print(f"{'':14} {'calls/s (median)':>17} {'p50 ms':>8} {'p99 ms':>8}  CPU per call (us)")
+        rates = {}
+        for name, rs in runs.items():
+            rates[name] = statistics.median(x[0] for x in rs)
+            lat = [v for x in rs for v in x[1]]
+            cpu = {k: statistics.mean(x[2][k] for x in rs) for k in parts}
+            print(f"{name:14} {rates[name]:>17,.0f} {pct(lat, .5):>8.2f} {pct(lat, .99):>8.2f}  "
+                  + ", ".join(f"{k} {v:,.0f}" for k, v in cpu.items() if v >= 1) + f"; total {sum(cpu.values()):,.0f}")
+        print(f"two replicas / one: {rates['two replicas'] / rates['one replica']:.2f}x")
+        await one.close()
+        await both.close()
+    finally:
+        for p in processes:
+            if p.proc is not None and p.proc.poll() is None:
+                p.interrupt()
+        valkey.stop()
+        pg.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--inflight", type=int, default=64, help="calls in flight (default 64)")
+    p.add_argument("--seconds", type=float, default=5.0, help="seconds per measured run (default 5)")
+    p.add_argument("--rounds", type=int, default=3, help="runs of each (default 3)")
+    started = time.perf_counter()
+    run_loop(run(p.parse_args()))
+    print(f"({time.perf_counter() - started:.0f} s in all)")
+
+
+if __name__ == "__main__":
+    main()
