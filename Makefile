@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install chromium run test unit lint typecheck proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports audit clean
+.PHONY: install chromium run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-replicas audit clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,7 +31,7 @@ chromium:
 	else echo "make: /usr/bin/chromium is missing and this is not root: the browser tests will be skipped"; fi
 
 ## test: lint, type-check, check generated code, then the whole suite against real embedded servers
-test: install chromium proto-check lint typecheck
+test: install chromium proto-check lint typecheck deploy-check
 	$(BIN)/python -m pytest -q
 
 unit: install
@@ -42,6 +42,11 @@ lint: install
 
 typecheck: install
 	$(BIN)/mypy jackpotd clients/table/jackpot_table clients/signage/jackpot_signage clients/finance/jackpot_finance
+
+## deploy-check: validate deploy/ offline (Kubernetes and Compose schemas; settings, ports and metrics against
+## the code): scripts/check_deploy.py
+deploy-check: install
+	$(BIN)/python scripts/check_deploy.py
 
 ## proto: regenerate jackpotd/api/gen from proto/
 proto: install
@@ -70,6 +75,10 @@ bench-soak: install
 ## bench-reports: reconciliation of a gaming day of 1,000,000 ledger entries (under 2 s), and its export
 bench-reports: install
 	$(BIN)/python bench/bench_reports.py
+
+## bench-replicas: CommitWagers through one `jackpotd grpc` replica and through two, with a `jackpotd writer`
+bench-replicas: install
+	$(BIN)/python bench/bench_replicas.py
 
 clean:
 	rm -rf $(VENV) state .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -280,7 +280,7 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
         leader = None if role == GRPC else _leading_writer(settings, stores)
         if leader is not None:
             await leader.start()
-        _start_metrics(settings.metrics_port)
+        _start_metrics(settings.metrics_port, settings.metrics_host)
         if role == WRITER:
             log.info("jackpotd writer: %s", "leading" if leader and leader.leading else "standing by for the lease")
             if ready is not None:
@@ -374,12 +374,12 @@ def run_loop(main: Coroutine[Any, Any, Any]) -> Any:
     return asyncio.run(main)
 
 
-def _start_metrics(port: int) -> None:
-    """/metrics on loopback; with worker processes it adds up every process's metrics."""
+def _start_metrics(port: int, host: str = "127.0.0.1") -> None:
+    """/metrics (on loopback unless `host` says otherwise); with worker processes it adds up every process's."""
     if port <= 0:
         return
     try:
-        start_http_server(port, addr="127.0.0.1", registry=registry())
-        log.info("metrics on http://127.0.0.1:%d/metrics", port)
+        start_http_server(port, addr=host, registry=registry())
+        log.info("metrics on http://%s:%d/metrics", host, port)
     except OSError as e:
         log.warning("metrics endpoint not started on port %d: %s", port, e)

@@ -41,6 +41,8 @@ def _api(s: argparse.ArgumentParser) -> None:
     """The flags of a process that serves the gRPC API."""
     s.add_argument("--listen", help="host:port to listen on (default 127.0.0.1:50051)")
     s.add_argument("--metrics-port", type=int, help="Prometheus metrics port on loopback (default 9464; 0: off)")
+    s.add_argument("--metrics-host", help="address /metrics listens on (default 127.0.0.1; 0.0.0.0 in a container "
+                                          "for a Prometheus beside it)")
     s.add_argument("--workers", type=int, help="gRPC worker processes (default 1; 0 serves in the supervisor)")
     s.add_argument("--tls-cert-file", help="the server's TLS certificate (PEM); with --tls-key-file and "
                                            "--tls-ca-file the service serves TLS and every caller presents a client "
@@ -85,6 +87,7 @@ def parser() -> argparse.ArgumentParser:
                                                   "Run two for a standby.")
     _common(w)
     w.add_argument("--metrics-port", type=int, help="Prometheus metrics port on loopback (default 9464; 0: off)")
+    w.add_argument("--metrics-host", help="address /metrics listens on (default 127.0.0.1)")
     _writing(w)
     m = sub.add_parser("migrate", help="apply pending ledger schema migrations", description="Apply pending "
                        "PostgreSQL migrations (also done on every start).")

@@ -28,6 +28,8 @@ class Settings(BaseSettings):
     postgres_dsn: str = ""
     listen: str = "127.0.0.1:50051"
     metrics_port: int = Field(9464, ge=0, le=65535)  # 0: no metrics endpoint
+    # where /metrics listens: loopback by default; a container's address (0.0.0.0) for a Prometheus beside it
+    metrics_host: str = "127.0.0.1"
     state_dir: str = "state"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     # gRPC worker processes beside the supervisor's ledger writer; 0: all in one process
