@@ -272,7 +272,8 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
         settings = settings.model_copy(update={"auth_key_file": str(credentials / "auth.key")})  # workers too
         log.info("development credentials in %s: tokens/*.token (bearer), ca.pem, server.*, roles/, tables/ "
                  "(TLS); the service checks tokens with auth.key", credentials)
-    listen = listener(settings)  # a refused listen address or an unusable TLS file fails here, before anything
+    # a refused listen address or an unusable TLS file fails here, before anything (a writer listens on nothing)
+    listen = listener(settings) if role != WRITER else None
     if stop is None:
         stop = asyncio.Event()
         _stop_on_signals(stop)
@@ -291,6 +292,7 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
                 if leader is not None:
                     await leader.stop()
             return
+        assert listen is not None
         supervisor = Supervisor(settings, stores, stop, worker_main)
         try:
             async with jackpot_service(stores.redis, stores.pg, settings, clock) as service:

@@ -59,7 +59,8 @@ def append(directory: str | Path, key: bytes, checkpoints: list[Checkpoint]) -> 
     """Append each checkpoint to its link's file (0600, in a 0700 directory) and fsync."""
     root = Path(directory)
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(root, 0o700)
+    if root.stat().st_uid == os.geteuid():  # ours: keep it private; a mounted volume's root may not be ours to
+        os.chmod(root, 0o700)              # chmod, and its files are 0600 whatever the directory allows
     for cp in checkpoints:
         fd = os.open(file_of(root, cp.link_id), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:

@@ -55,17 +55,22 @@ async def recover(redis: RedisPools, pg: ledger.Pool) -> list[LinkRecovery]:
         probe = probes[link]
         state = classify(probe, head.seq, head.identity)
         action = state
-        if link in fenced:
-            await redis.set_fence(link, ledger.refused_entry(fenced[link].seq, fenced[link].reason))
-            action = "fenced"
-        elif state == AHEAD:
-            action = await drain(redis, pg, link, head.seq)
-            if action == FORKED:
+        try:
+            if link in fenced:
+                await redis.set_fence(link, ledger.refused_entry(fenced[link].seq, fenced[link].reason))
+                action = "fenced"
+            elif state == AHEAD:
+                action = await drain(redis, pg, link, head.seq)
+                if action == FORKED:
+                    await rebuild(redis, pg, link)
+                    action = "rebuilt"
+            elif state in (LOST, BEHIND, FORKED):
                 await rebuild(redis, pg, link)
                 action = "rebuilt"
-        elif state in (LOST, BEHIND, FORKED):
-            await rebuild(redis, pg, link)
-            action = "rebuilt"
+        except Exception as e:  # one link's trouble must not keep the others from being written; the ledger
+            # writer drains a link Redis holds ahead, and its probe rebuilds one Redis lost, once it can
+            log.error("link %s: recovery failed (%s); the ledger writer will retry it", link, e)
+            action = f"failed: {e}"
         if head.seq or probe.seq:
             await redis.add_link(link)  # the ledger writer follows every link that exists
             log.info("link %s: %s (Redis seq %s, ledger seq %d)", link, action, probe.seq, head.seq)
