@@ -25,6 +25,10 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="JACKPOTD_", extra="forbid", frozen=True)
 
     redis_url: str = ""
+    # Sentinels ("host:port,host:port") to ask where `redis_master_name`'s primary is: the service follows it
+    # as they fail it over (redis_url then gives the password, database and options; its host is replaced)
+    redis_sentinels: str = ""
+    redis_master_name: str = "jackpot"
     postgres_dsn: str = ""
     listen: str = "127.0.0.1:50051"
     metrics_port: int = Field(9464, ge=0, le=65535)  # 0: no metrics endpoint

@@ -10,9 +10,11 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 import redis.asyncio as aioredis
@@ -74,18 +76,91 @@ Journal = list[tuple[str, list[tuple[int, dict[str, str]]]]]  # [(link, [(seq, f
 class RedisPools:
     """The live store of every link (service.ports.LiveStore), and what the ledger writer needs of Redis."""
 
+    FOLLOW_EVERY = 1.0  # seconds between questions to the Sentinels
+
     def __init__(self, url: str) -> None:
         self.url = url
+        self._connect(url)
+        self._sentinels: list[tuple[str, int]] = []
+        self._master = ""
+        self._following: asyncio.Task[None] | None = None
+        self._complained_at = -1e9
+
+    def _connect(self, url: str) -> None:
         # decode_responses=True: every reply is str; typed Any because the stubs cannot express that
         self.client: Any = aioredis.Redis.from_url(url, decode_responses=True, max_connections=256)
         self._resp = RespPipeline(url)
         self._journal_reader = RespPipeline(url)  # its own connection: XREAD may block on it
         self._scripts = ScriptBatcher(self._resp.execute, self.client.script_load)
 
+    @classmethod
+    async def open(cls, url: str, sentinels: str = "", master: str = "") -> RedisPools:
+        """The live store at `url`; with `sentinels` ("host:port,..."), at whatever address they give for
+        `master`, followed as they fail it over (the URL keeps its password, database and options)."""
+        pools = cls(url)
+        if sentinels:
+            pools._sentinels = [(h, int(p)) for h, _, p in (s.strip().rpartition(":") for s in sentinels.split(","))]
+            pools._master = master
+            await pools._follow_once()
+            pools._following = asyncio.create_task(pools._follow(), name="sentinel-follower")
+        return pools
+
+    async def _master_address(self) -> tuple[str, int] | None:
+        """The master's address as the first Sentinel that answers gives it."""
+        for host, port in self._sentinels:
+            sentinel: Any = aioredis.Redis(host=host, port=port, decode_responses=True, socket_timeout=2,
+                                           socket_connect_timeout=2)
+            try:
+                found: Any = await sentinel.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self._master)
+                if found:
+                    return str(found[0]), int(found[1])
+            except (OSError, redis.exceptions.RedisError):
+                continue
+            finally:
+                await sentinel.aclose()
+        return None
+
+    async def _follow_once(self) -> None:
+        found = await self._master_address()
+        if found is None:
+            now = time.monotonic()
+            if now - self._complained_at >= 60:
+                self._complained_at = now
+                log.warning("no Sentinel of %s answers for master %r", self._sentinels, self._master)
+            return
+        parts = urlsplit(self.url)
+        if parts.scheme != "unix" and (parts.hostname, parts.port) == found:
+            return
+        userinfo = parts.netloc.rpartition("@")[0]
+        netloc = (userinfo + "@" if userinfo else "") + f"{found[0]}:{found[1]}"
+        url = urlunsplit(("rediss" if parts.scheme == "rediss" else "redis", netloc,  # a socket path is no address
+                          "" if parts.scheme == "unix" else parts.path, parts.query, ""))
+        log.warning("Redis primary %r is now %s:%d (Sentinel); reconnecting", self._master, *found)
+        old = (self.client, self._resp, self._journal_reader)
+        self.url = url
+        self._connect(url)  # calls in flight on the old primary fail as Unavailable and are retried here
+        await self._close(*old)
+
+    async def _follow(self) -> None:
+        while True:
+            await asyncio.sleep(self.FOLLOW_EVERY)
+            try:
+                await self._follow_once()
+            except Exception as e:  # the next question may get an answer
+                log.warning("asking the Sentinels failed: %s", e)
+
+    @staticmethod
+    async def _close(client: Any, resp: RespPipeline, reader: RespPipeline) -> None:
+        for closing in (reader.close(), resp.close(), client.aclose()):
+            with contextlib.suppress(Exception):
+                await closing
+
     async def close(self) -> None:
-        await self._journal_reader.close()
-        await self._resp.close()
-        await self.client.aclose()
+        if self._following is not None:
+            self._following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._following
+        await self._close(self.client, self._resp, self._journal_reader)
 
     # ---- the service's port ----------------------------------------------------------------------
 
