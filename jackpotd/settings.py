@@ -25,15 +25,15 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="JACKPOTD_", extra="forbid", frozen=True)
 
     redis_url: str = ""
-    # Sentinels ("host:port,host:port") to ask where `redis_master_name`'s primary is: the service follows it
-    # as they fail it over (redis_url then gives the password, database and options; its host is replaced)
-    redis_sentinels: str = ""
-    redis_master_name: str = "jackpot"
     postgres_dsn: str = ""
     listen: str = "127.0.0.1:50051"
     metrics_port: int = Field(9464, ge=0, le=65535)  # 0: no metrics endpoint
     # where /metrics listens: loopback by default; a container's address (0.0.0.0) for a Prometheus beside it
     metrics_host: str = "127.0.0.1"
+    # Sentinels ("host:port,host:port") to ask where `redis_master_name`'s primary is: the service follows it
+    # as they fail it over (redis_url then gives the password, database and options; its host is replaced)
+    redis_sentinels: str = ""
+    redis_master_name: str = "jackpot"
     state_dir: str = "state"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     # gRPC worker processes beside the supervisor's ledger writer; 0: all in one process
