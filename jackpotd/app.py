@@ -240,12 +240,13 @@ async def jackpot_service(redis: RedisPools, pg: ledger.Pool, settings: Settings
         await watcher.stop()
 
 
-def _leading_writer(settings: Settings, stores: Stores) -> LeadingWriter:
+def _leading_writer(settings: Settings, stores: Stores, clock: Clock) -> LeadingWriter:
     """The ledger writer of this process, run while it holds the writer lease."""
     def writer() -> LedgerWriter:
         return LedgerWriter(stores.redis, stores.pg, linger=settings.group_commit_ms / 1000,
                             retention_seconds=settings.retention_seconds,
-                            checkpoints=checkpoints.checkpointer_of(settings.checkpoint_key_file, settings.state_dir))
+                            checkpoints=checkpoints.checkpointer_of(settings.checkpoint_key_file, settings.state_dir),
+                            clock=clock)
 
     async def recover() -> None:
         for a in await recovery.recover(stores.redis, stores.pg):
@@ -279,7 +280,7 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
         stop = asyncio.Event()
         _stop_on_signals(stop)
     async with open_stores(settings) as stores:
-        leader = None if role == GRPC else _leading_writer(settings, stores)
+        leader = None if role == GRPC else _leading_writer(settings, stores, clock)
         if leader is not None:
             await leader.start()
         _start_metrics(settings.metrics_port, settings.metrics_host)

@@ -19,7 +19,7 @@ from typing import Any
 
 import tenacity
 
-from ..clock import now_ms
+from ..clock import Clock, now_ms
 from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS
 from . import ledger, recovery
 from .checkpoints import Checkpointer
@@ -38,9 +38,10 @@ class LedgerWriter:
     REBUILD_WINDOW = 60.0
 
     def __init__(self, redis: RedisPools, pg: ledger.Pool, batch: int = 2000, linger: float = 0.005,
-                 retention_seconds: int = 60, checkpoints: Checkpointer | None = None) -> None:
+                 retention_seconds: int = 60, checkpoints: Checkpointer | None = None, clock: Clock = now_ms) -> None:
         self.redis = redis
         self.pg = pg
+        self.clock = clock  # no entry is dated past it (chain.FUTURE_SLACK_MS): the service's own clock
         self.batch = batch
         self.linger = linger  # group commit: a batch with company waits this long for more
         self.retention_seconds = retention_seconds
@@ -143,7 +144,7 @@ class LedgerWriter:
         started = time.perf_counter()
         conn = await self._held.get()
         try:
-            appended = await ledger.write_batch(conn, batch, self._heads)
+            appended = await ledger.write_batch(conn, batch, self._heads, self.clock)
         except Exception as e:
             if not ledger.refuses(e):
                 raise
@@ -192,7 +193,7 @@ class LedgerWriter:
         for link, entries in by_link.items():
             for e in sorted(entries, key=lambda x: x.seq):
                 try:
-                    one = await ledger.write_batch(conn, [e], self._heads)
+                    one = await ledger.write_batch(conn, [e], self._heads, self.clock)
                 except Exception as error:
                     if not ledger.refuses(error):
                         raise

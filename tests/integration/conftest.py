@@ -67,11 +67,12 @@ class Private:
         return self.settings.listen
 
 
-async def start_private(settings: Settings, clock: Clock = now_ms) -> tuple[asyncio.Task[None], asyncio.Event]:
-    """`serve` in this process (dating entries by `clock`); returns once it serves (or raises why it could not),
-    with its stop event."""
+async def start_private(settings: Settings, clock: Clock = now_ms,
+                        role: str = "all") -> tuple[asyncio.Task[None], asyncio.Event]:
+    """`serve` in this process (dating entries by `clock`, in `role`); returns once it serves (or raises why it
+    could not), with its stop event."""
     ready, stop = asyncio.Event(), asyncio.Event()
-    task = asyncio.create_task(serve(settings, ready=ready, stop=stop, clock=clock))
+    task = asyncio.create_task(serve(settings, ready=ready, stop=stop, clock=clock, role=role))
     waiting = asyncio.create_task(ready.wait())
     done, _ = await asyncio.wait([task, waiting], timeout=120, return_when=asyncio.FIRST_COMPLETED)
     if task in done:
@@ -85,14 +86,14 @@ async def start_private(settings: Settings, clock: Clock = now_ms) -> tuple[asyn
 
 
 @contextlib.asynccontextmanager
-async def open_private(isolated: Isolated, tmp_path: Path, clock: Clock = now_ms,
+async def open_private(isolated: Isolated, tmp_path: Path, clock: Clock = now_ms, role: str = "all",
                        **settings: Any) -> AsyncIterator[Private]:
     """jackpotd in-process on a Valkey of its own and the isolated database; `settings` override defaults, `clock`
     dates its entries."""
     valkey = EmbeddedValkey(tmp_path / "valkey").start()
     config = Settings(**{"redis_url": valkey.url, "postgres_dsn": isolated.dsn, "listen": f"127.0.0.1:{free_port()}",
                          "metrics_port": 0, "workers": 0, "auth_key_file": AUTH_KEY_FILE, **settings})
-    task, stop = await start_private(config, clock)
+    task, stop = await start_private(config, clock, role)
     client = await Client.connect(config.listen, isolated.dsn, valkey.url)
     p = Private(client, valkey, config, task, stop)
     try:

@@ -21,7 +21,7 @@ from jackpotd.auth.credentials import RoleCredential
 from jackpotd.auth.identity import Role
 
 from ..conftest import Isolated, unique
-from .conftest import open_private
+from .conftest import open_private, start_private
 from .harness import AUDIT, Client, rid, token
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "finance"
@@ -156,9 +156,10 @@ async def test_jackpot_report_formats_carry_the_same_numbers(client: Client, tar
 async def test_a_clock_running_ahead_does_not_carry_later_entries_into_the_future(isolated: Isolated,
                                                                                  tmp_path: Path) -> None:
     real = time.time
-    ahead = [3_600_000]  # the replica's clock, an hour ahead at first
+    ahead = [3_600_000]  # the API replica's clock, an hour ahead at first; the writer's is right
     link, table = unique("ahead"), unique("t")
-    async with open_private(isolated, tmp_path, clock=lambda: int(real() * 1000) + ahead[0]) as p:
+    async with open_private(isolated, tmp_path, clock=lambda: int(real() * 1000) + ahead[0], role="grpc") as p:
+        writer, stop_writer = await start_private(p.settings, role="writer")
         c = p.client
         await _create_sydney_link(c, link, table)
         await c.commit(table, "r1", [1])
@@ -177,6 +178,8 @@ async def test_a_clock_running_ahead_does_not_carry_later_entries_into_the_futur
                                "AND seq = 1", link)
         bad = await c.report.VerifyLedger(report_pb2.VerifyLedgerRequest(link_id=link))
         assert not bad.ok and not bad.chain_ok and bad.first_altered_sequence == 1, bad.problems
+        stop_writer.set()
+        await writer
 
 
 @pytest.mark.parametrize(("request_", "field"), [
@@ -192,3 +195,25 @@ async def test_dates_beyond_the_calendar_are_invalid_not_internal(client: Client
     with pytest.raises(grpc.aio.AioRpcError) as e:
         await client.report.GetReconciliation(request_)
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT and field in (e.value.details() or "")
+
+
+async def test_a_service_clock_in_a_later_year_dates_its_entries(isolated: Isolated, tmp_path: Path) -> None:
+    """The service's clock dates entries, whatever the year (here Sydney's April 2027 change): the ledger writer
+    caps dates at the same clock, not at another's."""
+    start, end = ms("2027-04-03T06:00:00+11:00"), ms("2027-04-04T06:00:00+10:00")  # a 25-hour gaming day
+    now = [start - 3_600_000]
+    link, table = unique("syd27"), unique("t")
+    async with open_private(isolated, tmp_path, clock=lambda: now[0]) as p:
+        c = p.client
+        await _create_sydney_link(c, link, table)
+        moments = [start - 1, start, end - 1, end]
+        for n, at in enumerate(moments):
+            now[0] = at
+            await c.commit(table, f"r{n}", [n + 1])
+        r = await c.report.GetReconciliation(report_pb2.GetReconciliationRequest(link_id=link,
+                                                                                  gaming_day="2027-04-03"))
+        assert (r.from_ms, r.to_ms) == (start, end) and end - start == 25 * 3_600_000
+        assert r.all_hold and r.link.wagers == 2
+        dates = [int(e["created_at"].timestamp() * 1000) for e in await c.pg.fetch(
+            "SELECT created_at FROM entries WHERE link_id = $1 AND kind = 'commit' ORDER BY seq", link)]
+        assert dates == moments

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from ...canonical import canonical_json, request_identity
-from ...clock import now_ms
+from ...clock import Clock, now_ms
 from ...domain.postings import pool_account
 from ...metrics import FUTURE_DATED, HITS
 from ..replies import pairs
@@ -278,7 +278,8 @@ def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head,
     return rows, Head(last_seq, last_hash, balances, last_request, last_ms)
 
 
-async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache | None = None) -> Appended:
+async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache | None = None,
+                      clock: Clock = now_ms) -> Appended:
     """Append journal entries to the ledger in one statement; idempotent on (link, seq).
 
     Entries at or below a link's head are skipped. A link whose journal does not continue the ledger
@@ -303,7 +304,7 @@ async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache
     for link_id, items in sorted(by_link.items()):
         items.sort(key=lambda e: e.seq)
         start = known[link_id]
-        checked = _link_rows(link_id, items, start, now_ms())
+        checked = _link_rows(link_id, items, start, clock())
         if isinstance(checked, Refused):
             out.refused[link_id] = checked
             continue
