@@ -13,6 +13,7 @@ from ...domain.rounds import OPEN
 from ...service.ports import HitRecord, LastHit
 from .chain import identity_of
 from .fences import refused_entry
+from .summaries import ms_of
 
 
 async def heads(conn: asyncpg.Connection | asyncpg.Pool) -> dict[str, int]:
@@ -101,15 +102,21 @@ HIT_STATUS = (
     "p.link_id = h.link_id AND p.seq = h.seq AND p.account = 'pending_payouts') THEN 'PAID' ELSE h.status END)")
 HIT_DECISION = ("LEFT JOIN hit_decisions d ON d.link_id = h.link_id AND d.table_id = h.table_id "
                 "AND d.round_id = h.round_id AND d.seat = h.seat")
-_HITS = ("SELECT h.hit_id, h.link_id, h.table_id, h.round_id, h.seat, h.hand, h.cards, h.pool, h.amount_cents, "
-         f"h.funded_by_operator_cents, h.pool_before_uc, h.rule, {HIT_STATUS} AS status, h.seq "
-         f"FROM hits h {HIT_DECISION} WHERE h.link_id = $1 ")
+_HIT_COLUMNS = ("h.hit_id, h.link_id, h.table_id, h.round_id, h.seat, h.hand, h.cards, h.pool, h.amount_cents, "
+                f"h.funded_by_operator_cents, h.pool_before_uc, h.rule, {HIT_STATUS} AS status, h.seq")
+_HITS = f"SELECT {_HIT_COLUMNS} FROM hits h {HIT_DECISION} WHERE h.link_id = $1 "
+# A link's hits with the time their settle is dated (reports): add conditions after it.
+DATED_HITS = (f"SELECT {_HIT_COLUMNS}, e.created_at FROM hits h {HIT_DECISION} "
+              "JOIN entries e ON e.link_id = h.link_id AND e.seq = h.seq WHERE h.link_id = $1 ")
 
 
-def _hit_record(r: asyncpg.Record) -> HitRecord:
+def hit_record(r: asyncpg.Record) -> HitRecord:
+    """A row of _HITS or DATED_HITS as the port's HitRecord."""
+    created = r.get("created_at")
     return HitRecord(r["hit_id"], r["link_id"], r["table_id"], r["round_id"], int(r["seat"]), r["hand"],
                      tuple(r["cards"]), r["pool"], int(r["amount_cents"]), int(r["funded_by_operator_cents"]),
-                     int(r["pool_before_uc"]), r["rule"], r["status"], int(r["seq"]))
+                     int(r["pool_before_uc"]), r["rule"], r["status"], int(r["seq"]),
+                     0 if created is None else ms_of(created))
 
 
 async def hits(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: str, status: str,
@@ -117,7 +124,7 @@ async def hits(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: 
     """A link's hits, newest first; `table_id` and `status` narrow them when given."""
     rows = await conn.fetch(_HITS + f"AND ($2 = '' OR h.table_id = $2) AND ($3 = '' OR {HIT_STATUS} = $3) "
                             "ORDER BY h.seq DESC, h.seat LIMIT $4", link_id, table_id, status, limit)
-    return [_hit_record(r) for r in rows]
+    return [hit_record(r) for r in rows]
 
 
 async def hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: str, round_id: str,
@@ -125,7 +132,7 @@ async def hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: s
     """One hit with its current status, or None when the ledger holds no such hit."""
     row = await conn.fetchrow(_HITS + "AND h.table_id = $2 AND h.round_id = $3 AND h.seat = $4", link_id, table_id,
                               round_id, seat)
-    return None if row is None else _hit_record(row)
+    return None if row is None else hit_record(row)
 
 
 # What signs need of a range of committed entries (issue 11): every entry's kind (a config change is re-read),

@@ -12,7 +12,7 @@ import orjson
 from ...domain.flows import Flow
 from ...domain.postings import PENDING_PAYOUTS, POOL_PREFIX
 from ...service.ports import ExportedEntry, HitRecord, LiabilityData, PeriodData
-from .reads import HIT_DECISION, HIT_STATUS
+from .reads import DATED_HITS, HIT_STATUS, hit_record
 from .summaries import BUCKET_MS, bucket_of, entry_flows, ms_of, time_of
 
 CHART_BUCKETS = 1_000  # at most about this many points per pool between a period's hits
@@ -115,11 +115,8 @@ async def period(pool: asyncpg.Pool, link_id: str, from_ms: int, to_ms: int) -> 
         opening = await _pool_balances(conn, link_id, before)
         closing = await _pool_balances(conn, link_id, last)
         first_seq, last_seq = (min(seqs), max(seqs)) if seqs else (0, 0)
-        hits = [_hit(r) for r in await conn.fetch(
-            "SELECT h.hit_id, h.link_id, h.table_id, h.round_id, h.seat, h.hand, h.cards, h.pool, h.amount_cents, "
-            f"h.funded_by_operator_cents, h.pool_before_uc, h.rule, {HIT_STATUS} AS status, h.seq, e.created_at "
-            f"FROM hits h {HIT_DECISION} JOIN entries e ON e.link_id = h.link_id AND e.seq = h.seq "
-            "WHERE h.link_id = $1 AND h.seq BETWEEN $2 AND $3 ORDER BY h.seq, h.seat LIMIT $4", link_id, first_seq,
+        hits = [hit_record(r) for r in await conn.fetch(
+            DATED_HITS + "AND h.seq BETWEEN $2 AND $3 ORDER BY h.seq, h.seat LIMIT $4", link_id, first_seq,
             last_seq, HITS_LISTED)]
         hits_total = len(hits) if len(hits) < HITS_LISTED else int(await conn.fetchval(
             "SELECT count(*) FROM hits WHERE link_id = $1 AND seq BETWEEN $2 AND $3", link_id, first_seq, last_seq))
@@ -172,12 +169,6 @@ async def _chart(conn: Any, link_id: str, from_ms: int, to_ms: int, inner_from: 
     return sorted(set(points), key=lambda p: (p[0], p[2], p[1]))
 
 
-def _hit(r: Any) -> HitRecord:
-    return HitRecord(r["hit_id"], r["link_id"], r["table_id"], r["round_id"], int(r["seat"]), r["hand"],
-                     tuple(r["cards"]), r["pool"], int(r["amount_cents"]), int(r["funded_by_operator_cents"]),
-                     int(r["pool_before_uc"]), r["rule"], r["status"], int(r["seq"]), ms_of(r["created_at"]))
-
-
 async def seq_range(pool: asyncpg.Pool, link_id: str, from_seq: int, to_seq: int, from_ms: int | None,
                     to_ms: int | None) -> tuple[int, int]:
     """The sequences an export covers: [from_seq, to_seq] (0: the first, the last), or the entries dated in
@@ -226,11 +217,8 @@ async def liability(pool: asyncpg.Pool, link_id: str) -> LiabilityData:
                                    "ON e.link_id = l.link_id AND e.seq = l.last_seq WHERE l.link_id = $1", link_id)
         balances = {r["account"]: int(r["balance_uc"]) for r in await conn.fetch(
             "SELECT account, balance_uc FROM account_balances WHERE link_id = $1", link_id)}
-        pending = [_hit(r) for r in await conn.fetch(
-            "SELECT h.hit_id, h.link_id, h.table_id, h.round_id, h.seat, h.hand, h.cards, h.pool, h.amount_cents, "
-            f"h.funded_by_operator_cents, h.pool_before_uc, h.rule, {HIT_STATUS} AS status, h.seq, e.created_at "
-            f"FROM hits h {HIT_DECISION} JOIN entries e ON e.link_id = h.link_id AND e.seq = h.seq "
-            f"WHERE h.link_id = $1 AND {HIT_STATUS} = 'PENDING' ORDER BY h.seq, h.seat", link_id)]
+        pending = [hit_record(r) for r in await conn.fetch(
+            DATED_HITS + f"AND {HIT_STATUS} = 'PENDING' ORDER BY h.seq, h.seat", link_id)]
     seq = 0 if head is None else int(head["last_seq"])
     at = 0 if head is None or head["created_at"] is None else ms_of(head["created_at"])
     pools = {a[len(POOL_PREFIX):]: v for a, v in balances.items() if a.startswith(POOL_PREFIX)}

@@ -25,10 +25,6 @@ def bucket_of(created_ms: int) -> int:
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def bucket_time(bucket_ms: int) -> datetime:
-    return time_of(bucket_ms)
-
-
 def time_of(ms: int) -> datetime:
     """Unix ms as a UTC datetime (exact: no float)."""
     return EPOCH + timedelta(milliseconds=ms)
@@ -126,10 +122,10 @@ class Summaries:
             self.buckets[where] = [first, last, n] if b is None else [min(b[0], first), max(b[1], last), b[2] + n]
 
     def total_rows(self) -> list[tuple[Any, ...]]:
-        return [(link, bucket_time(b), a, fl, d, uc, items) for (link, b, a, fl, d), (uc, items) in self.totals.items()]
+        return [(link, time_of(b), a, fl, d, uc, items) for (link, b, a, fl, d), (uc, items) in self.totals.items()]
 
     def bucket_rows(self) -> list[tuple[Any, ...]]:
-        return [(link, bucket_time(b), first, last, n) for (link, b), (first, last, n) in self.buckets.items()]
+        return [(link, time_of(b), first, last, n) for (link, b), (first, last, n) in self.buckets.items()]
 
 
 def totals_upsert(first: int) -> str:
