@@ -8,7 +8,7 @@ import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 import asyncpg
@@ -143,6 +143,32 @@ class Client:
         assert text is not None, f"no ledger entry {seq} on link {link_id}"
         entry: dict[str, Any] = json.loads(text)
         return entry
+
+
+@dataclass
+class Commits:
+    """What a test's tables were told under a disruption: each request id's sequence, and how many tries were
+    refused as UNAVAILABLE (proof the disruption reached them)."""
+
+    acknowledged: dict[str, int] = field(default_factory=dict)
+    refused: int = 0
+
+    async def play(self, client: Client, table: str, rounds: int, pace: float = 0.0) -> None:
+        """Commit seats 1 and 2 at `table` for rounds r0.., each retried with its request id while UNAVAILABLE (the
+        API's "safe to retry") until answered; any other status fails the test. `pace`: seconds between rounds."""
+        for n in range(rounds):
+            request_id = rid()
+            while True:
+                try:
+                    done = await client.commit(table, f"r{n}", [1, 2], request_id=request_id)
+                    self.acknowledged[request_id] = done.sequence
+                    break
+                except grpc.aio.AioRpcError as e:
+                    assert e.code() == grpc.StatusCode.UNAVAILABLE, e.details()
+                    self.refused += 1
+                    await asyncio.sleep(0.2)
+            if pace:
+                await asyncio.sleep(pace)
 
 
 async def settle_all(tasks: Sequence[asyncio.Task[Any]]) -> list[Any]:

@@ -5,27 +5,18 @@ artifacts/finance/reconciliation.png. No server: the end-to-end path is tested e
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
-import pytest
 from jackpot_finance.render import render_reconciliation
 
 from ..unit.test_finance_render import reconciliation
+from .browser import ARGS, CHROMIUM, require_chromium
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "finance"
 
-if not os.path.exists(CHROMIUM):
-    if os.geteuid() == 0:  # `make test` installs it as root: missing here means the setup is broken
-        raise RuntimeError(f"{CHROMIUM} is missing: `make test` installs Debian's chromium (apt-get install "
-                           "chromium); run it, or install the package")
-    pytest.skip(f"{CHROMIUM} is missing and this is not root: install Debian's chromium package (`make test` "
-                "does as root) to run the browser tests", allow_module_level=True)
+require_chromium()
 
 from playwright.async_api import async_playwright  # noqa: E402
 

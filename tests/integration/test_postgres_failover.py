@@ -16,7 +16,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 import asyncpg
-import grpc
 
 from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey, free_port
 from jackpotd.embedded.install import server_install
@@ -29,7 +28,7 @@ from jackpotd.store.ledger import audit_link
 
 from ..conftest import AUTH_KEY_FILE, unique
 from .conftest import start_private
-from .harness import Client, eventually, rid
+from .harness import Client, Commits, eventually
 
 
 def _bin_dir() -> Path:
@@ -102,44 +101,29 @@ async def test_the_service_rides_through_a_primary_failover(tmp_path: Path) -> N
         for table in tables:
             await client.register(table, link)
 
-        acknowledged: dict[str, int] = {}
-        refused = 0
+        commits = Commits()
 
-        async def play(table: str, rounds: int) -> None:
-            nonlocal refused
-            for n in range(rounds):
-                request_id = rid()
-                while True:  # the API's "safe to retry": the same request id until it is answered
-                    try:
-                        done = await client.commit(table, f"r{n}", [1, 2], request_id=request_id)
-                        acknowledged[request_id] = done.sequence
-                        break
-                    except grpc.aio.AioRpcError as e:
-                        assert e.code() == grpc.StatusCode.UNAVAILABLE, e.details()
-                        refused += 1
-                        await asyncio.sleep(0.2)
-
-        playing = [asyncio.create_task(play(table, 40)) for table in tables]
-        await eventually(lambda: len(acknowledged) >= 20, 60, "the tables are playing")
+        playing = [asyncio.create_task(commits.play(client, table, 40)) for table in tables]
+        await eventually(lambda: len(commits.acknowledged) >= 20, 60, "the tables are playing")
         assert primary.proc is not None
         os.killpg(primary.proc.pid, signal.SIGKILL)  # the primary and all its backends, at once, under load
         primary.proc.wait()
         primary.proc = None
-        await eventually(lambda: refused > 0, 60, "calls refused while there is no primary")
-        stalled = len(acknowledged)
+        await eventually(lambda: commits.refused > 0, 60, "calls refused while there is no primary")
+        stalled = len(commits.acknowledged)
         promoted = await asyncpg.connect(dsn.replace(f"{primary.port},127.0.0.1:", "").replace(
             "?target_session_attrs=read-write", ""))
         await promoted.execute("SELECT pg_promote()")
         await promoted.close()
         await asyncio.wait_for(asyncio.gather(*playing), 120)  # the service goes on, not restarted
-        assert len(acknowledged) == 80 and stalled < 80
+        assert len(commits.acknowledged) == 80 and stalled < 80
 
         new_primary = await asyncpg.connect(dsn)
         try:
             assert await new_primary.fetchval("SELECT inet_server_port()") == standby_port  # the promoted standby
             held = {r["request_id"]: int(r["seq"]) for r in await new_primary.fetch(
                 "SELECT request_id, seq FROM entries WHERE link_id = $1 AND kind = 'commit'", link)}
-            assert held == acknowledged  # every acknowledged entry, at the sequence it was told, nothing else
+            assert held == commits.acknowledged  # every acknowledged entry, at the sequence it was told, nothing else
             balances = {k: int(v) for k, v in (await client.redis.hgetall(keys.balances(link))).items()}
             seq = int(await client.redis.get(keys.seq(link)))
             report = await audit_link(new_primary, link, balances, seq)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +20,7 @@ from jackpotd.auth.credentials import RoleCredential
 from jackpotd.auth.identity import Role
 
 from ..conftest import Isolated, unique
+from .browser import ARGS, CHROMIUM, require_chromium
 from .conftest import open_private, start_private
 from .harness import AUDIT, Client, rid, token
 
@@ -131,15 +131,13 @@ async def test_jackpot_report_formats_carry_the_same_numbers(client: Client, tar
         assert h.hit_id in outputs["html"] or h.round_id in outputs["html"]
 
     # the HTML, as finance opens it, in headless Chromium: no errors, a screenshot kept as an artifact
-    if not os.path.exists("/usr/bin/chromium"):
-        pytest.skip("Debian's chromium is not installed (`make test` installs it as root)")
+    require_chromium()
     from playwright.async_api import async_playwright
 
     html = tmp_path / "report.html"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox",
-                                                                                      "--disable-gpu"])
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
             page = await browser.new_page(viewport={"width": 1400, "height": 1000})
             errors: list[str] = []

@@ -11,7 +11,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import grpc
 import redis.asyncio as aioredis
 
 from jackpotd.embedded import EmbeddedValkey, free_port
@@ -22,7 +21,7 @@ from jackpotd.store.ledger import audit_link
 
 from ..conftest import AUTH_KEY_FILE, Isolated, unique
 from .conftest import start_private
-from .harness import Client, eventually, rid
+from .harness import Client, Commits, eventually
 
 
 def _sentinel(tmp: Path, master_port: int, password: str) -> tuple[subprocess.Popen[bytes], int]:
@@ -70,32 +69,16 @@ async def test_the_service_follows_a_sentinel_failover(isolated: Isolated, tmp_p
         await client.create_link(link)
         for table in tables:
             await client.register(table, link)
-        acknowledged: dict[str, int] = {}
-        refused = 0
+        commits = Commits()
 
-        async def play(table: str, rounds: int) -> None:
-            nonlocal refused
-            for n in range(rounds):
-                request_id = rid()
-                while True:
-                    try:
-                        done = await client.commit(table, f"r{n}", [1, 2], request_id=request_id)
-                        acknowledged[request_id] = done.sequence
-                        await asyncio.sleep(0.02)  # a table's pace: play spans the failover
-                        break
-                    except grpc.aio.AioRpcError as e:
-                        assert e.code() == grpc.StatusCode.UNAVAILABLE, e.details()
-                        refused += 1
-                        await asyncio.sleep(0.2)
-
-        playing = [asyncio.create_task(play(table, 150)) for table in tables]
-        await eventually(lambda: len(acknowledged) >= 30, 60, "the tables are playing")
+        playing = [asyncio.create_task(commits.play(client, table, 150, pace=0.02)) for table in tables]
+        await eventually(lambda: len(commits.acknowledged) >= 30, 60, "the tables are playing")
         await watch.execute_command("SENTINEL", "FAILOVER", "jackpot")  # under load
         await eventually(lambda: _master_is(watch, replica.port), 30, "Sentinel promoting the replica")
         await eventually(lambda: _is_replica(master), 30, "the old primary turned into a replica")
-        during = len(acknowledged)
+        during = len(commits.acknowledged)
         await asyncio.wait_for(asyncio.gather(*playing), 180)
-        assert len(acknowledged) == 300 and during < 300  # the failover happened while the tables played
+        assert len(commits.acknowledged) == 300 and during < 300  # the failover happened while the tables played
 
         promoted = aioredis.Redis(host="127.0.0.1", port=replica.port, password=password, decode_responses=True)
         balances = {k: int(v) for k, v in (await promoted.hgetall(keys.balances(link))).items()}
@@ -103,7 +86,7 @@ async def test_the_service_follows_a_sentinel_failover(isolated: Isolated, tmp_p
         await promoted.aclose()
         held = {r["request_id"]: int(r["seq"]) for r in await client.pg.fetch(
             "SELECT request_id, seq FROM entries WHERE link_id = $1 AND kind = 'commit'", link)}
-        assert held == acknowledged  # every answer exactly once, at the sequence it was told
+        assert held == commits.acknowledged  # every answer exactly once, at the sequence it was told
         report = await audit_link(client.pg, link, balances, seq)  # the new primary agrees with the ledger
         assert report.ok, report.problems
         await watch.aclose()

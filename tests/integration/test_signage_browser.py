@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -16,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-import pytest
 import pytest_asyncio
 from aiohttp import web
 from jackpot_signage.app import make_app
@@ -29,24 +27,17 @@ from jackpotd.embedded import free_port
 from jackpotd.store import keys
 
 from ..conftest import Isolated, unique
+from .browser import ARGS, CHROMIUM, require_chromium
 from .conftest import Private, start_private
 from .harness import AUDIT, Client, eventually, rid, token
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "signage"
 ROYAL = ["As", "Ks", "Qs", "Js", "Ts"]
 CELEBRATE = 3.0  # seconds: the tests' --celebrate-seconds
 WAGER = 10_000  # a $100 jackpot wager: a commit moves the pools by dollars, which a screenshot shows
 HD, UHD = {"width": 1920, "height": 1080}, {"width": 3840, "height": 2160}
 
-if not os.path.exists(CHROMIUM):
-    if os.geteuid() == 0:  # `make test` installs it as root: missing here means the setup is broken
-        raise RuntimeError(f"{CHROMIUM} is missing: `make test` installs Debian's chromium (apt-get install "
-                           "chromium); run it, or install the package")
-    pytest.skip(f"{CHROMIUM} is missing and this is not root: install Debian's chromium package (`make test` "
-                "does as root) to run the browser tests", allow_module_level=True)
+require_chromium()
 
 from playwright.async_api import BrowserContext, Page, async_playwright  # noqa: E402
 
