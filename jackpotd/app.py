@@ -115,7 +115,7 @@ async def open_stores(settings: Settings, *, migrate: bool = True) -> AsyncItera
             await ledger.migrate(owner_dsn)
         pool = await ledger.connect_pool(dsn, size=20)
         redis = await RedisPools.open(redis_url, "" if embedded else settings.redis_sentinels,
-                                      settings.redis_master_name)
+                                      settings.redis_master_name, cluster=settings.redis_cluster)
         try:
             for problem in await ledger.role_problems(pool):
                 log.warning("%s: the service could rewrite the ledger; let it log in as a role with only %s's "
@@ -354,7 +354,8 @@ def worker_main(settings_dict: dict[str, object], number: int) -> None:
     async def main() -> None:
         stop = asyncio.Event()
         _stop_on_signals(stop)
-        redis = await RedisPools.open(settings.redis_url, settings.redis_sentinels, settings.redis_master_name)
+        redis = await RedisPools.open(settings.redis_url, settings.redis_sentinels, settings.redis_master_name,
+                                      cluster=settings.redis_cluster)
         pg = await ledger.connect_pool(settings.postgres_dsn, size=10)
         try:
             async with jackpot_service(redis, pg, settings) as service:

@@ -29,6 +29,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                                           "--postgres-password-file)")
     p.add_argument("--redis-password-file", help="file holding the Redis password (secrets never on the command "
                                                  "line)")
+    p.add_argument("--redis-cluster", action="store_const", const=True,
+                   help="--redis-url names a node of a Valkey/Redis Cluster: each link lives on its hash tag's shard "
+                        "(JACKPOTD_REDIS_CLUSTER=true)")
     p.add_argument("--postgres-password-file", help="file holding the PostgreSQL role's password")
     p.add_argument("--state-dir", help="where embedded servers keep their data (default ./state)")
     p.add_argument("--log-level", help="DEBUG, INFO, WARNING (default INFO)")

@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     # as they fail it over (redis_url then gives the password, database and options; its host is replaced)
     redis_sentinels: str = ""
     redis_master_name: str = "jackpot"
+    # a Valkey/Redis Cluster: redis_url names any one of its primaries; each link lives on its hash tag's shard
+    redis_cluster: bool = False
     state_dir: str = "state"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     # gRPC worker processes beside the supervisor's ledger writer; 0: all in one process
@@ -74,6 +76,12 @@ class Settings(BaseSettings):
             given, missing = ("redis_url", "postgres_dsn") if self.redis_url else ("postgres_dsn", "redis_url")
             raise ValueError(f"{given} is set but {missing} is not: configure both --redis-url and --postgres-dsn, "
                              "or neither for the embedded servers")
+        if self.redis_cluster and self.redis_sentinels:
+            raise ValueError("redis_cluster and redis_sentinels are both set: a cluster fails over by itself, "
+                             "without Sentinels; set one of them")
+        if self.redis_cluster and not self.redis_url.startswith(("redis://", "rediss://")):
+            raise ValueError(f"redis_cluster needs a redis:// or rediss:// redis_url naming one of the cluster's "
+                             f"nodes, not {self.redis_url[:40]!r}")
         return self
 
     @classmethod

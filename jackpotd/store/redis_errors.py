@@ -17,8 +17,11 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 # What a Redis that cannot be reached, or cannot take writes now, raises through redis-py or our pipeline.
+# A cluster adds its own: no primary for a slot (failing over), a slot map that moved, a slot nobody serves.
 DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, redis.exceptions.ReadOnlyError,
-        redis.exceptions.BusyLoadingError, OSError, ConnectionError, TimeoutError)
+        redis.exceptions.BusyLoadingError, redis.exceptions.ClusterError, redis.exceptions.AskError,
+        redis.exceptions.TryAgainError, redis.exceptions.SlotNotCoveredError, OSError, ConnectionError,
+        TimeoutError)
 
 
 def unavailable(error: BaseException) -> Unavailable:

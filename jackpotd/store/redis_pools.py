@@ -14,11 +14,12 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import orjson
 import redis.asyncio as aioredis
 import redis.exceptions
+from redis.asyncio.cluster import RedisCluster
 
 from ..canonical import canonical_json
 from ..service.ports import (
@@ -40,6 +41,7 @@ from .redis_errors import DOWN, refusal, translated
 from .redis_scripts import ScriptBatcher, Verdict
 from .replies import pairs, parse_reply
 from .resp import RespPipeline
+from .resp_cluster import ClusterResp, with_address
 
 log = logging.getLogger("jackpotd.redis")
 SAFETY_TTL_SECONDS = 24 * 3600  # until the writer shortens it to the retention once the entry is durable
@@ -77,9 +79,11 @@ class RedisPools:
     """The live store of every link (service.ports.LiveStore), and what the ledger writer needs of Redis."""
 
     FOLLOW_EVERY = 1.0  # seconds between questions to the Sentinels
+    POLL_MS = (1, 16)  # a cluster's journals are polled: the first and the longest wait between empty reads
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, cluster: bool = False) -> None:
         self.url = url
+        self.cluster = cluster  # a Valkey/Redis Cluster: every command goes to its key's shard
         self._connect(url)
         self._sentinels: list[tuple[str, int]] = []
         self._master = ""
@@ -88,16 +92,24 @@ class RedisPools:
 
     def _connect(self, url: str) -> None:
         # decode_responses=True: every reply is str; typed Any because the stubs cannot express that
-        self.client: Any = aioredis.Redis.from_url(url, decode_responses=True, max_connections=256)
-        self._resp = RespPipeline(url)
-        self._journal_reader = RespPipeline(url)  # its own connection: XREAD may block on it
+        self._resp: RespPipeline | ClusterResp
+        self._journal_reader: RespPipeline | ClusterResp  # its own connections: XREAD may block on them
+        if self.cluster:
+            self.client: Any = RedisCluster.from_url(url, decode_responses=True, max_connections=256)
+            self._resp, self._journal_reader = ClusterResp(self.client, url), ClusterResp(self.client, url)
+        else:
+            self.client = aioredis.Redis.from_url(url, decode_responses=True, max_connections=256)
+            self._resp, self._journal_reader = RespPipeline(url), RespPipeline(url)
         self._scripts = ScriptBatcher(self._resp.execute, self.client.script_load)
 
     @classmethod
-    async def open(cls, url: str, sentinels: str = "", master: str = "") -> RedisPools:
+    async def open(cls, url: str, sentinels: str = "", master: str = "", *, cluster: bool = False) -> RedisPools:
         """The live store at `url`; with `sentinels` ("host:port,..."), at whatever address they give for
-        `master`, followed as they fail it over (the URL keeps its password, database and options)."""
-        pools = cls(url)
+        `master`, followed as they fail it over (the URL keeps its password, database and options); with
+        `cluster`, the Valkey/Redis Cluster that `url` is a node of."""
+        pools = cls(url, cluster=cluster)
+        if cluster:
+            await translated(pools.client.initialize)()  # the slot map, before pub/sub or a pipeline needs it
         if sentinels:
             pools._sentinels = [(h, int(p)) for h, _, p in (s.strip().rpartition(":") for s in sentinels.split(","))]
             pools._master = master
@@ -131,10 +143,7 @@ class RedisPools:
         parts = urlsplit(self.url)
         if parts.scheme != "unix" and (parts.hostname, parts.port) == found:
             return
-        userinfo = parts.netloc.rpartition("@")[0]
-        netloc = (userinfo + "@" if userinfo else "") + f"{found[0]}:{found[1]}"
-        url = urlunsplit(("rediss" if parts.scheme == "rediss" else "redis", netloc,  # a socket path is no address
-                          "" if parts.scheme == "unix" else parts.path, parts.query, ""))
+        url = with_address(self.url, *found)
         log.warning("Redis primary %r is now %s:%d (Sentinel); reconnecting", self._master, *found)
         old = (self.client, self._resp, self._journal_reader)
         self.url = url
@@ -150,7 +159,7 @@ class RedisPools:
                 log.warning("asking the Sentinels failed: %s", e)
 
     @staticmethod
-    async def _close(client: Any, resp: RespPipeline, reader: RespPipeline) -> None:
+    async def _close(client: Any, resp: RespPipeline | ClusterResp, reader: RespPipeline | ClusterResp) -> None:
         for closing in (reader.close(), resp.close(), client.aclose()):
             with contextlib.suppress(Exception):
                 await closing
@@ -286,17 +295,45 @@ class RedisPools:
 
     @translated
     async def read_journals(self, after: Mapping[str, int], count: int, block_ms: int | None = None) -> Journal:
-        """Journal entries of each link after the given sequence, oldest first: [(link, [(seq, fields)])]."""
+        """Journal entries of each link after the given sequence, oldest first: [(link, [(seq, fields)])];
+        with `block_ms`, waiting up to that long for the first."""
+        if self.cluster:
+            return await self._poll_journals(after, count, block_ms)
         names = {keys.journal(link): link for link in after}
         command: list[str | int] = ["XREAD", "COUNT", count]
         if block_ms is not None:
             command += ["BLOCK", block_ms]
         command += ["STREAMS", *names, *(f"0-{seq}" for seq in after.values())]
         (reply,) = await self._journal_reader.execute([command])
-        if isinstance(reply, Exception):
-            raise redis.exceptions.ResponseError(str(reply))
-        return [(names[stream], [(int(entry_id.split("-")[1]), dict(zip(flat[::2], flat[1::2], strict=True)))
-                                 for entry_id, flat in entries]) for stream, entries in reply or ()]
+        return self._journal_rows(names, [reply])
+
+    async def _poll_journals(self, after: Mapping[str, int], count: int, block_ms: int | None) -> Journal:
+        """A cluster refuses one XREAD across slots and cannot block on several: read each link's journal on
+        its shard, all in one round trip per shard, and poll while they are empty (a wait that doubles from
+        POLL_MS[0] to POLL_MS[1] ms, so a quiet cluster costs little and a lone entry waits at most that)."""
+        names = {keys.journal(link): link for link in after}
+        each = max(100, count // max(1, len(names)))  # a batch stays near `count` entries, however many links
+        commands: list[list[str | int]] = [["XREAD", "COUNT", each, "STREAMS", name, f"0-{seq}"]
+                                           for name, seq in zip(names, after.values(), strict=True)]
+        deadline = time.monotonic() + (block_ms or 0) / 1000
+        wait_ms = self.POLL_MS[0]
+        while True:
+            rows = self._journal_rows(names, await self._journal_reader.execute(commands))
+            if rows or block_ms is None or time.monotonic() >= deadline:
+                return rows
+            await asyncio.sleep(wait_ms / 1000)
+            wait_ms = min(wait_ms * 2, self.POLL_MS[1])
+
+    @staticmethod
+    def _journal_rows(names: Mapping[str, str], replies: Sequence[Any]) -> Journal:
+        """XREAD replies as [(link, [(seq, fields)])], the links that had entries only."""
+        rows: Journal = []
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise redis.exceptions.ResponseError(str(reply))
+            rows += [(names[stream], [(int(entry_id.split("-")[1]), dict(zip(flat[::2], flat[1::2], strict=True)))
+                                      for entry_id, flat in entries]) for stream, entries in reply or ()]
+        return rows
 
     @translated
     async def journal_after(self, link_id: str, seq: int, count: int = 1000) -> list[tuple[int, dict[str, str]]]:
@@ -403,27 +440,40 @@ class RedisPools:
         link = snap.link_id
         await self.client.delete(keys.config(link))
         stale = [k async for k in self.client.scan_iter(match=keys.link_pattern(link), count=1000)]
-        pipe = self.client.pipeline(transaction=True)
-        if stale:
-            pipe.delete(*stale)
-        if snap.pool_balances:
-            pipe.hset(keys.balances(link), mapping={k: str(v) for k, v in snap.pool_balances.items()})
-        pipe.set(keys.seq(link), snap.last_seq)
-        if snap.last_identity:
-            pipe.set(keys.last(link), snap.last_identity)
-        pipe.set(keys.durable(link), snap.last_seq)
-        pipe.xadd(keys.journal(link), {"entry": "{}", "balances": "[]", "reply": ""}, id=f"0-{snap.last_seq}")
-        pipe.xtrim(keys.journal(link), minid=f"0-{snap.last_seq + 1}")  # an empty stream whose last id is the head
-        for table_id, round_id, state, rev, data in snap.open_rounds:
-            pipe.hset(keys.round_(link, table_id, round_id), mapping={"state": state, "rev": str(rev), "data": data})
-        pipe.set(keys.open_rounds(link), len(snap.open_rounds))
+        # The indexes live outside the link's slot (a cluster refuses them in its transaction); a table found
+        # here before the config is back gets LinkLost, and its caller retries.
         for table_id in snap.tables:
-            pipe.set(keys.table(table_id), link)
+            await self.client.set(keys.table(table_id), link)
+        await self.client.sadd(keys.LINKS, link)
+        tx: list[list[str | int]] = [["MULTI"]]
+        if stale:
+            tx.append(["DEL", *stale])
+        if snap.pool_balances:
+            tx.append(["HSET", keys.balances(link), *_flat({k: str(v) for k, v in snap.pool_balances.items()})])
+        tx.append(["SET", keys.seq(link), snap.last_seq])
+        if snap.last_identity:
+            tx.append(["SET", keys.last(link), snap.last_identity])
+        tx += [["SET", keys.durable(link), snap.last_seq],
+               ["XADD", keys.journal(link), f"0-{snap.last_seq}", "entry", "{}", "balances", "[]", "reply", ""],
+               ["XTRIM", keys.journal(link), "MINID", f"0-{snap.last_seq + 1}"]]  # empty; its last id is the head
+        for table_id, round_id, state, rev, data in snap.open_rounds:
+            tx.append(["HSET", keys.round_(link, table_id, round_id), "state", state, "rev", str(rev), "data", data])
+        tx.append(["SET", keys.open_rounds(link), len(snap.open_rounds)])
         if snap.fence is not None:
-            pipe.set(keys.fence(link), snap.fence)
-        pipe.sadd(keys.LINKS, link)
+            tx.append(["SET", keys.fence(link), snap.fence])
         # Announced inside the transaction, before the config lets steps in again: a waiter of an entry this
         # rebuild erased learns it at once, and one of a later step is rarely mistaken for it.
-        pipe.publish(keys.DURABLE_CHANNEL, f"{link} rebuilt {snap.last_seq}")
-        pipe.hset(keys.config(link), mapping={"version": str(snap.config_version), "config": snap.config})
-        await pipe.execute()
+        tx += [["PUBLISH", keys.DURABLE_CHANNEL, f"{link} rebuilt {snap.last_seq}"],
+               ["HSET", keys.config(link), "version", str(snap.config_version), "config", snap.config],
+               ["EXEC"]]
+        replies = await self._resp.execute_on(keys.config(link), tx)
+        for reply in [*replies[:-1], *(replies[-1] or [])]:
+            if isinstance(reply, Exception):
+                raise redis.exceptions.ResponseError(f"rebuilding link {link} in Redis: {reply}")
+        if replies[-1] is None:
+            raise redis.exceptions.ResponseError(f"rebuilding link {link} in Redis: the transaction was aborted")
+
+
+def _flat(mapping: Mapping[str, str]) -> list[str]:
+    """A mapping as HSET's field value field value ... arguments."""
+    return [item for pair in mapping.items() for item in pair]

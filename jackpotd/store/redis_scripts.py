@@ -43,6 +43,9 @@ _PASSING = ("READONLY", "LOADING", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOW
 
 def reply_error(text: str) -> Exception:
     """A script's error reply: Unavailable when Redis will take it later, else a ResponseError (a bug)."""
+    if text.startswith(("MOVED ", "ASK ")):
+        return Unavailable(f"Redis sent the step to another node ({text}): a slot is moving, or the server is a "
+                           "cluster and redis_cluster is not set; retry with the same request_id")
     if text.startswith(_PASSING):
         return Unavailable(f"Redis cannot take the step now ({text}); retry with the same request_id")
     return ResponseError(text)

@@ -112,6 +112,10 @@ class RespPipeline:
                 self._drop()
                 raise
 
+    async def execute_on(self, key: str, commands: Sequence[Command], *, timeout: float | None = None) -> list[Any]:
+        """The batch on this server (the cluster's version sends it to the owner of `key`'s slot)."""
+        return await self.execute(commands, timeout=timeout)
+
     async def _roundtrip(self, commands: Sequence[Command]) -> list[Any]:
         assert self._conn is not None
         reader, writer = self._conn

@@ -19,7 +19,7 @@ class ServerProcess:
 
     def __init__(self, port: int, log: Path, *, redis_url: str = "", dsn: str = "", state_dir: str = "",
                  demo: bool = False, workers: int | None = None, metrics_port: int = 0,
-                 command: str = "serve") -> None:
+                 command: str = "serve", env: dict[str, str] | None = None) -> None:
         self.port = port
         self.log = log
         self.metrics_port = metrics_port
@@ -29,6 +29,7 @@ class ServerProcess:
             self.args += ["--listen", f"127.0.0.1:{port}"]
         # the stores through the environment: their URLs carry passwords, which the CLI refuses in flags
         self.env = {"JACKPOTD_REDIS_URL": redis_url, "JACKPOTD_POSTGRES_DSN": dsn} if redis_url else {}
+        self.env.update(env or {})  # more settings (JACKPOTD_<NAME>)
         if state_dir:
             self.args += ["--state-dir", state_dir]
         if demo:
