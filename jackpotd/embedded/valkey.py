@@ -118,11 +118,14 @@ def _binary(name: str, other: str) -> Path:
 
 @dataclass
 class EmbeddedValkeyCluster:
-    """A private Valkey Cluster of `primaries` nodes (no replicas) under `data_dir`, its slots split evenly,
-    for tests and benchmarks of a sharded deployment. Its nodes share one password; `url` names the first."""
+    """A private Valkey Cluster under `data_dir`: `primaries` nodes splitting the slots evenly, each with
+    `replicas` replicas, for tests and benchmarks of a sharded deployment. Its nodes share one password; `url`
+    names the first."""
 
     data_dir: Path
     primaries: int = 3
+    replicas: int = 0
+    options: tuple[str, ...] = ()  # more valkey-server options for every node
     nodes: list[EmbeddedValkey] = field(default_factory=list)
 
     @property
@@ -132,15 +135,16 @@ class EmbeddedValkeyCluster:
     def start(self) -> EmbeddedValkeyCluster:
         """Start the nodes, join them into one cluster and wait until every slot is served."""
         secrets = self.data_dir / "secrets"
-        for n in range(self.primaries):
+        for n in range(self.primaries * (1 + self.replicas)):
             node = EmbeddedValkey(self.data_dir / f"node-{n}", secrets=secrets, options=(
                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
-                "--cluster-port", str(free_port())))
+                "--cluster-port", str(free_port()), *self.options))
             self.nodes.append(node.start())
         password = self.nodes[0].password or ""
         # the password through the environment (REDISCLI_AUTH), never a command line
         subprocess.run([str(_binary("valkey-cli", "redis-cli")), "--cluster", "create",
-                        *(f"127.0.0.1:{node.port}" for node in self.nodes), "--cluster-yes"],
+                        *(f"127.0.0.1:{node.port}" for node in self.nodes),
+                        "--cluster-replicas", str(self.replicas), "--cluster-yes"],
                        check=True, capture_output=True, timeout=60, env={**os.environ, "REDISCLI_AUTH": password})
         for node in self.nodes:
             _wait_cluster_ok(node, password)

@@ -277,7 +277,10 @@ class RedisPools:
 
     @translated
     async def ping(self) -> None:
-        await self.client.ping()
+        if self.cluster:  # every primary (redis-py asks every node by default: a dead replica is no outage)
+            await self.client.ping(target_nodes=RedisCluster.PRIMARIES)
+        else:
+            await self.client.ping()
 
     @translated
     async def links(self) -> list[str]:
@@ -373,26 +376,43 @@ class RedisPools:
         """The writer's announcements ("<link> d <first> <hash>...", "<link> rebuilt <seq>", "<link> fenced
         <seq> <why>"), subscribed on entry; the iterator resubscribes by itself after a dropped connection
         (the watcher's poller covers what was missed)."""
-        pubsub = self.client.pubsub()
-        await translated(pubsub.subscribe)(keys.DURABLE_CHANNEL)
+        subscribed = [await self._subscribed()]
 
         async def messages() -> AsyncIterator[str]:
+            failures = 0
             while True:
                 try:
-                    async for msg in pubsub.listen():
+                    async for msg in subscribed[0].listen():
+                        failures = 0
                         if msg["type"] == "message":
                             yield msg["data"]
+                    raise ConnectionError("the subscription ended")
                 except Exception as e:  # a dropped connection, a protocol error: the poller covers the gap
-                    log.warning("durability announcements: resubscribing after %s: %s", type(e).__name__, e)
+                    if failures % 100 == 0:  # a node that stays down is said once every ~10 s, not ten times a second
+                        log.warning("durability announcements: resubscribing after %s: %s", type(e).__name__, e)
+                    failures += 1
                     await asyncio.sleep(0.1)
-                    with contextlib.suppress(*DOWN):
-                        await pubsub.subscribe(keys.DURABLE_CHANNEL)
+                    with contextlib.suppress(Exception):
+                        await subscribed[0].aclose()
+                    # afresh: a cluster's subscription is tied to one node, which may be gone (the channel reaches
+                    # every node of a cluster, so any other will do)
+                    with contextlib.suppress(*DOWN, redis.exceptions.RedisError):
+                        subscribed[0] = await self._subscribed()
 
         try:
             yield messages()
         finally:
             with contextlib.suppress(Exception):
-                await pubsub.aclose()
+                await subscribed[0].aclose()
+
+    @translated
+    async def _subscribed(self) -> Any:
+        """A pub/sub connection subscribed to the writer's announcements."""
+        if self.cluster:
+            await self.client.nodes_manager.initialize()  # a node that failed has left the map
+        pubsub = self.client.pubsub()
+        await pubsub.subscribe(keys.DURABLE_CHANNEL)
+        return pubsub
 
     @translated
     async def probe(self, link_ids: Sequence[str]) -> dict[str, Probe]:

@@ -8,6 +8,7 @@ after ASKING. Every key of a link shares one hash tag (keys.py), so each script 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -16,6 +17,7 @@ import hiredis
 
 from .resp import Command, RespPipeline
 
+log = logging.getLogger("jackpotd.redis")
 REDIRECTS = 3  # MOVED/ASK answers followed for one command before it is given back as the reply
 _KEYLESS = frozenset({"PUBLISH", "PING", "SCRIPT", "INFO", "ASKING"})
 
@@ -65,8 +67,12 @@ class ClusterResp:
         return node.host, node.port
 
     async def _refresh(self) -> None:
-        """Read the slot map again (a failover or a resharding moved slots)."""
-        await self._cluster.nodes_manager.initialize()
+        """Read the slot map again (a failover or a resharding moved slots). A cluster that cannot answer now
+        keeps the old map: the caller's own error says what failed, and the next batch asks again."""
+        try:
+            await self._cluster.nodes_manager.initialize()
+        except Exception as e:
+            log.warning("reading the Redis Cluster's slot map failed: %s", e)
 
     async def execute(self, commands: Sequence[Command], *, timeout: float | None = None) -> list[Any]:
         if not self._cluster.nodes_manager.slots_cache:

@@ -7,19 +7,28 @@ no sequence gaps, and `jackpotd audit` passes against the cluster."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import redis.asyncio as aioredis
+from prometheus_client import REGISTRY
 from redis.asyncio.cluster import RedisCluster
+from redis.crc import key_slot
 
-from jackpotd.embedded import EmbeddedValkeyCluster, free_port
+from jackpotd.embedded import EmbeddedValkey, EmbeddedValkeyCluster, free_port
+from jackpotd.settings import Settings
 from jackpotd.store import keys
+from jackpotd.store.ledger import audit_link
 
-from ..conftest import Isolated, unique
+from ..conftest import AUTH_KEY_FILE, Isolated, unique
 from .checks import assert_consistent
-from .harness import Client, eventually
+from .conftest import start_private
+from .harness import Client, Commits, eventually
 from .load import Tally, run_table
 from .process import ServerProcess
 
@@ -124,3 +133,142 @@ async def test_a_cluster_with_replicas_and_standby_writer_loses_and_doubles_noth
             if p.proc is not None and p.proc.poll() is None:
                 p.kill9()
         await asyncio.to_thread(valkey.stop)
+
+
+@contextlib.asynccontextmanager
+async def _service_on(valkey: EmbeddedValkeyCluster, isolated: Isolated) -> AsyncIterator[Client]:
+    """`serve` in this process on the cluster and the isolated database, and a client whose Redis is the cluster."""
+    settings = Settings(redis_url=valkey.url, postgres_dsn=isolated.dsn, redis_cluster=True,
+                        listen=f"127.0.0.1:{free_port()}", metrics_port=0, workers=0, auth_key_file=AUTH_KEY_FILE)
+    task, stop = await start_private(settings)
+    client = await Client.connect(settings.listen, isolated.dsn, isolated.redis_url)
+    await client.redis.aclose()
+    client.redis = RedisCluster.from_url(valkey.url, decode_responses=True)
+    await client.redis.initialize()
+    try:
+        yield client
+    finally:
+        await client.close()
+        stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 30)
+
+
+async def _node(node: EmbeddedValkey) -> aioredis.Redis:
+    return aioredis.Redis(host="127.0.0.1", port=node.port, password=node.password, decode_responses=True)
+
+
+async def _node_id(node: aioredis.Redis) -> str:
+    return str(await node.execute_command("CLUSTER", "MYID"))
+
+
+async def _agreed(client: Client, link: str, commits: Commits) -> None:
+    """Every answer exactly once at the sequence it was told, and the cluster's copy agreeing with the ledger."""
+    held = {r["request_id"]: int(r["seq"]) for r in await client.pg.fetch(
+        "SELECT request_id, seq FROM entries WHERE link_id = $1 AND kind = 'commit'", link)}
+    assert held == commits.acknowledged
+    balances = {k: int(v) for k, v in (await client.redis.hgetall(keys.balances(link))).items()}
+    report = await audit_link(client.pg, link, balances, int(await client.redis.get(keys.seq(link))))
+    assert report.ok, report.problems
+
+
+async def test_a_links_slot_moved_to_another_shard_under_load(isolated: Isolated, tmp_path: Path) -> None:
+    """Resharding: the link's slot migrates key by key to another primary while its tables commit. Steps that
+    find the slot half-moved are refused UNAVAILABLE (TRYAGAIN) and retried; reads of moved keys follow ASK;
+    once moved, every command follows MOVED to the new owner."""
+    valkey = await asyncio.to_thread(EmbeddedValkeyCluster(tmp_path / "cluster", primaries=2).start)
+    try:
+        async with _service_on(valkey, isolated) as client:
+            link, tables = unique("move"), [unique("t"), unique("t")]
+            await client.create_link(link)
+            for table in tables:
+                await client.register(table, link)
+            commits = Commits()
+            playing = [asyncio.create_task(commits.play(client, table, 120, pace=0.02)) for table in tables]
+            await eventually(lambda: len(commits.acknowledged) >= 40, 60, "the tables are playing")
+            slot = key_slot(keys.tag(link).encode())
+            owner = client.redis.get_node_from_key(keys.tag(link)).port
+            src, dst = [await _node(n) for n in sorted(valkey.nodes, key=lambda n: n.port != owner)]
+            src_id, dst_id = await _node_id(src), await _node_id(dst)
+            await dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+            await src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
+            moved = 0
+            while batch := await src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 10):
+                await src.execute_command("MIGRATE", "127.0.0.1", dst.connection_pool.connection_kwargs["port"],
+                                          "", 0, 5000, "AUTH", valkey.nodes[0].password, "KEYS", *batch)
+                moved += len(batch)
+                await asyncio.sleep(0.05)  # the tables keep playing while the slot is half here, half there
+            for node in (dst, src):
+                await node.execute_command("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+            during = len(commits.acknowledged)
+            await asyncio.wait_for(asyncio.gather(*playing), 180)
+            assert moved > 0 and during < 240  # keys moved while the tables played
+            await client.redis.nodes_manager.initialize()
+            assert client.redis.get_node_from_key(keys.tag(link)).port != owner
+            await _agreed(client, link, commits)
+            for node in (src, dst):
+                await node.aclose()
+    finally:
+        await asyncio.to_thread(valkey.stop)
+
+
+async def test_a_lagging_replica_promoted_in_the_cluster_is_rebuilt_before_it_serves(
+        isolated: Isolated, tmp_path: Path) -> None:
+    """The link's primary dies while its replica had stopped replicating (frozen): the cluster promotes the
+    replica, which misses the last writes. The ledger writer finds the link behind the ledger and rebuilds it;
+    meanwhile the link answers UNAVAILABLE, never from the stale copy, and no acknowledged entry is lost."""
+    valkey = await asyncio.to_thread(EmbeddedValkeyCluster(
+        tmp_path / "cluster", primaries=3, replicas=1, options=("--cluster-replica-validity-factor", "0")).start)
+    try:
+        async with _service_on(valkey, isolated) as client:
+            link, tables = unique("lag"), [unique("t") for _ in range(4)]  # round ids restart at r0 per table
+            await client.create_link(link)
+            for table in tables:
+                await client.register(table, link)
+            commits = Commits()
+            await commits.play(client, tables[0], 10)
+            owner = client.redis.get_node_from_key(keys.tag(link)).port
+            primary = next(n for n in valkey.nodes if n.port == owner)
+            node = await _node(primary)
+            primary_id = await _node_id(node)
+            await node.aclose()
+            replica = None
+            for n in valkey.nodes:
+                node = await _node(n)
+                mine = next(line for line in (await node.execute_command("CLUSTER", "NODES")).splitlines()
+                            if "myself" in line)
+                await node.aclose()
+                if mine.split()[3] == primary_id:  # CLUSTER NODES: id address flags primary-id ...
+                    replica = n
+            assert replica is not None and replica.proc is not None and primary.proc is not None
+            await eventually(lambda: _replica_synced(replica, owner), 30, "the replica in sync")
+            replica.proc.send_signal(signal.SIGSTOP)  # frozen, and cut off: from here on it misses every write
+            node = await _node(primary)
+            await node.execute_command("CLIENT", "KILL", "TYPE", "replica")
+            await node.aclose()
+            await commits.play(client, tables[1], 10)
+            missed = max(commits.acknowledged.values())
+            playing = [asyncio.create_task(commits.play(client, table, 60, pace=0.02)) for table in tables[2:]]
+            await eventually(lambda: len(commits.acknowledged) >= 40, 60, "the tables are playing")
+            primary.proc.kill()  # the primary dies; the frozen replica wakes up and is promoted
+            primary.proc.wait()
+            replica.proc.send_signal(signal.SIGCONT)
+            await asyncio.wait_for(asyncio.gather(*playing), 180)
+            assert commits.refused > 0  # the failover reached the tables
+            await client.redis.nodes_manager.initialize()
+            assert client.redis.get_node_from_key(keys.tag(link)).port == replica.port
+            await _agreed(client, link, commits)
+            # the promoted copy was found behind (or forked from) the ledger and rebuilt, and the link went on
+            rebuilds = sum(REGISTRY.get_sample_value("jackpotd_link_rebuilds_total", {"link": link, "reason": why})
+                           or 0 for why in ("behind", "forked"))
+            assert rebuilds >= 1
+            assert await client.pg.fetchval("SELECT max(seq) FROM entries WHERE link_id = $1", link) > missed
+    finally:
+        await asyncio.to_thread(valkey.stop)
+
+
+async def _replica_synced(replica: EmbeddedValkey, primary_port: int) -> bool:
+    node = await _node(replica)
+    info = await node.info("replication")
+    await node.aclose()
+    return bool(info.get("master_port") == primary_port and info.get("master_link_status") == "up")

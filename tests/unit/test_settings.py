@@ -112,3 +112,18 @@ def test_the_cli_prints_a_settings_error_and_exits_2(tmp_path: Path, capsys: pyt
     assert "unknown key 'colour'" in capsys.readouterr().err
     assert cli.main(["migrate", "--redis-url", "redis://127.0.0.1:1/0"]) == 2
     assert "configure both" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("given", "refusal"), [
+    ({"redis_url": "redis://n1:6379/0", "redis_sentinels": "s:26379"}, "redis_cluster and redis_sentinels"),
+    ({"redis_url": "unix:///run/valkey.sock", "redis_sentinels": ""}, "needs a redis:// or rediss:// redis_url"),
+])
+def test_a_cluster_is_refused_with_sentinels_or_a_socket(given: dict[str, str], refusal: str) -> None:
+    with pytest.raises(SettingsError, match=refusal):
+        load(None, postgres_dsn="postgresql://jackpot@db/jackpot", redis_cluster=True, **given)
+
+
+def test_a_cluster_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JACKPOTD_REDIS_CLUSTER", "true")
+    s = load(None, redis_url="rediss://n1:6379/0", postgres_dsn="postgresql://jackpot@db/jackpot")
+    assert s.redis_cluster is True
