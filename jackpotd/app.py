@@ -55,6 +55,7 @@ from .store.leader import LeadingWriter, WriterLease
 from .store.ledger import PostgresLedger
 from .store.ledger.report_port import PostgresReports
 from .store.redis_pools import RedisPools
+from .store.shards import describe, shard_of
 from .store.writer import LedgerWriter
 from .supervisor import Supervisor, wait_serving
 
@@ -241,15 +242,15 @@ async def jackpot_service(redis: RedisPools, pg: ledger.Pool, settings: Settings
 
 
 def _leading_writer(settings: Settings, stores: Stores, clock: Clock) -> LeadingWriter:
-    """The ledger writer of this process, run while it holds the writer lease."""
-    def writer() -> LedgerWriter:
+    """The ledger writer of this process, run on the shards whose leases it holds."""
+    def writer(shards: frozenset[int], member: int) -> LedgerWriter:
         return LedgerWriter(stores.redis, stores.pg, linger=settings.group_commit_ms / 1000,
                             retention_seconds=settings.retention_seconds,
                             checkpoints=checkpoints.checkpointer_of(settings.checkpoint_key_file, settings.state_dir),
-                            clock=clock)
+                            clock=clock, shards=shards, member=member)
 
-    async def recover() -> None:
-        for a in await recovery.recover(stores.redis, stores.pg):
+    async def recover(shards: frozenset[int]) -> None:
+        for a in await recovery.recover(stores.redis, stores.pg, owns=lambda link: shard_of(link) in shards):
             log.info("recovery: link %s %s", a.link_id, a.action)
 
     return LeadingWriter(WriterLease(stores.dsn), writer, recover)
@@ -285,7 +286,8 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
             await leader.start()
         _start_metrics(settings.metrics_port, settings.metrics_host)
         if role == WRITER:
-            log.info("jackpotd writer: %s", "leading" if leader and leader.leading else "standing by for the lease")
+            log.info("jackpotd writer: %s", f"writing shards {describe(leader.shards)}" if leader and leader.leading
+                     else "standing by for a shard's lease")
             if ready is not None:
                 ready.set()
             try:

@@ -4,11 +4,12 @@ Every gRPC server (each worker process, or the supervisor when it serves in-proc
 `HealthReporter`. Once a second it asks the stores directly:
 
 - overall (`""` and each service name): SERVING iff Redis answers PING, PostgreSQL answers `SELECT 1`
-  and the ledger writer's heartbeat (`jackpot:health`, `RedisPools.set_health`: set every 0.5 s with a
-  3 s expiry) is there and does not say the writer has been failing to append for seconds. Without a
-  writer nothing becomes durable, so no mutation can answer.
-- per link (`link:<link_id>`, every link in `jackpot:links` and every link the writer names as a
-  problem): NOT_SERVING when overall is NOT_SERVING or the writer names the link, else SERVING.
+  and a ledger writer's heartbeat (`keys.health`, `RedisPools.set_health`: each writer's, set every 0.5 s with
+  a 3 s expiry) is there and none says it has been failing to append for seconds. Without a writer nothing
+  becomes durable, so no mutation can answer.
+- per link (`link:<link_id>`, every link in `jackpot:links` and every link a writer names as a
+  problem): NOT_SERVING when overall is NOT_SERVING, a writer names the link, or no live writer holds the
+  link's shard (store/shards.py), else SERVING.
   A link seen before and missing now (an emptied Redis not yet rebuilt) is NOT_SERVING.
 
 On stop everything turns NOT_SERVING for good.
@@ -28,6 +29,7 @@ from grpc_health.v1 import health_pb2
 from .clock import wait_set
 from .store import ledger
 from .store.redis_pools import RedisPools
+from .store.shards import shard_of
 
 log = logging.getLogger("jackpotd.health")
 
@@ -76,12 +78,16 @@ async def check(redis: RedisPools, pg: ledger.Pool, known_links: Sequence[str] =
             reasons.append(f"ledger writer heartbeat unreadable: {_describe(writer_r)}")
     elif writer_r is None:
         reasons.append(f"ledger writer: no heartbeat in the last {HEARTBEAT_TTL_MS / 1000:g} s")
-    else:
+    current = set() if isinstance(links_r, BaseException) else set(links_r)
+    if isinstance(writer_r, dict):
         problems = {str(k): str(v) for k, v in (writer_r.get("problems") or {}).items()}
         if writer_r.get("stalled"):  # alive, but nothing reaches the ledger: no mutation can be answered
             reasons.append(f"ledger writer: {writer_r['stalled']}")
+        written = set(writer_r.get("shards", ()))
+        for link in current - set(problems):  # its writer died: another takes its shard over within seconds
+            if shard_of(link) not in written:
+                problems[link] = f"no ledger writer holds its shard {shard_of(link)} now (one is taking it over)"
     serving = not reasons
-    current = set() if isinstance(links_r, BaseException) else set(links_r)
     names = current | set(problems) | set(known_links)
     return Verdict(serving, tuple(reasons),
                    {link: serving and link in current and link not in problems for link in sorted(names)}, problems)

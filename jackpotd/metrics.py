@@ -18,8 +18,10 @@ LEDGER_BATCH = Histogram("jackpotd_ledger_batch_entries", "journal entries per P
                          buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048))
 LEDGER_LAG = Histogram("jackpotd_ledger_commit_seconds", "time to commit one ledger batch",
                        buckets=(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1))
-WRITER_LEADER = Gauge("jackpotd_writer_leader", "1 while this process holds the ledger writer's lease and writes",
+WRITER_LEADER = Gauge("jackpotd_writer_leader", "1 while this process holds writer leases and writes their shards",
                       multiprocess_mode="livemax")
+WRITER_SHARDS = Gauge("jackpotd_writer_shard", "1 for each writer shard (of 16) this process holds the lease of "
+                      "and writes", ["shard"], multiprocess_mode="livemax")
 FUTURE_DATED = Counter("jackpotd_entries_future_dated_total", "entries decided by a clock ahead of the ledger "
                        "writer's, dated by the writer's instead (check the replicas' time sync)", ["link"])
 HITS = Counter("jackpotd_hits_total", "jackpot hits paid by link, hand and pool", ["link", "hand", "pool"])

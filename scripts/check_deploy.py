@@ -33,7 +33,7 @@ K8S_VERSION = "1.30"  # the oldest Kubernetes the manifests are meant for
 # Announced by the roles being added (jackpotd grpc / jackpotd writer and the writer's lease gauge): until the
 # code has them they are warnings, not errors; once it does they are checked like any other name.
 PENDING_COMMANDS = frozenset({"grpc", "writer"})
-PENDING_METRICS = frozenset({"jackpotd_writer_leader"})
+PENDING_METRICS: frozenset[str] = frozenset()
 
 ENV_NAME = re.compile(r"\bJACKPOTD_[A-Z0-9_]+\b")
 METRIC_NAME = re.compile(r"\bjackpotd_[a-z0-9_]+\b")

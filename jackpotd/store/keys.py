@@ -7,8 +7,14 @@ from __future__ import annotations
 from ..domain.ids import escape
 
 LINKS = "jackpot:links"  # every link the ledger writer follows
-HEALTH = "jackpot:health"  # the ledger writer's heartbeat: {"at_ms": ..., "problems": {link: why}}, expires in 3 s
+WRITER_MEMBERS = 64  # writer processes that can run at once (each has a heartbeat key)
 DURABLE_CHANNEL = "jackpot:durable"  # the writer's announcements: durable entries, rebuilt and fenced links
+
+
+def health(member: int) -> str:
+    """Writer process `member`'s heartbeat: {"at_ms", "shards", "problems": {link: why}}, expiring in 3 s. One
+    hash tag for all of them, so a cluster answers one MGET for every writer's."""
+    return "{jackpot:health}:" + str(member)
 
 
 def tag(link_id: str) -> str:

@@ -1,14 +1,17 @@
-"""Who writes the ledger (issue 13): the one process holding the writer lease, a PostgreSQL session advisory lock
-on a connection of its own. Any number of `jackpotd writer` (or `serve`) processes may run; the others stand by
-and take over within POLL seconds of the leader's death: kill -9 closes its connection, and PostgreSQL frees the
-lock with it. The ledger's head guard (a batch whose head moved is refused) stays the last line of defence
-should two ever write at once."""
+"""Who writes the ledger (issue 13): the links are divided into writer shards (store/shards.py), and each shard is
+written by the one process holding its lease, a PostgreSQL session advisory lock on a connection of the process's
+own. Any number of `jackpotd writer` (or `serve`) processes may run: each takes a fair share of the shards (all of
+them when it is alone, half of them when there are two, none beyond the number of shards), and the others' shards
+are taken over within POLL seconds of a writer's death: kill -9 closes its connection, and PostgreSQL frees its
+locks with it. The ledger's head guard (a batch whose head moved is refused) stays the last line of defence
+should two ever write one link at once."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -16,46 +19,103 @@ from typing import Any
 import asyncpg
 
 from ..clock import wait_set
-from ..metrics import WRITER_LEADER
+from ..metrics import WRITER_LEADER, WRITER_SHARDS
+from . import keys
+from .shards import SHARDS, describe
 from .writer import LedgerWriter
 
 log = logging.getLogger("jackpotd.leader")
 
-LEASE_KEY = 4244  # advisory lock keys: 4242 migrations, 4243 VerifyLedger
+# Advisory lock keys: 4242 migrations, 4243 VerifyLedger. LEASE_KEY alone (the bigint form) was the single writer
+# lease of earlier versions: every writer now holds it shared, so an older writer and a newer one never both write.
+LEASE_KEY = 4244
+SHARD_KEY = 4244  # (SHARD_KEY, shard): a shard's lease, in the two-key form
+MEMBER_KEY = 4245  # (MEMBER_KEY, n): writer process n is alive; their number decides each one's share
 # A session PostgreSQL hears nothing from (a leader's host crashed, a partition) keeps its lock until the server
 # notices the peer is gone: with these, within about 11 s rather than the operating system's two hours.
 KEEPALIVES = {"tcp_keepalives_idle": "5", "tcp_keepalives_interval": "2", "tcp_keepalives_count": "3"}
-HELD = ("SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 0 AND objid = $1 "
-        "AND objsubid = 1 AND pid = pg_backend_pid() AND granted)")
+MINE = ("SELECT objid::int FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objsubid = 2 "
+        "AND pid = pg_backend_pid() AND granted")
+MEMBERS = ("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objsubid = 2 "
+           "AND granted")
 
 
 class WriterLease:
-    """The writer lease: held while its connection lives and says so."""
+    """This process's writer leases: its membership among the writers and the shards it holds, all on one
+    connection (closing it frees them all)."""
 
-    POLL = 0.5  # how often a standby asks for it
+    POLL = 0.5  # how often the shares are asked again
     CHECK_TIMEOUT = 2.0
 
     def __init__(self, dsn: str) -> None:
         self.dsn = dsn
         self.conn: asyncpg.Connection | None = None
+        self.member: int | None = None
+        self.shards: frozenset[int] = frozenset()
         self._complained_at = -1e9
 
-    async def try_acquire(self) -> bool:
-        """Take the lease if nobody holds it, on a primary (a standby's lock guards nothing it writes). Any
-        failure (no primary yet during a failover, a refused login) is "not now": a standby must never stop
-        asking."""
+    async def _join(self) -> asyncpg.Connection:
+        """The lease connection, joined as a member: on a primary (a standby's lock guards nothing it writes),
+        with no writer of an earlier version leading. Raises when it cannot be now."""
+        if self.conn is not None and not self.conn.is_closed():
+            return self.conn
+        await self.release()
+        conn = await asyncpg.connect(self.dsn, timeout=5, server_settings=KEEPALIVES)
         try:
-            if self.conn is None or self.conn.is_closed():
-                self.conn = await asyncpg.connect(self.dsn, timeout=5, server_settings=KEEPALIVES)
-            if await self.conn.fetchval("SELECT pg_is_in_recovery()", timeout=self.CHECK_TIMEOUT):
-                await self.release()
-                return False
-            return bool(await self.conn.fetchval("SELECT pg_try_advisory_lock($1)", LEASE_KEY,
-                                                 timeout=self.CHECK_TIMEOUT))
+            if await conn.fetchval("SELECT pg_is_in_recovery()", timeout=self.CHECK_TIMEOUT):
+                raise LookupError("the database is a standby")
+            if not await conn.fetchval("SELECT pg_try_advisory_lock_shared($1::bigint)", LEASE_KEY,
+                                       timeout=self.CHECK_TIMEOUT):
+                raise LookupError("a writer of an earlier version holds the single writer lease")
+            for n in range(keys.WRITER_MEMBERS):
+                if await conn.fetchval("SELECT pg_try_advisory_lock($1::int, $2::int)", MEMBER_KEY, n,
+                                       timeout=self.CHECK_TIMEOUT):
+                    self.conn, self.member, self.shards = conn, n, frozenset()
+                    return conn
+            raise LookupError(f"{keys.WRITER_MEMBERS} writers are running already")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await conn.close()
+            raise
+
+    async def claim(self) -> frozenset[int] | None:
+        """Take free shards up to this process's fair share, and say which it should hold from now: its share,
+        less any it must give back (the caller stops writing those, then calls `give_back`). None when the
+        database cannot be asked now: any failure is "not now", a standby must never stop asking."""
+        try:
+            conn = await self._join()
+            members = int(await conn.fetchval(MEMBERS, MEMBER_KEY, timeout=self.CHECK_TIMEOUT))
+            share = math.ceil(SHARDS / max(1, members))
+            held = self.shards
+            if len(held) > share:  # another writer joined: keep the lowest, give the rest back
+                return frozenset(sorted(held)[:share])
+            assert self.member is not None
+            start = self.member * share % SHARDS  # members start apart, so they rarely ask for the same shard
+            taken = set(held)
+            for shard in sorted(range(SHARDS), key=lambda s: (s - start) % SHARDS):
+                if len(taken) >= share:
+                    break
+                if shard not in taken and await conn.fetchval("SELECT pg_try_advisory_lock($1::int, $2::int)",
+                                                              SHARD_KEY, shard, timeout=self.CHECK_TIMEOUT):
+                    taken.add(shard)
+            self.shards = frozenset(taken)
+            return self.shards
         except Exception as e:
             self._complain(f"writer lease: PostgreSQL cannot be asked ({type(e).__name__}: {e}); trying again")
             await self.release()
-            return False
+            return None
+
+    async def give_back(self, shards: frozenset[int]) -> None:
+        """Release these shards' leases (their writer has stopped); on failure, drop the whole connection."""
+        if self.conn is None:
+            return
+        try:
+            for shard in sorted(shards & self.shards):
+                await self.conn.fetchval("SELECT pg_advisory_unlock($1::int, $2::int)", SHARD_KEY, shard,
+                                         timeout=self.CHECK_TIMEOUT)
+            self.shards -= shards
+        except Exception:
+            await self.release()
 
     def _complain(self, message: str) -> None:
         """Log a failure to ask at most once a minute (a standby asks twice a second)."""
@@ -64,41 +124,39 @@ class WriterLease:
             self._complained_at = now
             log.warning("%s", message)
 
-    async def acquire(self, stop: asyncio.Event) -> bool:
-        """Wait for the lease; False when stopped first."""
-        while not stop.is_set():
-            if await self.try_acquire():
-                return True
-            await wait_set(stop, self.POLL)
-        return False
-
     async def held(self) -> bool:
-        """Whether this session still holds the lock (a PostgreSQL restart or failover ends the lease)."""
+        """Whether this session still holds every shard it believes it holds (a PostgreSQL restart or failover
+        ends the leases)."""
         if self.conn is None or self.conn.is_closed():
             return False
         try:
-            return bool(await self.conn.fetchval(HELD, LEASE_KEY, timeout=self.CHECK_TIMEOUT))
+            mine = {int(r[0]) for r in await self.conn.fetch(MINE, SHARD_KEY, timeout=self.CHECK_TIMEOUT)}
         except Exception:
             return False
+        return self.shards <= mine
 
     async def release(self) -> None:
-        """Give the lease up (closing the connection frees the lock)."""
-        conn, self.conn = self.conn, None
+        """Give every lease up (closing the connection frees the locks)."""
+        conn, self.conn, self.member, self.shards = self.conn, None, None, frozenset()
         if conn is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(conn.close(), 5)
 
 
+MakeWriter = Callable[[frozenset[int], int], LedgerWriter]  # (shards, member) -> the writer of those shards
+Recover = Callable[[frozenset[int]], Awaitable[Any]]  # brings the shards' links in line with the ledger
+
+
 class LeadingWriter:
-    """Runs the ledger writer while this process holds the lease: recovery first (a leader that takes over
-    drains what Redis holds beyond the ledger), then the writer, until the lease is lost or the process stops."""
+    """Runs the ledger writer of the shards this process holds: recovery of a shard's links first (a writer that
+    takes over drains what Redis holds beyond the ledger), then the writer, until a lease is lost, the shares
+    change or the process stops. A change of shards restarts the writer on the new set."""
 
     CHECK_EVERY = 1.0
     BACKOFF_MAX = 8.0  # seconds between attempts to lead after failures in a row
     STOP_WAIT = 10.0  # seconds stop() waits for the loop before cancelling it
 
-    def __init__(self, lease: WriterLease, make_writer: Callable[[], LedgerWriter],
-                 recover: Callable[[], Awaitable[Any]]) -> None:
+    def __init__(self, lease: WriterLease, make_writer: MakeWriter, recover: Recover) -> None:
         self.lease = lease
         self.make_writer = make_writer
         self.recover = recover
@@ -110,15 +168,18 @@ class LeadingWriter:
     def leading(self) -> bool:
         return self.writer is not None and self.writer.alive
 
+    @property
+    def shards(self) -> frozenset[int]:
+        return self.writer.shards if self.leading and self.writer is not None else frozenset()
+
     async def start(self) -> None:
-        """Lead at once if the lease is free (so an all-in-one `serve` recovers before it serves); else stand by.
-        Either way the lease is watched, and taken over, in the background. Never raises: a failure to lead
-        now is retried there."""
-        if await self.lease.try_acquire():
-            try:
-                await self._lead()
-            except Exception as e:
-                log.error("leading the ledger writer failed: %s; trying again", e)
+        """Take this process's share at once (so an all-in-one `serve` recovers before it serves); then watch the
+        leases and shares in the background. Never raises: a failure to lead now is retried there."""
+        try:
+            await self._rebalance()
+        except Exception as e:
+            log.error("leading the ledger writer failed: %s; trying again", e)
+            await self._step_down()
         self._task = asyncio.create_task(self._run(), name="leading-writer")
         self._task.add_done_callback(self._ended)
 
@@ -128,55 +189,67 @@ class LeadingWriter:
             log.critical("the writer lease's loop died: %r; this process will not lead again until restarted",
                          task.exception())
 
-    async def _lead(self) -> None:
-        log.info("this process holds the writer lease: recovering, then writing the ledger")
-        try:
-            await self.recover()
-            self.writer = self.make_writer()
-            await self.writer.start()
-            WRITER_LEADER.set(1)
-        except BaseException:
-            await self._step_down()
-            raise
+    async def _rebalance(self) -> None:
+        """Hold this process's share: give back what others should write, take what nobody writes, and restart
+        the writer when its shards change."""
+        wanted = await self.lease.claim()
+        if wanted is None or (self.writer is not None and wanted == self.writer.shards and self.writer.alive):
+            return
+        await self._stop_writer()
+        await self.lease.give_back(self.lease.shards - wanted)
+        if not wanted:
+            return
+        assert self.lease.member is not None
+        log.info("this process holds the writer lease of shards %s: recovering their links, then writing the "
+                 "ledger", describe(wanted))
+        await self.recover(wanted)
+        self.writer = self.make_writer(wanted, self.lease.member)
+        await self.writer.start()
+        WRITER_LEADER.set(1)
+        for shard in wanted:
+            WRITER_SHARDS.labels(str(shard)).set(1)
+
+    async def _stop_writer(self) -> None:
+        writer, self.writer = self.writer, None
+        WRITER_LEADER.set(0)
+        for shard in range(SHARDS):
+            WRITER_SHARDS.labels(str(shard)).set(0)
+        if writer is not None:
+            try:
+                await writer.stop()
+            except Exception as e:
+                log.error("stopping the ledger writer failed: %s", e)
 
     async def _step_down(self) -> None:
-        """Stop writing, then give the lease up, whatever stopping the writer raises."""
-        writer, self.writer = self.writer, None
+        """Stop writing, then give every lease up, whatever stopping the writer raises."""
         try:
-            if writer is not None:
-                await writer.stop()
-        except Exception as e:
-            log.error("stopping the ledger writer failed: %s", e)
+            await self._stop_writer()
         finally:
-            WRITER_LEADER.set(0)
             await self.lease.release()
 
     async def _run(self) -> None:
         failures = 0
         while not self._stop.is_set():
             try:
-                if self.writer is None:
-                    if not await self.lease.acquire(self._stop):
-                        return
-                    await self._lead()
-                    failures = 0
-                await wait_set(self._stop, self.CHECK_EVERY)
+                await wait_set(self._stop, self.CHECK_EVERY if self.writer is not None else WriterLease.POLL)
                 if self._stop.is_set():
                     return
-                if not await self.lease.held():
-                    log.error("the writer lease is lost (PostgreSQL restarted or failed over?): stopping the writer")
+                if self.writer is not None and not await self.lease.held():
+                    log.error("a writer lease is lost (PostgreSQL restarted or failed over?): stopping the writer")
                     await self._step_down()
                 elif self.writer is not None and not self.writer.alive:
-                    log.error("the ledger writer stopped: giving the lease up")
+                    log.error("the ledger writer stopped: giving its leases up")
                     await self._step_down()
-            except Exception as e:  # recovery or the writer's start failed: give the lease to another, back off
+                await self._rebalance()
+                failures = 0
+            except Exception as e:  # recovery or the writer's start failed: give the leases to another, back off
                 failures += 1
                 log.error("leading the ledger writer failed: %s; standing by", e)
                 await self._step_down()
                 await wait_set(self._stop, min(WriterLease.POLL * 2 ** failures, self.BACKOFF_MAX))
 
     async def stop(self) -> None:
-        """Stop writing and give the lease up (waiting STOP_WAIT seconds at most for the loop)."""
+        """Stop writing and give the leases up (waiting STOP_WAIT seconds at most for the loop)."""
         self._stop.set()
         task, self._task = self._task, None
         try:

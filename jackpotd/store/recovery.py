@@ -10,6 +10,7 @@ is repaired within seconds, without a restart.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import ledger
@@ -42,13 +43,15 @@ class LinkRecovery:
     ledger_seq: int
 
 
-async def recover(redis: RedisPools, pg: ledger.Pool) -> list[LinkRecovery]:
-    """Bring every link's Redis state in line with the ledger; a link the ledger refuses is fenced alone."""
+async def recover(redis: RedisPools, pg: ledger.Pool,
+                  owns: Callable[[str], bool] = lambda _: True) -> list[LinkRecovery]:
+    """Bring every link's Redis state in line with the ledger (every link this writer `owns`); a link the ledger
+    refuses is fenced alone."""
     out = []
     async with pg.acquire() as conn:
         heads = await ledger.heads_of(conn, None)
     fenced = await ledger.fences(pg)
-    links = sorted(set(heads) | set(await redis.links()))
+    links = sorted(link for link in set(heads) | set(await redis.links()) if owns(link))
     probes = await redis.probe(links)
     for link in links:
         head = heads.get(link, ledger.Head(0, b"", {}))

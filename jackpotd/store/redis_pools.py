@@ -37,7 +37,7 @@ from ..service.ports import (
 )
 from . import keys
 from .ledger import LinkSnapshot
-from .redis_errors import DOWN, refusal, translated
+from .redis_errors import refusal, translated
 from .redis_scripts import ScriptBatcher, Verdict
 from .replies import pairs, parse_reply
 from .resp import RespPipeline
@@ -396,7 +396,7 @@ class RedisPools:
                         await subscribed[0].aclose()
                     # afresh: a cluster's subscription is tied to one node, which may be gone (the channel reaches
                     # every node of a cluster, so any other will do)
-                    with contextlib.suppress(*DOWN, redis.exceptions.RedisError):
+                    with contextlib.suppress(Exception):  # still down: the next turn tries again
                         subscribed[0] = await self._subscribed()
 
         try:
@@ -429,18 +429,26 @@ class RedisPools:
         return out
 
     @translated
-    async def set_health(self, report: Mapping[str, Any]) -> None:
-        """The ledger writer's heartbeat (see writer_health); it lapses after 3 s without a writer."""
-        await self.client.set(keys.HEALTH, json.dumps(report), px=HEALTH_TTL_MS)
+    async def set_health(self, member: int, report: Mapping[str, Any]) -> None:
+        """Writer process `member`'s heartbeat (see writer_health); it lapses after 3 s without that writer."""
+        await self.client.set(keys.health(member), json.dumps(report), px=HEALTH_TTL_MS)
 
     @translated
     async def writer_health(self) -> dict[str, Any] | None:
-        """The ledger writer's last heartbeat, or None when no writer has reported in the last 3 s."""
-        raw = await self.client.get(keys.HEALTH)
-        if raw is None:
+        """The live writers' heartbeats as one: the shards they write, every problem by link, and a stall if
+        one says it cannot append; None when no writer has reported in the last 3 s."""
+        raws = await self.client.mget([keys.health(m) for m in range(keys.WRITER_MEMBERS)])
+        reports: list[dict[str, Any]] = [json.loads(raw) for raw in raws if raw is not None]
+        if not reports:
             return None
-        report: dict[str, Any] = json.loads(raw)
-        return report
+        merged: dict[str, Any] = {
+            "at_ms": max(r["at_ms"] for r in reports),
+            "shards": sorted({s for r in reports for s in r.get("shards", ())}),
+            "problems": {link: why for r in reports for link, why in (r.get("problems") or {}).items()}}
+        stalled = [r["stalled"] for r in reports if r.get("stalled")]
+        if stalled:
+            merged["stalled"] = stalled[0]
+        return merged
 
     @translated
     async def set_fence(self, link_id: str, why: str | None) -> None:

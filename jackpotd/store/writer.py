@@ -1,10 +1,11 @@
 """The ledger writer: group-commits each link's journal into PostgreSQL and announces what is durable.
 
-One writer runs per deployment (the `jackpotd serve` supervisor). After each commit it publishes, for
+Each link is written by one writer: the one whose process holds the lease of the link's shard (store/leader.py,
+store/shards.py); all in one process by default. After each commit it publishes, for
 each link, the sequences it appended and the request hash of each, so every gRPC worker can answer its
 waiting callers, and only those whose very request the ledger now holds. Every half second it also
 probes each link's Redis state against the ledger and rebuilds a link that Redis forgot, that went back
-or that forked from the ledger, and it reports its health (the key `jackpot:health`). A link whose entry
+or that forked from the ledger, and it reports its health (keys.health of its process). A link whose entry
 the ledger refuses is fenced alone; the others go on. Writers are safe to run twice: `write_batch`
 skips entries already in the ledger and its statement refuses a head that moved.
 """
@@ -24,6 +25,7 @@ from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL
 from . import ledger, recovery
 from .checkpoints import Checkpointer
 from .redis_pools import Durable, Journal, RedisPools
+from .shards import ALL, shard_of
 
 log = logging.getLogger("jackpotd.writer")
 
@@ -38,8 +40,11 @@ class LedgerWriter:
     REBUILD_WINDOW = 60.0
 
     def __init__(self, redis: RedisPools, pg: ledger.Pool, batch: int = 2000, linger: float = 0.005,
-                 retention_seconds: int = 60, checkpoints: Checkpointer | None = None, clock: Clock = now_ms) -> None:
+                 retention_seconds: int = 60, checkpoints: Checkpointer | None = None, clock: Clock = now_ms,
+                 shards: frozenset[int] = ALL, member: int = 0) -> None:
         self.redis = redis
+        self.shards = shards  # the writer shards whose links this writer writes (its process holds their leases)
+        self.member = member  # its process's number among the writers: which heartbeat key is its
         self.pg = pg
         self.clock = clock  # no entry is dated past it (chain.FUTURE_SLACK_MS): the service's own clock
         self.batch = batch
@@ -65,10 +70,14 @@ class LedgerWriter:
         self._heads = await ledger.heads_of(self.pg, None)
         self.durable = {link: head.seq for link, head in self._heads.items()}
         fences = await ledger.fences(self.pg)
-        self.fenced = {link: ledger.refused_entry(f.seq, f.reason) for link, f in fences.items()}
+        self.fenced = {link: ledger.refused_entry(f.seq, f.reason) for link, f in fences.items() if self.owns(link)}
         for link in self.fenced:
             LINK_FENCED.labels(link).set(1)
         self._task = asyncio.create_task(self._run(), name="ledger-writer")
+
+    def owns(self, link: str) -> bool:
+        """Whether this writer writes the link (its shard's lease is this process's)."""
+        return shard_of(link) in self.shards
 
     @property
     def alive(self) -> bool:
@@ -114,7 +123,8 @@ class LedgerWriter:
         up to LINKS_REFRESH seconds), less the fenced ones."""
         now = time.monotonic()
         if now - self._links_read_at >= self.LINKS_REFRESH:
-            self._links_cache = sorted(set(await self.redis.links()) | set(self.durable))
+            self._links_cache = sorted(link for link in set(await self.redis.links()) | set(self.durable)
+                                       if self.owns(link))
             self._links_read_at = now
         return [link for link in self._links_cache if link not in self.fenced]
 
@@ -241,7 +251,7 @@ class LedgerWriter:
         resolved, and report the writer's health."""
         self._probed_at = time.monotonic()
         await self._checkpoint()
-        resolved = set(self.fenced) - set(await ledger.fences(self.pg))
+        resolved = set(self.fenced) - set(await ledger.fences(self.pg))  # self.fenced: this writer's links only
         for link in resolved:  # `jackpotd unfence` removed the fence: follow the link again
             log.warning("link %s: fence lifted", link)
             self.fenced.pop(link)
@@ -267,19 +277,20 @@ class LedgerWriter:
                 await self.redis.set_fence(link, self.fenced[link])
             except Exception as e:  # one link's trouble must not silence the heartbeat of all
                 log.error("link %s: restating its fence failed: %s", link, e)
-        report: dict[str, Any] = {"at_ms": now_ms(), "problems": {
+        report: dict[str, Any] = {"at_ms": now_ms(), "shards": sorted(self.shards), "problems": {
             **{link: f"fenced: {why}" for link, why in self.fenced.items()}, **self.problems}}
         stalled = self.stalled()
         if stalled is not None:
             report["stalled"] = stalled
-        await self.redis.set_health(report)
+        await self.redis.set_health(self.member, report)
 
     async def _checkpoint(self, force: bool = False) -> None:
         """Write a checkpoint of each link whose head moved (at most once every Checkpointer.INTERVAL seconds;
         at stop, always). A failure to write is logged: the ledger goes on, and the next one tries again."""
         if self.checkpoints is None:
             return
-        due = self.checkpoints.due({link: (h.seq, h.hash) for link, h in self._heads.items()}, force)
+        due = self.checkpoints.due({link: (h.seq, h.hash) for link, h in self._heads.items() if self.owns(link)},
+                                   force)
         try:
             await asyncio.to_thread(self.checkpoints.write, due)
         except OSError as e:

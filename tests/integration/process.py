@@ -85,6 +85,11 @@ class ServerProcess:
         return any(line.startswith("jackpotd_writer_leader ") and float(line.split()[-1]) == 1
                    for line in self.metrics().splitlines())
 
+    def shards(self) -> set[int]:
+        """The writer shards this process holds the leases of (its jackpotd_writer_shard gauges)."""
+        return {int(line.split('shard="')[1].split('"')[0]) for line in self.metrics().splitlines()
+                if line.startswith("jackpotd_writer_shard{") and float(line.split()[-1]) == 1}
+
     def kill9(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)

@@ -1,8 +1,9 @@
 """A sharded deployment (issue 13): a three-primary Valkey Cluster, two `jackpotd grpc` replicas and two
-`jackpotd writer` processes. Eight tables on links spread over every shard commit and settle with forced hits
-through both replicas. Under that load, kill -9 the leading writer (the standby takes over) and one API
-replica (tables retry on the other): every call is answered exactly once, the totals equal the ledger with
-no sequence gaps, and `jackpotd audit` passes against the cluster."""
+`jackpotd writer` processes dividing the links between them. Eight tables on links spread over every Valkey
+shard and both writers commit and settle with forced hits through both replicas. Under that load, kill -9 a
+writer (the other takes its shards over) and one API replica (tables retry on the other): every call is answered
+exactly once, the totals equal the ledger with no sequence gaps, and `jackpotd audit` passes against the
+cluster."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from jackpotd.embedded import EmbeddedValkey, EmbeddedValkeyCluster, free_port
 from jackpotd.settings import Settings
 from jackpotd.store import keys
 from jackpotd.store.ledger import audit_link
+from jackpotd.store.shards import ALL, SHARDS, shard_of
 
 from ..conftest import AUTH_KEY_FILE, Isolated, unique
 from .checks import assert_consistent
@@ -46,17 +48,21 @@ def _commits_served(api: ServerProcess) -> float:
                if line.startswith("jackpotd_requests_total{") and "CommitWagers" in line and 'code="OK"' in line)
 
 
-def _links_on_every_shard(cluster: RedisCluster, shards: int, count: int) -> list[str]:
-    """`count` new link ids whose hash tags fall on every one of the cluster's `shards` primaries."""
+def _links_everywhere(cluster: RedisCluster, writers: list[set[int]], count: int) -> list[str]:
+    """`count` new link ids whose hash tags fall on every primary of the cluster and whose writer shards are
+    held by every writer: each Valkey shard and each writer has links to lose."""
     chosen: list[str] = []
-    seen: set[int] = set()
+    primaries = {node.port for node in cluster.get_primaries()}
     while len(chosen) < count:
         link = unique("shard")
         port = cluster.get_node_from_key(keys.journal(link)).port
-        if port not in seen or len(seen) == shards:
-            seen.add(port)
+        writer = next(n for n, shards in enumerate(writers) if shard_of(link) in shards)
+        if (port, writer) not in {(cluster.get_node_from_key(keys.journal(c)).port,
+                                   next(n for n, shards in enumerate(writers) if shard_of(c) in shards))
+                                  for c in chosen}:
             chosen.append(link)
-    assert len(seen) == shards
+    assert {cluster.get_node_from_key(keys.journal(c)).port for c in chosen} == primaries
+    assert {next(n for n, shards in enumerate(writers) if shard_of(c) in shards) for c in chosen} == {0, 1}
     return chosen
 
 
@@ -74,20 +80,21 @@ async def test_a_cluster_with_replicas_and_standby_writer_loses_and_doubles_noth
     client: Client | None = None
     try:
         await asyncio.to_thread(_started, [writers[0]])
-        await eventually(lambda: writers[0].leading(), 30, "the first writer leads")
+        await eventually(lambda: writers[0].shards() == ALL, 30, "the first writer writes every shard")
         await asyncio.to_thread(_started, [writers[1], *apis])
-        assert not writers[1].leading()
+        await eventually(lambda: len(writers[0].shards()) == len(writers[1].shards()) == SHARDS // 2, 30,
+                         "the writers share the shards")
         client = await Client.connect(apis[0].target, isolated.dsn, isolated.redis_url)
         await client.redis.aclose()
         client.redis = RedisCluster.from_url(valkey.url, decode_responses=True)
         await client.redis.initialize()
-        links = _links_on_every_shard(client.redis, 3, 4)
+        links = _links_everywhere(client.redis, [w.shards() for w in writers], 6)
         tables: dict[str, list[str]] = {}
         for link in links:
             await client.create_link(link, resets={"MAJOR": 1_000_000, "MINOR": 100_000})
             await client.fund(link, "MAJOR", 2_000_000)
             await client.fund(link, "MINOR", 200_000)
-            tables[link] = [unique("ct") for _ in range(2)]
+            tables[link] = [unique("ct") for _ in range(2 if link in links[:2] else 1)]  # eight tables
             for t in tables[link]:
                 await client.register(t, link)  # the table index lives on its own slot: found from any replica
         # half the tables prefer one replica, half the other; each falls back on the other when its own dies
@@ -109,7 +116,7 @@ async def test_a_cluster_with_replicas_and_standby_writer_loses_and_doubles_noth
         await eventually(lambda: answered() >= 80, 90, "the tables are playing")
         writers[0].kill9()
         assert answered() < total
-        await eventually(lambda: writers[1].leading(), 15, "the standby writer takes the lease")
+        await eventually(lambda: writers[1].shards() == ALL, 15, "the other writer takes every shard over")
         await eventually(lambda: answered() >= 240, 90, "play goes on after the writer's failover")
         assert all(_commits_served(api) > 0 for api in apis)  # both replicas serve the tables
         apis[0].kill9()

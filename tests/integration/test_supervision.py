@@ -27,6 +27,7 @@ from jackpotd.settings import Settings
 from jackpotd.store import keys, ledger
 from jackpotd.store import writer as writer_module
 from jackpotd.store.redis_pools import RedisPools
+from jackpotd.store.shards import ALL, shard_of
 
 from ..conftest import AUTH_KEY_FILE, Isolated, unique
 from .harness import Client, authorized_channel, eventually
@@ -254,11 +255,14 @@ async def test_link_health_follows_the_writers_problems(isolated: Isolated) -> N
     raw = aioredis.Redis.from_url(isolated.redis_url, decode_responses=True)
     listen = f"127.0.0.1:{free_port()}"
     problems: dict[str, str] | None = None  # None: no writer reports
+    written = sorted(ALL)  # the shards the writers say they write
 
-    async def beat() -> None:  # what the ledger writer does every 0.5 s
+    async def beat() -> None:  # what the ledger writers do every 0.5 s: two of them, half of the shards each
         while True:
             if problems is not None:
-                await redis.set_health({"at_ms": int(time.time() * 1000), "problems": problems})
+                for member, half in enumerate((written[::2], written[1::2])):
+                    await redis.set_health(member, {"at_ms": int(time.time() * 1000), "shards": half,
+                                                    "problems": problems if member else {}})
             await asyncio.sleep(0.2)
 
     a, b, c = unique("ok"), unique("stuck"), unique("unknown")
@@ -279,8 +283,14 @@ async def test_link_health_follows_the_writers_problems(isolated: Isolated) -> N
             await eventually(lambda: _equals(statuses(*names, f"link:{c}"),
                                              (SERVING, SERVING, SERVING, NOT_SERVING, NOT_SERVING)), 5,
                              "only the named links NOT_SERVING")
+            problems = {}
+            written = sorted(ALL - {shard_of(a)})  # the writer of a's shard died, and no other has taken it yet
+            await eventually(lambda: _equals(statuses(*names), (SERVING, SERVING, NOT_SERVING, SERVING)), 5,
+                             "only the links of the unwritten shard NOT_SERVING")
+            written = sorted(ALL)
+            await eventually(lambda: _equals(statuses(*names), (SERVING,) * 4), 5, "all SERVING again")
             problems = None
-            await raw.delete(keys.HEALTH)  # the writer stopped
+            await raw.delete(keys.health(0), keys.health(1))  # the writers stopped
             await eventually(lambda: _equals(statuses(*names), (NOT_SERVING,) * 4), 5, "all NOT_SERVING")
     finally:
         beating.cancel()

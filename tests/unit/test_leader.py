@@ -1,5 +1,6 @@
-"""The writer lease's loop (jackpotd/store/leader.py) under failures: it never dies silently, always gives the
-lease up when it stops leading, and a writer that fails to stop does not keep the lease."""
+"""The writer leases' loop (jackpotd/store/leader.py) under failures and changes of shares: it never dies silently,
+always gives its leases up when it stops leading, a writer that fails to stop does not keep them, and a change of
+shards restarts the writer on the new set, stopping the old one before its shards are given back."""
 
 from __future__ import annotations
 
@@ -9,116 +10,146 @@ from typing import Any
 import pytest
 
 from jackpotd.store.leader import LeadingWriter, WriterLease
+from jackpotd.store.shards import ALL, SHARDS, shard_of
 
 
 class FakeLease:
-    """A lease that grants itself when `free`, and may fail when asked."""
+    """Leases granted by the test: `offer` is the share claim() answers with (None: the database cannot be asked),
+    and it may fail to say the leases are still held."""
 
-    def __init__(self, fail_acquires: int = 0) -> None:
-        self.free = True
-        self.holding = False
-        self.fail_acquires = fail_acquires
+    def __init__(self, offer: frozenset[int] | None = ALL) -> None:
+        self.offer = offer
+        self.member: int | None = 0
+        self.shards: frozenset[int] = frozenset()
+        self.lost = False
         self.released = 0
+        self.given_back: list[frozenset[int]] = []
+        self.log: list[str] = []
 
-    async def try_acquire(self) -> bool:
-        if self.fail_acquires:
-            self.fail_acquires -= 1
-            raise RuntimeError("no primary yet")
-        self.holding = self.free
-        return self.holding
+    async def claim(self) -> frozenset[int] | None:
+        if self.offer is None:
+            return None
+        self.shards = self.shards | self.offer if len(self.offer) >= len(self.shards) else self.shards
+        return self.offer
 
-    async def acquire(self, stop: asyncio.Event) -> bool:
-        while not stop.is_set():
-            try:
-                if await self.try_acquire():
-                    return True
-            except RuntimeError:
-                raise
-            await asyncio.sleep(0.01)
-        return False
+    async def give_back(self, shards: frozenset[int]) -> None:
+        if shards:
+            self.log.append("give back")
+            self.given_back.append(shards)
+        self.shards -= shards
 
     async def held(self) -> bool:
-        return self.holding and self.free
+        return not self.lost
 
     async def release(self) -> None:
-        self.holding = False
+        self.shards = frozenset()
+        self.lost = False
         self.released += 1
 
 
 class FakeWriter:
-    def __init__(self, fail_stop: bool = False) -> None:
+    def __init__(self, shards: frozenset[int], log: list[str], fail_stop: bool = False) -> None:
+        self.shards = shards
         self.alive = False
         self.fail_stop = fail_stop
+        self.log = log
 
     async def start(self) -> None:
         self.alive = True
 
     async def stop(self) -> None:
         self.alive = False
+        self.log.append("stop writer")
         if self.fail_stop:
             raise RuntimeError("the writer's last batch failed")
 
 
-async def _recover() -> None:
-    return None
+def leader(lease: FakeLease, writers: list[FakeWriter], fail_stop: bool = False) -> LeadingWriter:
+    recovered: list[frozenset[int]] = []
 
-
-def leader(lease: FakeLease, writers: list[FakeWriter]) -> LeadingWriter:
-    def make() -> Any:
-        w = FakeWriter(fail_stop=bool(writers) and writers[0].fail_stop)
+    def make(shards: frozenset[int], member: int) -> Any:
+        w = FakeWriter(shards, lease.log, fail_stop=fail_stop)
         writers.append(w)
         return w
 
-    out = LeadingWriter(lease, make, _recover)  # type: ignore[arg-type]
+    async def recover(shards: frozenset[int]) -> None:
+        recovered.append(shards)
+
+    out = LeadingWriter(lease, make, recover)  # type: ignore[arg-type]
     out.CHECK_EVERY = 0.01
     return out
 
 
-async def test_a_failing_acquire_is_retried_not_fatal(monkeypatch: pytest.MonkeyPatch) -> None:
+async def _until(check: Any, what: str) -> None:
+    for _ in range(500):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(what)
+
+
+@pytest.fixture(autouse=True)
+def fast(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(WriterLease, "POLL", 0.01)
-    lease = FakeLease()
-    lease.free = False
+
+
+async def test_a_database_that_cannot_be_asked_is_retried_not_fatal() -> None:
+    lease = FakeLease(offer=None)
     writers: list[FakeWriter] = []
     lw = leader(lease, writers)
     await lw.start()  # stands by
-    lease.fail_acquires = 2  # the loop's next asks fail (a failover under way)
-    lease.free = True
-    for _ in range(500):
-        if lw.leading:
-            break
-        await asyncio.sleep(0.01)
-    assert lw.leading and lw._task is not None and not lw._task.done()
+    assert not lw.leading
+    lease.offer = ALL
+    await _until(lambda: lw.leading, "leading once the database answers")
+    assert lw._task is not None and not lw._task.done()
     await lw.stop()
-    assert not lease.holding and not lw.leading
+    assert not lw.leading and lease.released >= 1
 
 
-async def test_a_lost_lease_stops_the_writer_and_leading_resumes_when_free(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(WriterLease, "POLL", 0.01)
+async def test_a_lost_lease_stops_the_writer_and_leading_resumes() -> None:
     lease = FakeLease()
     writers: list[FakeWriter] = []
     lw = leader(lease, writers)
     await lw.start()
-    assert lw.leading
-    lease.free = False  # the lease's session ended
-    for _ in range(500):
-        if not writers[0].alive:
-            break
-        await asyncio.sleep(0.01)
-    assert not writers[0].alive and not lw.leading
-    lease.free = True
-    for _ in range(500):
-        if lw.leading:
-            break
-        await asyncio.sleep(0.01)
-    assert lw.leading and len(writers) == 2
+    assert lw.leading and lw.shards == ALL
+    lease.offer = None
+    lease.lost = True  # the lease's session ended
+    await _until(lambda: not writers[0].alive, "the writer stopped")
+    assert not lw.leading and lease.released >= 1
+    lease.offer = ALL
+    await _until(lambda: lw.leading, "leading again")
+    assert len(writers) == 2
     await lw.stop()
 
 
-async def test_a_writer_that_fails_to_stop_still_gives_the_lease_up() -> None:
+async def test_a_smaller_share_stops_the_writer_before_giving_shards_back() -> None:
     lease = FakeLease()
-    writers: list[FakeWriter] = [FakeWriter(fail_stop=True)]
+    writers: list[FakeWriter] = []
     lw = leader(lease, writers)
+    await lw.start()
+    half = frozenset(range(SHARDS // 2))
+    lease.offer = half  # a second writer joined
+    await _until(lambda: len(writers) == 2 and writers[1].alive, "the writer restarted on half the shards")
+    assert writers[1].shards == half and not writers[0].alive
+    assert lease.given_back == [ALL - half]
+    assert lease.log.index("stop writer") < lease.log.index("give back")  # never two writers on one shard
+    lease.offer = ALL  # the other writer died
+    await _until(lambda: len(writers) == 3 and writers[2].alive, "the writer restarted on every shard")
+    assert writers[2].shards == ALL
+    await lw.stop()
+
+
+async def test_a_writer_that_fails_to_stop_still_gives_the_leases_up() -> None:
+    lease = FakeLease()
+    writers: list[FakeWriter] = []
+    lw = leader(lease, writers, fail_stop=True)
     await lw.start()
     assert lw.leading
     await lw.stop()
-    assert not lease.holding and lease.released >= 1
+    assert lease.shards == frozenset() and lease.released >= 1
+
+
+def test_links_spread_over_every_shard() -> None:
+    shards = {shard_of(f"link-{n}") for n in range(400)}
+    assert shards == set(ALL)
+    assert shard_of("casino-7") == shard_of("casino-7")
