@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install chromium run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-replicas audit clean
+.PHONY: install chromium run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-replicas bench-cluster audit clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -79,6 +79,10 @@ bench-reports: install
 ## bench-replicas: CommitWagers through one `jackpotd grpc` replica and through two, with a `jackpotd writer`
 bench-replicas: install
 	$(BIN)/python bench/bench_replicas.py
+
+## bench-cluster: the same on a three-primary Valkey Cluster, six links and two writers dividing the shards
+bench-cluster: install
+	$(BIN)/python bench/bench_replicas.py --cluster --writers 2
 
 clean:
 	rm -rf $(VENV) state .pytest_cache .mypy_cache .ruff_cache .hypothesis

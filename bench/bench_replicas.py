@@ -6,6 +6,9 @@ process serving in itself); the client keeps --inflight calls going through one 
 (round robin over their addresses), alternating --rounds times for --seconds each. On a 2-core machine the two
 replicas share the cores with the writer, the stores and the client, so the ratio shows where the cores go, not
 what more machines would give: read CPU per call beside it.
+
+`--cluster` runs the same on a three-primary Valkey Cluster instead of one Valkey, with the tables spread over
+`--links` links (default: 6 with a cluster, else 1) and `--writers` writer processes dividing the shards.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -31,16 +35,20 @@ import shutil
 from jackpotd.api.gen.jackpot.v1 import admin_pb2_grpc, table_pb2, table_pb2_grpc
 from jackpotd.app import run_loop
 from jackpotd.auth.client import TableTokens, open_channel
-from jackpotd.embedded import free_port
+from jackpotd.embedded import EmbeddedValkeyCluster, free_port
 from tests.integration.process import ServerProcess
 
 
 async def run(args: argparse.Namespace) -> None:
     root, pg, valkey, auth_key = start_stores("jackpotd-replicas-")
-    env = {"redis_url": valkey.url, "dsn": pg.dsn}
-    writer = ServerProcess(free_port(), root / "writer.log", metrics_port=free_port(), command="writer", **env)
+    cluster = EmbeddedValkeyCluster(root / "cluster").start() if args.cluster else None
+    redis_url = cluster.url if cluster else valkey.url
+    extra = {"JACKPOTD_REDIS_CLUSTER": "true"} if cluster else {}
+    env: dict[str, Any] = {"redis_url": redis_url, "dsn": pg.dsn, "env": extra}
+    writers = [ServerProcess(free_port(), root / f"writer-{n}.log", metrics_port=free_port(), command="writer",
+                             **env) for n in range(args.writers)]
     apis = [ServerProcess(free_port(), root / f"grpc-{n}.log", workers=0, command="grpc", **env) for n in (1, 2)]
-    processes = [writer, *apis]
+    processes = [*writers, *apis]
     try:
         for p in processes:
             p.start()
@@ -49,7 +57,9 @@ async def run(args: argparse.Namespace) -> None:
         both = open_channel("ipv4:" + ",".join(a.target for a in apis), interceptors=tokens,
                             options=[("grpc.lb_policy_name", "round_robin")])
         tables = [f"bench-{w}" for w in range(args.inflight)]
-        await create_link(admin_pb2_grpc.AdminServiceStub(one), "bench", tables)
+        links = args.links or (6 if cluster else 1)
+        for n in range(links):  # table w on link w % links
+            await create_link(admin_pb2_grpc.AdminServiceStub(one), f"bench-link-{n}", tables[n::links])
         wagers = [table_pb2.Wager(seat=s, amount_cents=100, ante_placed=True) for s in range(1, 8)]
 
         def committer(channel: object) -> Callable[[int], Awaitable[object]]:
@@ -65,14 +75,15 @@ async def run(args: argparse.Namespace) -> None:
         await committer(one)(999_998)  # warm both channels (round ids the runs never use)
         await committer(both)(999_999)
         assert pg.proc is not None and valkey.proc is not None
-        parts = {"client": os.getpid(), "writer": writer.proc.pid if writer.proc else 0,
-                 "API replica 1": apis[0].proc.pid if apis[0].proc else 0,
-                 "API replica 2": apis[1].proc.pid if apis[1].proc else 0,
-                 "postgres": pg.proc.pid, "valkey": valkey.proc.pid}
+        stores = [n.proc.pid for n in cluster.nodes if n.proc] if cluster else [valkey.proc.pid]
+        parts = {"client": [os.getpid()], "writers": [w.proc.pid for w in writers if w.proc],
+                 "API replica 1": [apis[0].proc.pid if apis[0].proc else 0],
+                 "API replica 2": [apis[1].proc.pid if apis[1].proc else 0],
+                 "postgres": [pg.proc.pid], "valkey": stores}
 
         async def measured(channel: object, label: str) -> tuple[float, list[float], dict[str, float]]:
             def cpu() -> dict[str, float]:
-                return {k: tree_cpu(v, k in ("postgres",)) for k, v in parts.items()}
+                return {k: sum(tree_cpu(pid, k in ("postgres",)) for pid in pids) for k, pids in parts.items()}
 
             before = cpu()
             rate, lat = await drive(committer(channel), args.inflight, args.seconds, label)
@@ -83,8 +94,9 @@ async def run(args: argparse.Namespace) -> None:
         for r in range(args.rounds):  # alternating, so a slow spell of the machine hits both
             runs["one replica"].append(await measured(one, f"one replica {r + 1}/{args.rounds}"))
             runs["two replicas"].append(await measured(both, f"two replicas {r + 1}/{args.rounds}"))
-        print(f"{args.inflight} calls in flight, {args.rounds} rounds of {args.seconds:.0f} s each, "
-              f"{os.cpu_count()} cores")
+        print(f"{args.inflight} calls in flight on {links} link(s), {args.writers} writer(s), "
+              f"{'a 3-primary Valkey Cluster' if cluster else 'one Valkey'}, {args.rounds} rounds of "
+              f"{args.seconds:.0f} s each, {os.cpu_count()} cores")
         print(f"{'':14} {'calls/s (median)':>17} {'p50 ms':>8} {'p99 ms':>8}  CPU per call (us)")
         rates = {}
         for name, rs in runs.items():
@@ -100,6 +112,8 @@ async def run(args: argparse.Namespace) -> None:
         for p in processes:
             if p.proc is not None and p.proc.poll() is None:
                 p.interrupt()
+        if cluster:
+            cluster.stop()
         valkey.stop()
         pg.stop()
         shutil.rmtree(root, ignore_errors=True)
@@ -110,6 +124,10 @@ def main() -> None:
     p.add_argument("--inflight", type=int, default=64, help="calls in flight (default 64)")
     p.add_argument("--seconds", type=float, default=5.0, help="seconds per measured run (default 5)")
     p.add_argument("--rounds", type=int, default=3, help="runs of each (default 3)")
+    p.add_argument("--cluster", action="store_true", help="a 3-primary Valkey Cluster instead of one Valkey")
+    p.add_argument("--links", type=int, default=0, help="links the tables are spread over (default 6 with "
+                                                        "--cluster, else 1)")
+    p.add_argument("--writers", type=int, default=1, help="jackpotd writer processes (default 1)")
     started = time.perf_counter()
     run_loop(run(p.parse_args()))
     print(f"({time.perf_counter() - started:.0f} s in all)")

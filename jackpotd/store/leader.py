@@ -37,7 +37,7 @@ KEEPALIVES = {"tcp_keepalives_idle": "5", "tcp_keepalives_interval": "2", "tcp_k
 MINE = ("SELECT objid::int FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objsubid = 2 "
         "AND pid = pg_backend_pid() AND granted")
 MEMBERS = ("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objsubid = 2 "
-           "AND granted")
+           "AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")
 
 
 class WriterLease:
