@@ -54,6 +54,7 @@ from .store.durability import DurabilityWatcher
 from .store.leader import LeadingWriter, WriterLease
 from .store.ledger import PostgresLedger
 from .store.ledger.report_port import PostgresReports
+from .store.redis_errors import WrongTopology
 from .store.redis_pools import RedisPools
 from .store.shards import describe, shard_of
 from .store.writer import LedgerWriter
@@ -115,8 +116,12 @@ async def open_stores(settings: Settings, *, migrate: bool = True) -> AsyncItera
         if migrate:
             await ledger.migrate(owner_dsn)
         pool = await ledger.connect_pool(dsn, size=20)
-        redis = await RedisPools.open(redis_url, "" if embedded else settings.redis_sentinels,
-                                      settings.redis_master_name, cluster=settings.redis_cluster)
+        try:
+            redis = await RedisPools.open(redis_url, "" if embedded else settings.redis_sentinels,
+                                          settings.redis_master_name, cluster=settings.redis_cluster)
+        except WrongTopology as e:
+            await pool.close()
+            raise SettingsError(str(e)) from None
         try:
             for problem in await ledger.role_problems(pool):
                 log.warning("%s: the service could rewrite the ledger; let it log in as a role with only %s's "

@@ -236,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             result: int = run_loop(_run(args, settings))
-        except (ListenRefused, IssueError) as e:  # the listen address, TLS files or credentials cannot be used
+        except (ListenRefused, IssueError, SettingsError) as e:  # the listen address, TLS files, credentials or
+            # what the stores turn out to be cannot be used
             print(f"jackpotd: {e}", file=sys.stderr)
             return 2
     finally:

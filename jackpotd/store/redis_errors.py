@@ -20,8 +20,13 @@ R = TypeVar("R")
 # A cluster adds its own: no primary for a slot (failing over), a slot map that moved, a slot nobody serves.
 DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, redis.exceptions.ReadOnlyError,
         redis.exceptions.BusyLoadingError, redis.exceptions.ClusterError, redis.exceptions.AskError,
-        redis.exceptions.TryAgainError, redis.exceptions.SlotNotCoveredError, OSError, ConnectionError,
+        redis.exceptions.TryAgainError, redis.exceptions.RedisClusterException, OSError, ConnectionError,
         TimeoutError)
+
+
+class WrongTopology(Exception):
+    """The Redis is not what the settings say: a cluster node without redis_cluster, or redis_cluster set for a
+    server that is no cluster's. A configuration error: the service must not start."""
 
 
 def unavailable(error: BaseException) -> Unavailable:

@@ -37,7 +37,7 @@ from ..service.ports import (
 )
 from . import keys
 from .ledger import LinkSnapshot
-from .redis_errors import refusal, translated
+from .redis_errors import DOWN, WrongTopology, refusal, translated, unavailable
 from .redis_scripts import ScriptBatcher, Verdict
 from .replies import pairs, parse_reply
 from .resp import RespPipeline
@@ -109,13 +109,43 @@ class RedisPools:
         `cluster`, the Valkey/Redis Cluster that `url` is a node of."""
         pools = cls(url, cluster=cluster)
         if cluster:
-            await translated(pools.client.initialize)()  # the slot map, before pub/sub or a pipeline needs it
+            await pools._cluster_map()
         if sentinels:
             pools._sentinels = [(h, int(p)) for h, _, p in (s.strip().rpartition(":") for s in sentinels.split(","))]
             pools._master = master
             await pools._follow_once()
             pools._following = asyncio.create_task(pools._follow(), name="sentinel-follower")
+        if not cluster:
+            await pools._not_a_cluster()
         return pools
+
+    async def _cluster_map(self) -> None:
+        """Read the cluster's slot map (before pub/sub or a pipeline needs it); WrongTopology when the server is
+        no cluster's node."""
+        try:
+            await self.client.initialize()
+        except redis.exceptions.RedisClusterException as e:
+            if "not enabled" in str(e):
+                raise WrongTopology(f"redis_cluster is set but the Redis at {self._address()} is not a cluster "
+                                    "node (cluster mode is not enabled): unset redis_cluster, or point redis_url "
+                                    "at a node of the cluster") from None
+            raise unavailable(e) from e
+
+    async def _not_a_cluster(self) -> None:
+        """WrongTopology when the server is a cluster's node but redis_cluster is not set: without it, steps of
+        links on other shards would all be refused. A Redis that does not answer now is found by the first call."""
+        try:
+            info = await self.client.info("cluster")
+        except (*DOWN, redis.exceptions.RedisError):
+            return
+        if info.get("cluster_enabled"):
+            raise WrongTopology(f"the Redis at {self._address()} is a cluster node: set redis_cluster "
+                                "(JACKPOTD_REDIS_CLUSTER=true, or --redis-cluster)")
+
+    def _address(self) -> str:
+        """Where redis_url points, without its password."""
+        parts = urlsplit(self.url)
+        return parts.path if parts.scheme == "unix" else f"{parts.hostname}:{parts.port or 6379}"
 
     async def _master_address(self) -> tuple[str, int] | None:
         """The master's address as the first Sentinel that answers gives it."""

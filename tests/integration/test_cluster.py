@@ -279,3 +279,31 @@ async def _replica_synced(replica: EmbeddedValkey, primary_port: int) -> bool:
     info = await node.info("replication")
     await node.aclose()
     return bool(info.get("master_port") == primary_port and info.get("master_link_status") == "up")
+
+
+def _migrate(redis_url: str, dsn: str, cluster: bool) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "jackpotd.cli", "migrate"], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "JACKPOTD_REDIS_URL": redis_url, "JACKPOTD_POSTGRES_DSN": dsn,
+                                            **(CLUSTER if cluster else {"JACKPOTD_REDIS_CLUSTER": "false"})})
+
+
+async def test_a_store_that_is_not_what_the_settings_say_is_refused_at_start(isolated: Isolated,
+                                                                            tmp_path: Path) -> None:
+    """redis_cluster set for a lone Valkey, or not set for a cluster's node: jackpotd says which, names the
+    address (never the password) and exits 2 before serving anything."""
+    lone = await asyncio.to_thread(EmbeddedValkey(tmp_path / "lone").start)
+    valkey = await asyncio.to_thread(EmbeddedValkeyCluster(tmp_path / "cluster", primaries=3).start)
+    try:
+        lone_refused = await asyncio.to_thread(_migrate, lone.url_for(0, tcp=True), isolated.dsn, True)
+        assert lone_refused.returncode == 2, lone_refused.stderr
+        assert f"127.0.0.1:{lone.port} is not a cluster node" in lone_refused.stderr
+        refused = await asyncio.to_thread(_migrate, valkey.url, isolated.dsn, False)
+        assert refused.returncode == 2, refused.stderr
+        assert "is a cluster node: set redis_cluster" in refused.stderr
+        for password, said in ((lone.password, lone_refused.stderr), (valkey.nodes[0].password, refused.stderr)):
+            assert password and password not in said
+        accepted = await asyncio.to_thread(_migrate, valkey.url, isolated.dsn, True)
+        assert accepted.returncode == 0, accepted.stderr
+    finally:
+        await asyncio.to_thread(valkey.stop)
+        await asyncio.to_thread(lone.stop)
