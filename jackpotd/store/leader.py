@@ -40,6 +40,10 @@ MEMBERS = ("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classi
            "AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")
 
 
+class NotNow(Exception):
+    """Why this process cannot take part in the leases now: it will ask again."""
+
+
 class WriterLease:
     """This process's writer leases: its membership among the writers and the shards it holds, all on one
     connection (closing it frees them all)."""
@@ -63,16 +67,16 @@ class WriterLease:
         conn = await asyncpg.connect(self.dsn, timeout=5, server_settings=KEEPALIVES)
         try:
             if await conn.fetchval("SELECT pg_is_in_recovery()", timeout=self.CHECK_TIMEOUT):
-                raise LookupError("the database is a standby")
+                raise NotNow("the database is a standby")
             if not await conn.fetchval("SELECT pg_try_advisory_lock_shared($1::bigint)", LEASE_KEY,
                                        timeout=self.CHECK_TIMEOUT):
-                raise LookupError("a writer of an earlier version holds the single writer lease")
+                raise NotNow("a writer of an earlier version holds the single writer lease")
             for n in range(keys.WRITER_MEMBERS):
                 if await conn.fetchval("SELECT pg_try_advisory_lock($1::int, $2::int)", MEMBER_KEY, n,
                                        timeout=self.CHECK_TIMEOUT):
                     self.conn, self.member, self.shards = conn, n, frozenset()
                     return conn
-            raise LookupError(f"{keys.WRITER_MEMBERS} writers are running already")
+            raise NotNow(f"{keys.WRITER_MEMBERS} writers are running already")
         except BaseException:
             with contextlib.suppress(Exception):
                 await conn.close()
@@ -100,8 +104,12 @@ class WriterLease:
                     taken.add(shard)
             self.shards = frozenset(taken)
             return self.shards
+        except NotNow as e:  # a standby, an older writer, too many writers: say why this one waits
+            self._complain(f"writer leases: standing by, {e}; asking again every {self.POLL:g} s")
+            await self.release()
+            return None
         except Exception as e:
-            self._complain(f"writer lease: PostgreSQL cannot be asked ({type(e).__name__}: {e}); trying again")
+            self._complain(f"writer leases: PostgreSQL cannot be asked ({type(e).__name__}: {e}); trying again")
             await self.release()
             return None
 
