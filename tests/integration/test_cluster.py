@@ -33,6 +33,7 @@ from .conftest import start_private
 from .harness import Client, Commits, eventually
 from .load import Tally, run_table
 from .process import ServerProcess
+from .test_recovery import new_link
 
 CLUSTER = {"JACKPOTD_REDIS_CLUSTER": "true"}
 
@@ -186,10 +187,7 @@ async def test_a_links_slot_moved_to_another_shard_under_load(isolated: Isolated
     valkey = await asyncio.to_thread(EmbeddedValkeyCluster(tmp_path / "cluster", primaries=2).start)
     try:
         async with _service_on(valkey, isolated) as client:
-            link, tables = unique("move"), [unique("t"), unique("t")]
-            await client.create_link(link)
-            for table in tables:
-                await client.register(table, link)
+            link, tables = await new_link(client, 2)
             commits = Commits()
             playing = [asyncio.create_task(commits.play(client, table, 120, pace=0.02)) for table in tables]
             await eventually(lambda: len(commits.acknowledged) >= 40, 60, "the tables are playing")
@@ -228,10 +226,7 @@ async def test_a_lagging_replica_promoted_in_the_cluster_is_rebuilt_before_it_se
         tmp_path / "cluster", primaries=3, replicas=1, options=("--cluster-replica-validity-factor", "0")).start)
     try:
         async with _service_on(valkey, isolated) as client:
-            link, tables = unique("lag"), [unique("t") for _ in range(4)]  # round ids restart at r0 per table
-            await client.create_link(link)
-            for table in tables:
-                await client.register(table, link)
+            link, tables = await new_link(client, 4)  # round ids restart at r0 per table: a table per phase
             commits = Commits()
             await commits.play(client, tables[0], 10)
             owner = client.redis.get_node_from_key(keys.tag(link)).port
