@@ -14,6 +14,7 @@ what more machines would give: read CPU per call beside it.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import sys
 import time
@@ -82,14 +83,17 @@ async def run(args: argparse.Namespace) -> None:
                  "postgres": [pg.proc.pid], "valkey": stores}
 
         async def measured(channel: object, label: str) -> tuple[float, list[float], dict[str, float]]:
-            def cpu() -> dict[str, float]:
-                return {k: sum(tree_cpu(pid, k in ("postgres",)) for pid in pids) for k, pids in parts.items()}
-
-            before = cpu()
+            before = cpu_now()
             rate, lat = await drive(committer(channel), args.inflight, args.seconds, label)
-            used = {k: v - before[k] for k, v in cpu().items()}
+            used = {k: v - before[k] for k, v in cpu_now().items()}
             return rate, lat, {k: v / len(lat) * 1e6 for k, v in used.items()}
 
+        def cpu_now() -> dict[str, float]:
+            return {k: sum(tree_cpu(pid, k in ("postgres",)) for pid in pids) for k, pids in parts.items()}
+
+        quiet = cpu_now()  # what the processes spend while no table plays (the writers' polling, heartbeats)
+        await asyncio.sleep(args.seconds)
+        idle = {k: (v - quiet[k]) / args.seconds * 100 for k, v in cpu_now().items()}
         runs: dict[str, list[tuple[float, list[float], dict[str, float]]]] = {"one replica": [], "two replicas": []}
         for r in range(args.rounds):  # alternating, so a slow spell of the machine hits both
             runs["one replica"].append(await measured(one, f"one replica {r + 1}/{args.rounds}"))
@@ -106,6 +110,7 @@ async def run(args: argparse.Namespace) -> None:
             print(f"{name:14} {rates[name]:>17,.0f} {pct(lat, .5):>8.2f} {pct(lat, .99):>8.2f}  "
                   + ", ".join(f"{k} {v:,.0f}" for k, v in cpu.items() if v >= 1) + f"; total {sum(cpu.values()):,.0f}")
         print(f"two replicas / one: {rates['two replicas'] / rates['one replica']:.2f}x")
+        print("idle, % of a core: " + ", ".join(f"{k} {v:.1f}" for k, v in idle.items() if k != "client"))
         await one.close()
         await both.close()
     finally:

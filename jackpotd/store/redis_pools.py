@@ -84,6 +84,7 @@ class RedisPools:
     def __init__(self, url: str, *, cluster: bool = False) -> None:
         self.url = url
         self.cluster = cluster  # a Valkey/Redis Cluster: every command goes to its key's shard
+        self._poll_ms = self.POLL_MS[0]  # a cluster's next wait between empty journal reads
         self._connect(url)
         self._sentinels: list[tuple[str, int]] = []
         self._master = ""
@@ -349,13 +350,14 @@ class RedisPools:
         commands: list[list[str | int]] = [["XREAD", "COUNT", each, "STREAMS", name, f"0-{seq}"]
                                            for name, seq in zip(names, after.values(), strict=True)]
         deadline = time.monotonic() + (block_ms or 0) / 1000
-        wait_ms = self.POLL_MS[0]
         while True:
             rows = self._journal_rows(names, await self._journal_reader.execute(commands))
+            if rows:
+                self._poll_ms = self.POLL_MS[0]  # busy: the next empty read waits little
             if rows or block_ms is None or time.monotonic() >= deadline:
                 return rows
-            await asyncio.sleep(wait_ms / 1000)
-            wait_ms = min(wait_ms * 2, self.POLL_MS[1])
+            await asyncio.sleep(self._poll_ms / 1000)
+            self._poll_ms = min(self._poll_ms * 2, self.POLL_MS[1])  # kept across calls: quiet stays cheap
 
     @staticmethod
     def _journal_rows(names: Mapping[str, str], replies: Sequence[Any]) -> Journal:
