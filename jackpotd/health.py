@@ -84,9 +84,13 @@ async def check(redis: RedisPools, pg: ledger.Pool, known_links: Sequence[str] =
         if writer_r.get("stalled"):  # alive, but nothing reaches the ledger: no mutation can be answered
             reasons.append(f"ledger writer: {writer_r['stalled']}")
         written = set(writer_r.get("shards", ()))
-        for link in current - set(problems):  # its writer died: another takes its shard over within seconds
-            if shard_of(link) not in written:
-                problems[link] = f"no ledger writer holds its shard {shard_of(link)} now (one is taking it over)"
+        stalled = {int(s): str(why) for s, why in (writer_r.get("stalled_shards") or {}).items()}
+        for link in current - set(problems):  # its writer died (another takes its shard over within seconds),
+            shard = shard_of(link)  # or has been failing to append
+            if shard in stalled:
+                problems[link] = f"the ledger writer of its shard {shard}: {stalled[shard]}"
+            elif shard not in written:
+                problems[link] = f"no ledger writer holds its shard {shard} now (one is taking it over)"
     serving = not reasons
     names = current | set(problems) | set(known_links)
     return Verdict(serving, tuple(reasons),

@@ -8,6 +8,7 @@ from ..domain.ids import escape
 
 LINKS = "jackpot:links"  # every link the ledger writer follows
 WRITER_MEMBERS = 64  # writer processes that can run at once (each has a heartbeat key)
+HEALTH_BEFORE_SHARDS = "jackpot:health"  # the one writer's heartbeat before writer shards (rolling upgrades)
 DURABLE_CHANNEL = "jackpot:durable"  # the writer's announcements: durable entries, rebuilt and fenced links
 
 

@@ -110,7 +110,8 @@ class WriterLease:
             return None
         except Exception as e:
             self._complain(f"writer leases: PostgreSQL cannot be asked ({type(e).__name__}: {e}); trying again")
-            await self.release()
+            if not self.shards:  # holding some, the connection is the writer's to give up (held(), then stop
+                await self.release()  # writing first): closing it here would free shards still being written
             return None
 
     async def give_back(self, shards: frozenset[int]) -> None:
@@ -203,14 +204,14 @@ class LeadingWriter:
         wanted = await self.lease.claim()
         if wanted is None or (self.writer is not None and wanted == self.writer.shards and self.writer.alive):
             return
-        await self._stop_writer()
+        written = self.writer.shards if self.writer is not None and self.writer.alive else frozenset()
+        await self._stop_writer()  # before any lease goes: never two writers on one shard
         await self.lease.give_back(self.lease.shards - wanted)
-        if not wanted:
+        if not wanted or self.lease.member is None or not wanted <= self.lease.shards:  # none, or lost them all
             return
-        assert self.lease.member is not None
-        log.info("this process holds the writer lease of shards %s: recovering their links, then writing the "
-                 "ledger", describe(wanted))
-        await self.recover(wanted)
+        log.info("this process holds the writer lease of shards %s: recovering the links of %s, then writing "
+                 "the ledger", describe(wanted), describe(wanted - written))
+        await self.recover(wanted - written)  # the shards it wrote a moment ago are in step already
         self.writer = self.make_writer(wanted, self.lease.member)
         await self.writer.start()
         WRITER_LEADER.set(1)

@@ -55,6 +55,12 @@ async def recover(redis: RedisPools, pg: ledger.Pool,
     probes = await redis.probe(links)
     for link in links:
         head = heads.get(link, ledger.Head(0, b"", {}))
+        if link not in probes:  # its cluster node cannot be asked now: the ledger writer's probe will
+            log.error("link %s: recovery failed (its Redis node does not answer); the ledger writer will retry it",
+                      link)
+            out.append(LinkRecovery(link, "failed: its Redis node does not answer", 0,
+                                    heads.get(link, ledger.Head(0, b"", {})).seq))
+            continue
         probe = probes[link]
         state = classify(probe, head.seq, head.identity)
         action = state

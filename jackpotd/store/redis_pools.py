@@ -22,6 +22,7 @@ import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
 from ..canonical import canonical_json
+from ..service.errors import Unavailable
 from ..service.ports import (
     Applied,
     IdReused,
@@ -38,15 +39,18 @@ from ..service.ports import (
 from . import keys
 from .ledger import LinkSnapshot
 from .redis_errors import DOWN, WrongTopology, refusal, translated, unavailable
-from .redis_scripts import ScriptBatcher, Verdict
+from .redis_scripts import ScriptBatcher, Verdict, reply_error
 from .replies import pairs, parse_reply
 from .resp import RespPipeline
 from .resp_cluster import ClusterResp, with_address
+from .shards import ALL
 
 log = logging.getLogger("jackpotd.redis")
 SAFETY_TTL_SECONDS = 24 * 3600  # until the writer shortens it to the retention once the entry is durable
 HASH_PREFIX = 16  # hex digits of a request identity in durability announcements (64 bits)
 HEALTH_TTL_MS = 3000
+PROBE = ("return {redis.call('EXISTS', KEYS[1], KEYS[4]) == 2 and 1 or 0, "
+         "redis.call('GET', KEYS[2]) or '', redis.call('GET', KEYS[3]) or ''}")
 
 _RETRY = {Verdict.STALE_CONFIG: False, Verdict.ROUND_MOVED: False, Verdict.MOVED: True, Verdict.NEGATIVE: True}
 
@@ -109,15 +113,16 @@ class RedisPools:
         `master`, followed as they fail it over (the URL keeps its password, database and options); with
         `cluster`, the Valkey/Redis Cluster that `url` is a node of."""
         pools = cls(url, cluster=cluster)
-        if cluster:
-            await pools._cluster_map()
         if sentinels:
             pools._sentinels = [(h, int(p)) for h, _, p in (s.strip().rpartition(":") for s in sentinels.split(","))]
             pools._master = master
             await pools._follow_once()
             pools._following = asyncio.create_task(pools._follow(), name="sentinel-follower")
-        if not cluster:
-            await pools._not_a_cluster()
+        try:
+            await (pools._cluster_map() if cluster else pools._not_a_cluster())
+        except BaseException:
+            await pools.close()
+            raise
         return pools
 
     async def _cluster_map(self) -> None:
@@ -166,10 +171,7 @@ class RedisPools:
     async def _follow_once(self) -> None:
         found = await self._master_address()
         if found is None:
-            now = time.monotonic()
-            if now - self._complained_at >= 60:
-                self._complained_at = now
-                log.warning("no Sentinel of %s answers for master %r", self._sentinels, self._master)
+            self._complain(f"no Sentinel of {self._sentinels} answers for master {self._master!r}")
             return
         parts = urlsplit(self.url)
         if parts.scheme != "unix" and (parts.hostname, parts.port) == found:
@@ -180,6 +182,13 @@ class RedisPools:
         self.url = url
         self._connect(url)  # calls in flight on the old primary fail as Unavailable and are retried here
         await self._close(*old)
+
+    def _complain(self, message: str) -> None:
+        """A warning at most once a minute: the conditions it reports are asked about many times a second."""
+        now = time.monotonic()
+        if now - self._complained_at >= 60:
+            self._complained_at = now
+            log.warning("%s", message)
 
     async def _follow(self) -> None:
         while True:
@@ -359,13 +368,16 @@ class RedisPools:
             await asyncio.sleep(self._poll_ms / 1000)
             self._poll_ms = min(self._poll_ms * 2, self.POLL_MS[1])  # kept across calls: quiet stays cheap
 
-    @staticmethod
-    def _journal_rows(names: Mapping[str, str], replies: Sequence[Any]) -> Journal:
-        """XREAD replies as [(link, [(seq, fields)])], the links that had entries only."""
+    def _journal_rows(self, names: Mapping[str, str], replies: Sequence[Any]) -> Journal:
+        """XREAD replies as [(link, [(seq, fields)])], the links that had entries only. On a cluster, a link whose
+        node failed is read next time (its calls are refused meanwhile); the others go on."""
         rows: Journal = []
-        for reply in replies:
+        for name, reply in zip(names, replies, strict=False):
             if isinstance(reply, Exception):
-                raise redis.exceptions.ResponseError(str(reply))
+                if not self.cluster:
+                    raise redis.exceptions.ResponseError(str(reply))
+                self._complain(f"reading the journal of link {names[name]} failed: {reply}")
+                continue
             rows += [(names[stream], [(int(entry_id.split("-")[1]), dict(zip(flat[::2], flat[1::2], strict=True)))
                                       for entry_id, flat in entries]) for stream, entries in reply or ()]
         return rows
@@ -382,9 +394,10 @@ class RedisPools:
         await self.client.xtrim(keys.journal(link_id), minid=f"0-{upto_seq + 1}", approximate=False)
 
     @translated
-    async def announce_durable(self, written: Mapping[str, Durable], retention_seconds: int) -> None:
+    async def announce_durable(self, written: Mapping[str, Durable], retention_seconds: int) -> set[str]:
         """Record and publish what the ledger now holds, and let answered records and finished rounds
-        leave Redis after the retention: all in one round trip."""
+        leave Redis after the retention: all in one round trip. Returns the links whose announcement failed
+        (on a cluster, those of a node that failed; on one Redis, a failure raises)."""
         commands: list[list[str | int]] = []
         ttl_ms = retention_seconds * 1000
         for link, d in written.items():
@@ -394,14 +407,24 @@ class RedisPools:
                           f"{link} d {d.first} " + " ".join(i[:HASH_PREFIX] for i in d.identities)]]
             commands += [["PEXPIRE", keys.record(link, r), ttl_ms] for r in d.request_ids]
             commands += [["PEXPIRE", keys.round_(link, *r), ttl_ms] for r in d.finished_rounds]
-        for reply in await self._journal_reader.execute(commands):
+        owners = [link for link, d in written.items() for _ in range(2 + len(d.request_ids) + len(d.finished_rounds))]
+        failed: set[str] = set()
+        for link, reply in zip(owners, await self._journal_reader.execute(commands), strict=True):
             if isinstance(reply, Exception):
-                raise redis.exceptions.ResponseError(str(reply))
+                failed.add(link)
+                error = reply
+        if failed and not self.cluster:
+            raise redis.exceptions.ResponseError(str(error))
+        return failed  # a cluster node that failed keeps its links' announcements back, not the others'
 
     @translated
     async def announce(self, link_id: str, kind: str, seq: int, detail: str = "") -> None:
-        """Publish a link event to the durability watchers: `fenced` at the entry the ledger refused."""
-        await self.client.publish(keys.DURABLE_CHANNEL, f"{link_id} {kind} {seq} {detail}".rstrip())
+        """Publish a link event to the durability watchers: `fenced` at the entry the ledger refused. From the
+        link's own node, in order with its other announcements."""
+        (reply,) = await self._resp.execute_on(keys.config(link_id), [
+            ["PUBLISH", keys.DURABLE_CHANNEL, f"{link_id} {kind} {seq} {detail}".rstrip()]])
+        if isinstance(reply, Exception):
+            raise redis.exceptions.ResponseError(str(reply))
 
     @contextlib.asynccontextmanager
     async def announcements(self) -> AsyncIterator[AsyncIterator[str]]:
@@ -420,10 +443,10 @@ class RedisPools:
                             yield msg["data"]
                     raise ConnectionError("the subscription ended")
                 except Exception as e:  # a dropped connection, a protocol error: the poller covers the gap
-                    if failures % 100 == 0:  # a node that stays down is said once every ~10 s, not ten times a second
+                    if failures % 30 == 0:  # a Redis that stays down is said once a minute, not at every try
                         log.warning("durability announcements: resubscribing after %s: %s", type(e).__name__, e)
+                    await asyncio.sleep(min(0.1 * 2 ** failures, 2.0))  # a cluster's map is read at each try
                     failures += 1
-                    await asyncio.sleep(0.1)
                     with contextlib.suppress(Exception):
                         await subscribed[0].aclose()
                     # afresh: a cluster's subscription is tied to one node, which may be gone (the channel reaches
@@ -449,37 +472,53 @@ class RedisPools:
     @translated
     async def probe(self, link_ids: Sequence[str]) -> dict[str, Probe]:
         """Each link's config presence (with its open-round count: without one, the link is not whole),
-        sequence and last request identity, each link read atomically."""
-        pipe = self.client.pipeline(transaction=False)
-        for link in link_ids:
-            pipe.eval("return {redis.call('EXISTS', KEYS[1], KEYS[4]) == 2 and 1 or 0, "
-                      "redis.call('GET', KEYS[2]) or '', redis.call('GET', KEYS[3]) or ''}", 4, keys.config(link),
-                      keys.seq(link), keys.last(link), keys.open_rounds(link))
+        sequence and last request identity, each link read atomically. On a cluster, a link whose node fails
+        now is left out (its calls are refused meanwhile); on one Redis, a failure raises."""
+        replies = await self._journal_reader.execute([
+            ["EVAL", PROBE, 4, keys.config(link), keys.seq(link), keys.last(link), keys.open_rounds(link)]
+            for link in link_ids])
         out = {}
-        for link, (has_config, seq, last) in zip(link_ids, await pipe.execute(), strict=True):
+        for link, reply in zip(link_ids, replies, strict=True):
+            if isinstance(reply, Exception):
+                if not self.cluster:
+                    raise redis.exceptions.ResponseError(str(reply))
+                self._complain(f"probing link {link} failed: {reply}")
+                continue
+            has_config, seq, last = reply
             out[link] = Probe(bool(has_config), int(seq) if seq else None, last)
         return out
 
     @translated
     async def set_health(self, member: int, report: Mapping[str, Any]) -> None:
-        """Writer process `member`'s heartbeat (see writer_health); it lapses after 3 s without that writer."""
-        await self.client.set(keys.health(member), json.dumps(report), px=HEALTH_TTL_MS)
+        """Writer process `member`'s heartbeat (see writer_health); it lapses after 3 s without that writer. Also
+        under the single key of versions before writer shards, which their API processes read (rolling
+        upgrades)."""
+        pipe = self.client.pipeline(transaction=False)
+        for key in (keys.health(member), keys.HEALTH_BEFORE_SHARDS):
+            pipe.set(key, json.dumps(report), px=HEALTH_TTL_MS)
+        await pipe.execute()
 
     @translated
     async def writer_health(self) -> dict[str, Any] | None:
-        """The live writers' heartbeats as one: the shards they write, every problem by link, and a stall if
-        one says it cannot append; None when no writer has reported in the last 3 s."""
+        """The live writers' heartbeats as one: the shards written by writers that append, the shards of those
+        that have been failing to (`stalled_shards`: why), every problem by link, and `stalled` when none
+        appends; None when no writer has reported in the last 3 s. A writer of a version before shards writes
+        every link: its heartbeat counts for all of them."""
         raws = await self.client.mget([keys.health(m) for m in range(keys.WRITER_MEMBERS)])
         reports: list[dict[str, Any]] = [json.loads(raw) for raw in raws if raw is not None]
         if not reports:
-            return None
+            older = await self.client.get(keys.HEALTH_BEFORE_SHARDS)
+            if older is None:
+                return None
+            reports = [{"shards": sorted(ALL), **json.loads(older)}]
+        appending = [r for r in reports if not r.get("stalled")]
         merged: dict[str, Any] = {
             "at_ms": max(r["at_ms"] for r in reports),
-            "shards": sorted({s for r in reports for s in r.get("shards", ())}),
+            "shards": sorted({s for r in appending for s in r.get("shards", ())}),
+            "stalled_shards": {s: r["stalled"] for r in reports if r.get("stalled") for s in r.get("shards", ())},
             "problems": {link: why for r in reports for link, why in (r.get("problems") or {}).items()}}
-        stalled = [r["stalled"] for r in reports if r.get("stalled")]
-        if stalled:
-            merged["stalled"] = stalled[0]
+        if not appending:
+            merged["stalled"] = reports[0]["stalled"]
         return merged
 
     @translated
@@ -500,12 +539,12 @@ class RedisPools:
         link = snap.link_id
         await self.client.delete(keys.config(link))
         stale = [k async for k in self.client.scan_iter(match=keys.link_pattern(link), count=1000)]
-        # The indexes live outside the link's slot (a cluster refuses them in its transaction); a table found
-        # here before the config is back gets LinkLost, and its caller retries.
-        for table_id in snap.tables:
-            await self.client.set(keys.table(table_id), link)
-        await self.client.sadd(keys.LINKS, link)
-        tx: list[list[str | int]] = [["MULTI"]]
+        indexes: list[list[str | int]] = [["SET", keys.table(t), link] for t in snap.tables]
+        indexes.append(["SADD", keys.LINKS, link])
+        if self.cluster:  # outside the link's slot, so outside its transaction: a table found before the config
+            for command in indexes:  # is back meets LinkLost, and its caller retries
+                await self.client.execute_command(*command)
+        tx: list[list[str | int]] = [["MULTI"], *([] if self.cluster else indexes)]
         if stale:
             tx.append(["DEL", *stale])
         if snap.pool_balances:
@@ -527,11 +566,14 @@ class RedisPools:
                ["HSET", keys.config(link), "version", str(snap.config_version), "config", snap.config],
                ["EXEC"]]
         replies = await self._resp.execute_on(keys.config(link), tx)
-        for reply in [*replies[:-1], *(replies[-1] or [])]:
+        executed = replies[-1]
+        # a command refused while queued aborts the whole transaction (EXECABORT, nothing applied): the first
+        # refusal says why (READONLY after a failover, MOVED while a slot moves...), as any Redis error would
+        for reply in [*replies[:-1], *(executed if isinstance(executed, list) else [executed])]:
             if isinstance(reply, Exception):
-                raise redis.exceptions.ResponseError(f"rebuilding link {link} in Redis: {reply}")
-        if replies[-1] is None:
-            raise redis.exceptions.ResponseError(f"rebuilding link {link} in Redis: the transaction was aborted")
+                raise reply_error(str(reply))
+        if executed is None:
+            raise Unavailable(f"rebuilding link {link}: Redis aborted the transaction; it is retried")
 
 
 def _flat(mapping: Mapping[str, str]) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -19,6 +20,7 @@ from .resp import Command, RespPipeline
 
 log = logging.getLogger("jackpotd.redis")
 REDIRECTS = 3  # MOVED/ASK answers followed for one command before it is given back as the reply
+REFRESH_EVERY = 0.5  # seconds: the slot map is read at most this often, however many batches fail
 _KEYLESS = frozenset({"PUBLISH", "PING", "SCRIPT", "INFO", "ASKING"})
 
 
@@ -54,6 +56,7 @@ class ClusterResp:
         self._cluster = cluster  # redis.asyncio.RedisCluster: the slot map and its refreshes
         self._url = url
         self._nodes: dict[tuple[str, int], RespPipeline] = {}
+        self._refreshed_at = -1e9
 
     def _pipe(self, address: tuple[str, int]) -> RespPipeline:
         pipe = self._nodes.get(address)
@@ -66,74 +69,105 @@ class ClusterResp:
                 else self._cluster.get_default_node() or self._cluster.get_primaries()[0])
         return node.host, node.port
 
+    async def _ready(self) -> None:
+        if not self._cluster.nodes_manager.slots_cache:
+            await self._cluster.initialize()
+
     async def _refresh(self) -> None:
-        """Read the slot map again (a failover or a resharding moved slots). A cluster that cannot answer now
-        keeps the old map: the caller's own error says what failed, and the next batch asks again."""
+        """Read the slot map again (a failover or a resharding moved slots), at most every REFRESH_EVERY seconds,
+        and let go of the connections to nodes that left it. A cluster that cannot answer now keeps the old map:
+        the caller's own error says what failed, and a later batch asks again."""
+        now = time.monotonic()
+        if now - self._refreshed_at < REFRESH_EVERY:
+            return
+        self._refreshed_at = now
         try:
             await self._cluster.nodes_manager.initialize()
         except Exception as e:
             log.warning("reading the Redis Cluster's slot map failed: %s", e)
+            return
+        primaries = {(node.host, node.port) for node in self._cluster.get_primaries()}
+        for address in set(self._nodes) - primaries:
+            await self._nodes.pop(address).close()
 
     async def execute(self, commands: Sequence[Command], *, timeout: float | None = None) -> list[Any]:
-        if not self._cluster.nodes_manager.slots_cache:
-            await self._cluster.initialize()
+        """Replies in the batch's order. A node that fails (lost, silent) fails only its own commands: their
+        replies are the exception (Unavailable or ConnectionError), the other nodes' stand; when every node
+        fails, the first failure is raised. A command of no key (PUBLISH) goes where the command before it went,
+        so a link's announcement leaves from the link's node, in order with its other announcements."""
+        await self._ready()
         replies: list[Any] = [None] * len(commands)
         pending = list(range(len(commands)))
-        asking: dict[int, tuple[str, int]] = {}
+        sent_to: dict[int, tuple[str, int]] = {}  # where MOVED or ASK sends a command next
+        asking: set[int] = set()
         for attempt in range(REDIRECTS + 1):
             groups: dict[tuple[str, int], list[int]] = {}
-            asked = set(asking)
+            previous: tuple[str, int] | None = None
             for i in pending:
-                groups.setdefault(asking.pop(i) if i in asking else self._owner(key_of(commands[i])), []).append(i)
-            try:
-                parts = await asyncio.gather(*(self._send(address, commands, indices, asked, timeout)
-                                               for address, indices in groups.items()))
-            except ConnectionError:
-                await self._refresh()  # a node went away: the next batch asks the new map
-                raise
+                key = key_of(commands[i])
+                address = sent_to.pop(i, None) or (previous if key is None and previous else self._owner(key))
+                groups.setdefault(address, []).append(i)
+                previous = address
+            parts = await asyncio.gather(*(self._send(address, commands, indices, asking, timeout)
+                                           for address, indices in groups.items()), return_exceptions=True)
+            asking = set()
+            failed = [part for part in parts if isinstance(part, BaseException)]
+            for error in failed:
+                if not isinstance(error, Exception):  # cancelled: not a node's failure
+                    raise error
+            if failed and len(failed) == len(parts):
+                await self._refresh()  # every node failed: most likely a map gone stale with a failover
+                raise failed[0]
+            if failed:
+                await self._refresh()
             pending = []
-            for (_, indices), part in zip(groups.items(), parts, strict=True):
-                for i, reply in zip(indices, part, strict=True):
+            for (_, indices), answered in zip(groups.items(), parts, strict=True):
+                for n, i in enumerate(indices):
+                    reply = answered if isinstance(answered, BaseException) else answered[n]
                     replies[i] = reply
                     redirect = _redirect(reply)
                     if redirect is not None and attempt < REDIRECTS:
                         pending.append(i)
+                        sent_to[i] = redirect[1]  # not executed there: safe to send again
                         if redirect[0] == "ASK":
-                            asking[i] = redirect[1]
+                            asking.add(i)
             if not pending:
                 break
             if any(i not in asking for i in pending):
-                await self._refresh()
+                await self._refresh()  # MOVED: the map is stale
         return replies
 
     async def _send(self, address: tuple[str, int], commands: Sequence[Command], indices: list[int],
-                    asked: set[int], timeout: float | None) -> list[Any]:
+                    asking: set[int], timeout: float | None) -> list[Any]:
         """The replies of commands[indices] sent to one node; an ASK-redirected one goes after ASKING (whose
         OK is not a reply of the batch)."""
         sent: list[Command] = []
         for i in indices:
-            if i in asked:
+            if i in asking:
                 sent.append(["ASKING"])
             sent.append(commands[i])
         replies = await self._pipe(address).execute(sent, timeout=timeout)
-        if not asked:
+        if not asking:
             return replies
         out, at = [], 0
         for i in indices:
-            at += i in asked
+            at += i in asking
             out.append(replies[at])
             at += 1
         return out
 
     async def execute_on(self, key: str, commands: Sequence[Command], *, timeout: float | None = None) -> list[Any]:
-        """The whole batch on the primary of `key`'s slot (a MULTI ... EXEC of one link's keys)."""
-        if not self._cluster.nodes_manager.slots_cache:
-            await self._cluster.initialize()
+        """The whole batch on the primary of `key`'s slot (a MULTI ... EXEC of one link's keys). A redirect is
+        not followed (a transaction cannot be split): it reads the map afresh for the caller's retry."""
+        await self._ready()
         try:
-            return await self._pipe(self._owner(key)).execute(commands, timeout=timeout)
-        except ConnectionError:
+            replies = await self._pipe(self._owner(key)).execute(commands, timeout=timeout)
+        except Exception:
             await self._refresh()
             raise
+        if any(_redirect(r) is not None or str(r).startswith("EXECABORT") for r in replies):
+            await self._refresh()
+        return replies
 
     async def close(self) -> None:
         for pipe in self._nodes.values():
@@ -149,4 +183,6 @@ def _redirect(reply: Any) -> tuple[str, tuple[str, int]] | None:
     if kind not in ("MOVED", "ASK"):
         return None
     host, _, port = rest.partition(" ")[2].rpartition(":")
+    if not host or not port.isdigit():  # a form we do not know: the caller gets the reply as it is
+        return None
     return kind, (host.strip("[]"), int(port))

@@ -38,6 +38,7 @@ class LedgerWriter:
     STALLED_AFTER = 3.0  # seconds of failing appends before health says the writer cannot serve
     REBUILDS_BEFORE_FENCE = 3  # rebuilds of one link within REBUILD_WINDOW seconds: stop rebuilding, fence it
     REBUILD_WINDOW = 60.0
+    STOP_WAIT = 5.0  # seconds stop() lets the current pass finish
 
     def __init__(self, redis: RedisPools, pg: ledger.Pool, batch: int = 2000, linger: float = 0.005,
                  retention_seconds: int = 60, checkpoints: Checkpointer | None = None, clock: Clock = now_ms,
@@ -84,12 +85,17 @@ class LedgerWriter:
         return self._task is not None and not self._task.done()
 
     async def stop(self) -> None:
-        """Stop after the current batch."""
+        """Stop after the current pass (within STOP_WAIT seconds, else mid-pass), announcing what it appended:
+        a writer handing its shards to another must not leave a commit in flight behind it."""
         self._stopping = True
         if self._task:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            done, _ = await asyncio.wait([self._task], timeout=self.STOP_WAIT)
+            if not done:
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
+        with contextlib.suppress(Exception):  # else the watchers' poller finds them in the ledger
+            await self._announce()
         await self._checkpoint(force=True)
         await self._held.release()
 
@@ -179,13 +185,15 @@ class LedgerWriter:
         """Tell the workers what the ledger now holds, and let answered keys expire; kept until it succeeds."""
         if not self._unannounced:
             return
-        await self.redis.announce_durable({link: self._durable(written)
-                                           for link, written in self._unannounced.items()}, self.retention_seconds)
+        failed = await self.redis.announce_durable({link: self._durable(written)
+                                                    for link, written in self._unannounced.items()},
+                                                   self.retention_seconds)
         for link, written in self._unannounced.items():
             head = written[-1].seq
-            if head % 1000 < len(written):  # trim now and then; PostgreSQL holds everything up to head
+            if link not in failed and head % 1000 < len(written):  # now and then; PostgreSQL holds it all
                 await self.redis.trim_journal(link, head - 100)
-        self._unannounced = {}
+        # a cluster node that failed keeps its links' announcements for the next pass; the others are done
+        self._unannounced = {link: w for link, w in self._unannounced.items() if link in failed}
 
     @staticmethod
     def _durable(written: list[ledger.Written]) -> Durable:
@@ -266,13 +274,15 @@ class LedgerWriter:
             self._heads.update(await ledger.heads_of(self.pg, unknown))
         probes = await self.redis.probe([*links, *self.fenced])
         for link in links:
+            if link not in probes:  # its cluster node cannot be asked now: the next probe will
+                continue
             head = self._heads.get(link, ledger.Head(0, b"", {}))
             state = recovery.classify(probes[link], head.seq, head.identity)
             if state in (recovery.LOST, recovery.BEHIND, recovery.FORKED):
                 await self._rebuild(link, state, f"Redis at sequence {probes[link].seq}, the ledger at {head.seq}")
         for link in self.fenced:  # Redis may have lost the fence with the rest: say it again every time
             try:
-                if not probes[link].has_config and self.durable.get(link, 0) > 0:
+                if link in probes and not probes[link].has_config and self.durable.get(link, 0) > 0:
                     await recovery.rebuild(self.redis, self.pg, link)  # the fence comes back with the link
                 await self.redis.set_fence(link, self.fenced[link])
             except Exception as e:  # one link's trouble must not silence the heartbeat of all

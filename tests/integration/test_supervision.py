@@ -256,16 +256,19 @@ async def test_link_health_follows_the_writers_problems(isolated: Isolated) -> N
     listen = f"127.0.0.1:{free_port()}"
     problems: dict[str, str] | None = None  # None: no writer reports
     written = sorted(ALL)  # the shards the writers say they write
+    stalled: str | None = None  # why one writer cannot append
 
     async def beat() -> None:  # what the ledger writers do every 0.5 s: two of them, half of the shards each
         while True:
             if problems is not None:
                 for member, half in enumerate((written[::2], written[1::2])):
                     await redis.set_health(member, {"at_ms": int(time.time() * 1000), "shards": half,
-                                                    "problems": problems if member else {}})
+                                                    "problems": problems if member else {},
+                                                    **({"stalled": stalled} if stalled and member == slow else {})})
             await asyncio.sleep(0.2)
 
     a, b, c = unique("ok"), unique("stuck"), unique("unknown")
+    slow = shard_of(b) % 2  # the writer that will stall: b's (member n writes the shards of parity n)
     await raw.sadd(keys.LINKS, a, b)
     beating = asyncio.create_task(beat())
     try:
@@ -289,8 +292,16 @@ async def test_link_health_follows_the_writers_problems(isolated: Isolated) -> N
                              "only the links of the unwritten shard NOT_SERVING")
             written = sorted(ALL)
             await eventually(lambda: _equals(statuses(*names), (SERVING,) * 4), 5, "all SERVING again")
+            stalled = "appending has failed for 4 s: connection refused"  # one writer cannot append
+            await eventually(lambda: _equals(statuses("", *names[2:]), (
+                SERVING, *(NOT_SERVING if shard_of(link) % 2 == slow else SERVING for link in (a, b)))), 5,
+                "the stalled writer's links NOT_SERVING, the others and the service SERVING")
+            stalled = None
+            await eventually(lambda: _equals(statuses(*names), (SERVING,) * 4), 5, "all SERVING again")
             problems = None
-            await raw.delete(keys.health(0), keys.health(1))  # the writers stopped
+            await raw.delete(keys.health(0), keys.health(1))  # the writers stopped; a writer of the version
+            await eventually(lambda: _equals(statuses(*names), (SERVING,) * 4), 5, "an older writer's heartbeat")
+            await raw.delete(keys.HEALTH_BEFORE_SHARDS)  # before shards, which they also write, is all there is
             await eventually(lambda: _equals(statuses(*names), (NOT_SERVING,) * 4), 5, "all NOT_SERVING")
     finally:
         beating.cancel()

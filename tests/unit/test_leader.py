@@ -24,6 +24,7 @@ class FakeLease:
         self.lost = False
         self.released = 0
         self.given_back: list[frozenset[int]] = []
+        self.recovered: list[frozenset[int]] = []
         self.log: list[str] = []
 
     async def claim(self) -> frozenset[int] | None:
@@ -65,15 +66,13 @@ class FakeWriter:
 
 
 def leader(lease: FakeLease, writers: list[FakeWriter], fail_stop: bool = False) -> LeadingWriter:
-    recovered: list[frozenset[int]] = []
-
     def make(shards: frozenset[int], member: int) -> Any:
         w = FakeWriter(shards, lease.log, fail_stop=fail_stop)
         writers.append(w)
         return w
 
     async def recover(shards: frozenset[int]) -> None:
-        recovered.append(shards)
+        lease.recovered.append(shards)
 
     out = LeadingWriter(lease, make, recover)  # type: ignore[arg-type]
     out.CHECK_EVERY = 0.01
@@ -133,9 +132,10 @@ async def test_a_smaller_share_stops_the_writer_before_giving_shards_back() -> N
     assert writers[1].shards == half and not writers[0].alive
     assert lease.given_back == [ALL - half]
     assert lease.log.index("stop writer") < lease.log.index("give back")  # never two writers on one shard
+    assert lease.recovered == [ALL, frozenset()]  # the shards it kept were written a moment ago: in step
     lease.offer = ALL  # the other writer died
     await _until(lambda: len(writers) == 3 and writers[2].alive, "the writer restarted on every shard")
-    assert writers[2].shards == ALL
+    assert writers[2].shards == ALL and lease.recovered[-1] == ALL - half  # only what it takes over
     await lw.stop()
 
 
