@@ -317,8 +317,10 @@ class RedisPools:
 
     @translated
     async def ping(self) -> None:
-        if self.cluster:  # every primary (redis-py asks every node by default: a dead replica is no outage)
-            await self.client.ping(target_nodes=RedisCluster.PRIMARIES)
+        """Whether Redis answers. On a cluster, the primary of the list of links: a dead primary that holds
+        no such key stops only its own links, which the writer's heartbeat names."""
+        if self.cluster:
+            await self.client.ping(target_nodes=self.client.get_node_from_key(keys.LINKS))
         else:
             await self.client.ping()
 
@@ -493,10 +495,9 @@ class RedisPools:
         """Writer process `member`'s heartbeat (see writer_health); it lapses after 3 s without that writer. Also
         under the single key of versions before writer shards, which their API processes read (rolling
         upgrades)."""
-        pipe = self.client.pipeline(transaction=False)
-        for key in (keys.health(member), keys.HEALTH_BEFORE_SHARDS):
-            pipe.set(key, json.dumps(report), px=HEALTH_TTL_MS)
-        await pipe.execute()
+        await self.client.set(keys.health(member), json.dumps(report), px=HEALTH_TTL_MS)
+        with contextlib.suppress(*DOWN, redis.exceptions.RedisError):  # (on a cluster, maybe another node)
+            await self.client.set(keys.HEALTH_BEFORE_SHARDS, json.dumps(report), px=HEALTH_TTL_MS)
 
     @translated
     async def writer_health(self) -> dict[str, Any] | None:

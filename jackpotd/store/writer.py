@@ -22,6 +22,7 @@ import tenacity
 
 from ..clock import Clock, now_ms
 from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS
+from ..service.errors import Unavailable
 from . import ledger, recovery
 from .checkpoints import Checkpointer
 from .redis_pools import Durable, Journal, RedisPools
@@ -54,6 +55,8 @@ class LedgerWriter:
         self.durable: dict[str, int] = {}  # each link's ledger head, as announced
         self.fenced: dict[str, str] = {}  # link -> which entry the ledger refused, and why
         self.problems: dict[str, str] = {}  # link -> why it cannot be served right now (a failed rebuild)
+        self.unreachable: dict[str, str] = {}  # link -> why its Redis (a cluster node) cannot be probed now
+        self._complained_at = -1e9
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._heads: ledger.HeadCache = {}
@@ -118,6 +121,13 @@ class LedgerWriter:
             raise
         self._failing = None
 
+    def _complain(self, message: str) -> None:
+        """A warning at most once a minute (what it reports is tried several times a second)."""
+        now = time.monotonic()
+        if now - self._complained_at >= 60:
+            self._complained_at = now
+            log.warning("%s", message)
+
     def stalled(self) -> str | None:
         """Why nothing has been appended for STALLED_AFTER seconds or more, while the writer keeps failing."""
         if self._failing is None or time.monotonic() - self._failing[0] < self.STALLED_AFTER:
@@ -129,8 +139,14 @@ class LedgerWriter:
         up to LINKS_REFRESH seconds), less the fenced ones."""
         now = time.monotonic()
         if now - self._links_read_at >= self.LINKS_REFRESH:
-            self._links_cache = sorted(link for link in set(await self.redis.links()) | set(self.durable)
-                                       if self.owns(link))
+            try:
+                announced = set(await self.redis.links())
+            except Unavailable as e:  # (a cluster node that holds the list is down): the links known go on
+                if not self._links_cache and not self.durable:
+                    raise
+                self._complain(f"reading the list of links failed ({e}); writing the links known")
+                announced = set(self._links_cache)
+            self._links_cache = sorted(link for link in announced | set(self.durable) if self.owns(link))
             self._links_read_at = now
         return [link for link in self._links_cache if link not in self.fenced]
 
@@ -273,6 +289,7 @@ class LedgerWriter:
         if unknown:
             self._heads.update(await ledger.heads_of(self.pg, unknown))
         probes = await self.redis.probe([*links, *self.fenced])
+        self.unreachable = {link: "its Redis node does not answer" for link in links if link not in probes}
         for link in links:
             if link not in probes:  # its cluster node cannot be asked now: the next probe will
                 continue
@@ -288,11 +305,14 @@ class LedgerWriter:
             except Exception as e:  # one link's trouble must not silence the heartbeat of all
                 log.error("link %s: restating its fence failed: %s", link, e)
         report: dict[str, Any] = {"at_ms": now_ms(), "shards": sorted(self.shards), "problems": {
-            **{link: f"fenced: {why}" for link, why in self.fenced.items()}, **self.problems}}
+            **self.unreachable, **{link: f"fenced: {why}" for link, why in self.fenced.items()}, **self.problems}}
         stalled = self.stalled()
         if stalled is not None:
             report["stalled"] = stalled
-        await self.redis.set_health(self.member, report)
+        try:
+            await self.redis.set_health(self.member, report)
+        except Unavailable as e:  # (the cluster node of the heartbeats is down): appending goes on regardless
+            self._complain(f"writing the heartbeat failed: {e}")
 
     async def _checkpoint(self, force: bool = False) -> None:
         """Write a checkpoint of each link whose head moved (at most once every Checkpointer.INTERVAL seconds;

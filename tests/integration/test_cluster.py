@@ -302,3 +302,47 @@ async def test_a_store_that_is_not_what_the_settings_say_is_refused_at_start(iso
     finally:
         await asyncio.to_thread(valkey.stop)
         await asyncio.to_thread(lone.stop)
+
+
+async def test_a_dead_primary_stops_only_its_own_links_and_comes_back_rebuilt(isolated: Isolated,
+                                                                              tmp_path: Path) -> None:
+    """A primary without a replica dies (kill -9) under load, in a cluster that serves what it still covers:
+    links on the other primaries go on committing meanwhile, those on the dead one are refused UNAVAILABLE.
+    It comes back empty (no persistence): its links are rebuilt from the ledger, and nothing acknowledged is lost
+    or doubled on either."""
+    valkey = await asyncio.to_thread(EmbeddedValkeyCluster(
+        tmp_path / "cluster", primaries=3, options=("--cluster-require-full-coverage", "no")).start)
+    try:
+        async with _service_on(valkey, isolated) as client:
+            # the primary that dies holds links only: not the list of links, the heartbeats or the channel's slot
+            shared = {client.redis.get_node_from_key(k).port for k in (keys.LINKS, keys.health(0),
+                                                                        keys.DURABLE_CHANNEL)}
+            node = next(n for n in valkey.nodes if n.port not in shared)
+            found: dict[int, tuple[str, list[str]]] = {}
+            while len(found) < 2:  # a link on the primary that will die, one on another
+                link, tables = await new_link(client, 2)
+                on_it = client.redis.get_node_from_key(keys.tag(link)).port == node.port
+                if on_it == (0 not in found):
+                    found[0 if on_it else 1] = (link, tables)
+            (dead_link, dead_tables), (live_link, live_tables) = found[0], found[1]
+            dead, live = Commits(), Commits()
+            playing = [asyncio.create_task(commits.play(client, table, 100, pace=0.03))
+                       for commits, tables in ((dead, dead_tables), (live, live_tables)) for table in tables]
+            await eventually(lambda: len(live.acknowledged) >= 20 and len(dead.acknowledged) >= 20, 60,
+                             "both links playing")
+            assert node.proc is not None
+            node.proc.kill()
+            node.proc.wait()
+            before = (len(dead.acknowledged), len(live.acknowledged))
+            await eventually(lambda: len(live.acknowledged) >= before[1] + 30, 60,
+                             "the other primary's link goes on while one primary is dead")
+            assert len(dead.acknowledged) <= before[0] + 2  # (answers already on their way)
+            await asyncio.to_thread(node.start)  # back, empty, with its slots (nodes.conf)
+            await asyncio.wait_for(asyncio.gather(*playing), 180)
+            assert dead.refused > 0
+            for link, commits in ((dead_link, dead), (live_link, live)):
+                await _agreed(client, link, commits)
+            assert (REGISTRY.get_sample_value("jackpotd_link_rebuilds_total", {"link": dead_link, "reason": "lost"})
+                    or 0) >= 1
+    finally:
+        await asyncio.to_thread(valkey.stop)
