@@ -70,9 +70,9 @@ def parser() -> argparse.ArgumentParser:
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     s = sub.add_parser("serve", help="run the whole service: the gRPC API and the ledger writer", epilog=EPILOG,
-                       description="Migrate; take the ledger writer's lease if it is free (then recover every link "
-                                   "and write the ledger), else stand by for it; serve TableService, DisplayService, "
-                                   "AdminService, ReportService, health and reflection until Ctrl-C.")
+                       description="Migrate; take this process's share of the ledger writer's shard leases (alone: "
+                                   "all of them; then recover their links and write the ledger); serve TableService, "
+                                   "DisplayService, AdminService, ReportService, health and reflection until Ctrl-C.")
     _common(s)
     _api(s)
     s.add_argument("--demo", action="store_true", help="load the demo link: one split link, six tables")
@@ -83,11 +83,12 @@ def parser() -> argparse.ArgumentParser:
                                                   "writer` beside them.")
     _common(g)
     _api(g)
-    w = sub.add_parser("writer", help="run the ledger writer, leading while it holds the lease",
-                       epilog=EPILOG, description="Take the writer lease (a PostgreSQL advisory lock) when it is "
-                                                  "free, recover every link and write the ledger; while another "
-                                                  "holds it, stand by and take over within a second of its end. "
-                                                  "Run two for a standby.")
+    w = sub.add_parser("writer", help="run the ledger writer of this process's share of the writer shards",
+                       epilog=EPILOG, description="The links are divided into 16 writer shards, each with a lease "
+                                                  "(a PostgreSQL advisory lock). Take a fair share of the leases "
+                                                  "(all of them alone, half with two writers...), recover those "
+                                                  "shards' links and write their ledger; take a dead writer's "
+                                                  "shards over within a second. Run two or more.")
     _common(w)
     w.add_argument("--metrics-port", type=int, help="Prometheus metrics port on loopback (default 9464; 0: off)")
     w.add_argument("--metrics-host", help="address /metrics listens on (default 127.0.0.1)")
