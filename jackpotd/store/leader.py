@@ -88,6 +88,10 @@ class WriterLease:
         database cannot be asked now: any failure is "not now", a standby must never stop asking."""
         try:
             conn = await self._join()
+            # a lock taken by a query whose answer was lost (a timeout) is held but not known: nobody writes its
+            # shard, so let it go (its writer is not this process's, which writes only self.shards)
+            mine = {int(r[0]) for r in await conn.fetch(MINE, SHARD_KEY, timeout=self.CHECK_TIMEOUT)}
+            await self._unlock(conn, frozenset(mine) - self.shards)
             members = int(await conn.fetchval(MEMBERS, MEMBER_KEY, timeout=self.CHECK_TIMEOUT))
             share = math.ceil(SHARDS / max(1, members))
             held = self.shards
@@ -119,12 +123,17 @@ class WriterLease:
         if self.conn is None:
             return
         try:
-            for shard in sorted(shards & self.shards):
-                await self.conn.fetchval("SELECT pg_advisory_unlock($1::int, $2::int)", SHARD_KEY, shard,
-                                         timeout=self.CHECK_TIMEOUT)
+            await self._unlock(self.conn, shards & self.shards)
             self.shards -= shards
         except Exception:
             await self.release()
+
+    async def _unlock(self, conn: asyncpg.Connection, shards: frozenset[int]) -> None:
+        """Release the shards' locks, however many times this session took each (advisory locks count)."""
+        for shard in sorted(shards):
+            while await conn.fetchval("SELECT pg_advisory_unlock($1::int, $2::int)", SHARD_KEY, shard,
+                                      timeout=self.CHECK_TIMEOUT):
+                pass
 
     def _complain(self, message: str) -> None:
         """Log a failure to ask at most once a minute (a standby asks twice a second)."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import hiredis
 import orjson
 import redis.asyncio as aioredis
 import redis.exceptions
@@ -377,7 +378,7 @@ class RedisPools:
         for name, reply in zip(names, replies, strict=False):
             if isinstance(reply, Exception):
                 if not self.cluster:
-                    raise redis.exceptions.ResponseError(str(reply))
+                    raise raised(reply)
                 self._complain(f"reading the journal of link {names[name]} failed: {reply}")
                 continue
             rows += [(names[stream], [(int(entry_id.split("-")[1]), dict(zip(flat[::2], flat[1::2], strict=True)))
@@ -416,7 +417,7 @@ class RedisPools:
                 failed.add(link)
                 error = reply
         if failed and not self.cluster:
-            raise redis.exceptions.ResponseError(str(error))
+            raise raised(error)
         return failed  # a cluster node that failed keeps its links' announcements back, not the others'
 
     @translated
@@ -426,7 +427,7 @@ class RedisPools:
         (reply,) = await self._resp.execute_on(keys.config(link_id), [
             ["PUBLISH", keys.DURABLE_CHANNEL, f"{link_id} {kind} {seq} {detail}".rstrip()]])
         if isinstance(reply, Exception):
-            raise redis.exceptions.ResponseError(str(reply))
+            raise raised(reply)
 
     @contextlib.asynccontextmanager
     async def announcements(self) -> AsyncIterator[AsyncIterator[str]]:
@@ -483,7 +484,7 @@ class RedisPools:
         for link, reply in zip(link_ids, replies, strict=True):
             if isinstance(reply, Exception):
                 if not self.cluster:
-                    raise redis.exceptions.ResponseError(str(reply))
+                    raise raised(reply)
                 self._complain(f"probing link {link} failed: {reply}")
                 continue
             has_config, seq, last = reply
@@ -575,6 +576,12 @@ class RedisPools:
                 raise reply_error(str(reply))
         if executed is None:
             raise Unavailable(f"rebuilding link {link}: Redis aborted the transaction; it is retried")
+
+
+def raised(reply: Exception) -> Exception:
+    """What a failed reply raises: a Redis error reply as reply_error makes it (Unavailable when it will pass),
+    a failed connection as itself (translated makes it Unavailable)."""
+    return reply_error(str(reply)) if isinstance(reply, hiredis.ReplyError) else reply
 
 
 def _flat(mapping: Mapping[str, str]) -> list[str]:

@@ -92,9 +92,9 @@ class ClusterResp:
 
     async def execute(self, commands: Sequence[Command], *, timeout: float | None = None) -> list[Any]:
         """Replies in the batch's order. A node that fails (lost, silent) fails only its own commands: their
-        replies are the exception (Unavailable or ConnectionError), the other nodes' stand; when every node
-        fails, the first failure is raised. A command of no key (PUBLISH) goes where the command before it went,
-        so a link's announcement leaves from the link's node, in order with its other announcements."""
+        replies are the exception (Unavailable or ConnectionError), the other nodes' stand; nothing is raised
+        for a node's failure, even when every node fails. A command of no key (PUBLISH) goes where the command
+        before it went, so a link's announcement leaves from the link's node, in order with its others."""
         await self._ready()
         replies: list[Any] = [None] * len(commands)
         pending = list(range(len(commands)))
@@ -115,11 +115,8 @@ class ClusterResp:
             for error in failed:
                 if not isinstance(error, Exception):  # cancelled: not a node's failure
                     raise error
-            if failed and len(failed) == len(parts):
-                await self._refresh()  # every node failed: most likely a map gone stale with a failover
-                raise failed[0]
             if failed:
-                await self._refresh()
+                await self._refresh()  # a node went away, or the map went stale with a failover
             pending = []
             for (_, indices), answered in zip(groups.items(), parts, strict=True):
                 for n, i in enumerate(indices):

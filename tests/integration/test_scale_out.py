@@ -12,7 +12,7 @@ from pathlib import Path
 import asyncpg
 
 from jackpotd.embedded import free_port
-from jackpotd.store.leader import LEASE_KEY, WriterLease
+from jackpotd.store.leader import LEASE_KEY, SHARD_KEY, WriterLease
 from jackpotd.store.shards import ALL, SHARDS, shard_of
 
 from ..conftest import Isolated
@@ -131,3 +131,35 @@ async def test_a_writer_of_the_single_lease_keeps_newer_writers_out(isolated: Is
     finally:
         await lease.release()
         await old.close()
+
+
+async def test_a_lease_taken_twice_or_lost_track_of_is_let_go(isolated: Isolated) -> None:
+    """Advisory locks count: a shard locked twice by one session is given back whole. A lock whose answer was lost
+    (held, but not known to the writer, so nobody writes its shard) is let go at the next claim."""
+    a, b = WriterLease(isolated.dsn), WriterLease(isolated.dsn)
+    other = await asyncpg.connect(isolated.dsn)
+
+    async def free(shard: int) -> bool:
+        if not await other.fetchval("SELECT pg_try_advisory_lock($1::int, $2::int)", SHARD_KEY, shard):
+            return False
+        await other.fetchval("SELECT pg_advisory_unlock($1::int, $2::int)", SHARD_KEY, shard)
+        return True
+
+    try:
+        assert await a.claim() == ALL
+        assert await b.claim() == frozenset()
+        keep = await a.claim()
+        assert keep is not None
+        await a.give_back(a.shards - keep)
+        assert a.conn is not None and 3 in a.shards and 5 in a.shards
+        assert await a.conn.fetchval("SELECT pg_try_advisory_lock($1::int, $2::int)", SHARD_KEY, 3)  # again
+        await a.give_back(frozenset({3}))
+        assert await free(3)
+        a.shards -= {5}  # held, not known
+        assert not await free(5)
+        await a.claim()
+        assert 5 in a.shards or await free(5)  # taken back knowingly, or let go: never held unknown
+    finally:
+        for lease in (a, b):
+            await lease.release()
+        await other.close()

@@ -3,11 +3,14 @@ at, and the redirects it follows."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import hiredis
 import pytest
 
+from jackpotd.embedded import free_port
 from jackpotd.store import keys
-from jackpotd.store.resp_cluster import _redirect, key_of, with_address
+from jackpotd.store.resp_cluster import ClusterResp, _redirect, key_of, with_address
 
 
 @pytest.mark.parametrize(("command", "key"), [
@@ -48,3 +51,35 @@ def test_moved_and_ask_name_the_node_other_errors_do_not() -> None:
     assert _redirect(hiredis.ReplyError("ASK 3999 [::1]:7003")) == ("ASK", ("::1", 7003))
     assert _redirect(hiredis.ReplyError("TRYAGAIN Multiple keys request during rehashing of slot")) is None
     assert _redirect("MOVED 1 a:1") is None  # a value, not an error
+
+
+class _OneDeadNode:
+    """Just enough of redis-py's cluster client: every key on one node, which refuses connections."""
+
+    def __init__(self, port: int) -> None:
+        self.node = SimpleNamespace(host="127.0.0.1", port=port)
+        self.nodes_manager = SimpleNamespace(slots_cache={0: [self.node]}, initialize=self._initialize)
+        self.initialized = 0
+
+    async def _initialize(self) -> None:
+        self.initialized += 1
+
+    def get_node_from_key(self, key: str) -> SimpleNamespace:
+        return self.node
+
+    def get_default_node(self) -> SimpleNamespace:
+        return self.node
+
+    def get_primaries(self) -> list[SimpleNamespace]:
+        return [self.node]
+
+
+async def test_a_dead_node_fails_its_commands_without_raising() -> None:
+    """Callers keep going for links elsewhere: the writer must not stop because one node's links cannot be
+    announced (a failure once seen in CI: only the dead node's announcements were left, and they raised)."""
+    cluster = _OneDeadNode(free_port())
+    resp = ClusterResp(cluster, "redis://:pw@127.0.0.1:1/0")
+    replies = await resp.execute([["SET", "{link:a}:durable", 1], ["PUBLISH", "jackpot:durable", "a d 1 ff"]])
+    assert all(isinstance(r, OSError) for r in replies)
+    assert cluster.initialized == 1  # the map is read again
+    await resp.close()
