@@ -39,7 +39,8 @@ async def test_a_redis_reply_error_that_is_a_bug_stays_one() -> None:
 
 @pytest.mark.parametrize("kind", [asyncpg.exceptions.AdminShutdownError, asyncpg.exceptions.CannotConnectNowError,
                                   asyncpg.exceptions.QueryCanceledError, asyncpg.exceptions.TooManyConnectionsError,
-                                  asyncpg.exceptions.ConnectionDoesNotExistError])
+                                  asyncpg.exceptions.ConnectionDoesNotExistError,
+                                  asyncpg.exceptions.InternalClientError])  # a connection lost mid-operation
 def test_postgresql_restarts_and_timeouts_are_driver_failures(kind: type[Exception]) -> None:
     assert issubclass(kind, DRIVER_ERRORS)
 

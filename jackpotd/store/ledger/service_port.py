@@ -23,6 +23,9 @@ DRIVER_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.OperatorInterventionError,  # 57P: a restart, a failover, a terminated backend
     asyncpg.exceptions.InsufficientResourcesError,  # 53: too many connections, disk full, out of memory
     asyncpg.exceptions.QueryCanceledError,  # a statement timeout
+    # the driver's own state broken by a connection lost mid-operation (seen when a primary is killed under load:
+    # "cannot switch to state 12; another operation is in progress"); the pool discards the connection
+    asyncpg.exceptions.InternalClientError,
     OSError,
     ConnectionError,
     TimeoutError,
