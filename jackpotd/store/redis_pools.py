@@ -184,6 +184,16 @@ class RedisPools:
         self._connect(url)  # calls in flight on the old primary fail as Unavailable and are retried here
         await self._close(*old)
 
+    def _skipped(self, reply: Any, what: str) -> bool:
+        """Whether a link's reply failed: on one Redis that raises; on a cluster, one node's failure is noted (at
+        most once a minute) and the link left for the next try while the others go on."""
+        if not isinstance(reply, Exception):
+            return False
+        if not self.cluster:
+            raise raised(reply)
+        self._complain(f"{what} failed: {reply}")
+        return True
+
     def _complain(self, message: str) -> None:
         """A warning at most once a minute: the conditions it reports are asked about many times a second."""
         now = time.monotonic()
@@ -376,10 +386,7 @@ class RedisPools:
         node failed is read next time (its calls are refused meanwhile); the others go on."""
         rows: Journal = []
         for name, reply in zip(names, replies, strict=False):
-            if isinstance(reply, Exception):
-                if not self.cluster:
-                    raise raised(reply)
-                self._complain(f"reading the journal of link {names[name]} failed: {reply}")
+            if self._skipped(reply, f"reading the journal of link {names[name]}"):
                 continue
             rows += [(names[stream], [(int(entry_id.split("-")[1]), dict(zip(flat[::2], flat[1::2], strict=True)))
                                       for entry_id, flat in entries]) for stream, entries in reply or ()]
@@ -482,10 +489,7 @@ class RedisPools:
             for link in link_ids])
         out = {}
         for link, reply in zip(link_ids, replies, strict=True):
-            if isinstance(reply, Exception):
-                if not self.cluster:
-                    raise raised(reply)
-                self._complain(f"probing link {link} failed: {reply}")
+            if self._skipped(reply, f"probing link {link}"):
                 continue
             has_config, seq, last = reply
             out[link] = Probe(bool(has_config), int(seq) if seq else None, last)
