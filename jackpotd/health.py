@@ -87,9 +87,11 @@ async def check(redis: RedisPools, pg: ledger.Pool, known_links: Sequence[str] =
         stalled = {int(s): str(why) for s, why in (writer_r.get("stalled_shards") or {}).items()}
         for link in current - set(problems):  # its writer died (another takes its shard over within seconds),
             shard = shard_of(link)  # or has been failing to append
+            if shard in written:  # (a stalled writer's last heartbeat may still name a shard another took over)
+                continue
             if shard in stalled:
                 problems[link] = f"the ledger writer of its shard {shard}: {stalled[shard]}"
-            elif shard not in written:
+            else:
                 problems[link] = f"no ledger writer holds its shard {shard} now (one is taking it over)"
     serving = not reasons
     names = current | set(problems) | set(known_links)

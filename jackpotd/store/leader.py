@@ -63,6 +63,8 @@ class WriterLease:
         with no writer of an earlier version leading. Raises when it cannot be now."""
         if self.conn is not None and not self.conn.is_closed():
             return self.conn
+        if self.shards:  # the connection closed under shards still being written: held() steps down first
+            raise ConnectionError("the lease connection closed while its shards are written")
         await self.release()
         conn = await asyncpg.connect(self.dsn, timeout=5, server_settings=KEEPALIVES)
         try:
@@ -220,28 +222,30 @@ class LeadingWriter:
             return
         log.info("this process holds the writer lease of shards %s: recovering the links of %s, then writing "
                  "the ledger", describe(wanted), describe(wanted - written))
-        await self.recover(wanted - written)  # the shards it wrote a moment ago are in step already
+        if wanted - written:  # the shards it wrote a moment ago are in step already
+            await self.recover(wanted - written)
         self.writer = self.make_writer(wanted, self.lease.member)
         await self.writer.start()
         WRITER_LEADER.set(1)
         for shard in wanted:
             WRITER_SHARDS.labels(str(shard)).set(1)
 
-    async def _stop_writer(self) -> None:
+    async def _stop_writer(self, graceful: bool = True) -> None:
         writer, self.writer = self.writer, None
         WRITER_LEADER.set(0)
         for shard in range(SHARDS):
             WRITER_SHARDS.labels(str(shard)).set(0)
         if writer is not None:
             try:
-                await writer.stop()
+                await writer.stop(graceful)
             except Exception as e:
                 log.error("stopping the ledger writer failed: %s", e)
 
-    async def _step_down(self) -> None:
-        """Stop writing, then give every lease up, whatever stopping the writer raises."""
+    async def _step_down(self, graceful: bool = True) -> None:
+        """Stop writing, then give every lease up, whatever stopping the writer raises. Not `graceful` when the
+        leases are lost already: another may be writing, stop at once."""
         try:
-            await self._stop_writer()
+            await self._stop_writer(graceful)
         finally:
             await self.lease.release()
 
@@ -254,7 +258,7 @@ class LeadingWriter:
                     return
                 if self.writer is not None and not await self.lease.held():
                     log.error("a writer lease is lost (PostgreSQL restarted or failed over?): stopping the writer")
-                    await self._step_down()
+                    await self._step_down(graceful=False)
                 elif self.writer is not None and not self.writer.alive:
                     log.error("the ledger writer stopped: giving its leases up")
                     await self._step_down()

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..service.errors import Unavailable
 from . import ledger
 from .redis_pools import Probe, RedisPools
 
@@ -51,7 +52,12 @@ async def recover(redis: RedisPools, pg: ledger.Pool,
     async with pg.acquire() as conn:
         heads = await ledger.heads_of(conn, None)
     fenced = await ledger.fences(pg)
-    links = sorted(link for link in set(heads) | set(await redis.links()) if owns(link))
+    try:
+        announced = set(await redis.links())
+    except Unavailable as e:  # (a cluster node that holds the list is down): the ledger's links, and the writer
+        log.error("recovery: the list of links cannot be read (%s); recovering the ledger's links", e)
+        announced = set()  # follows new ones once the list is back
+    links = sorted(link for link in set(heads) | announced if owns(link))
     probes = await redis.probe(links)
     for link in links:
         head = heads.get(link, ledger.Head(0, b"", {}))

@@ -496,13 +496,14 @@ class RedisPools:
         return out
 
     @translated
-    async def set_health(self, member: int, report: Mapping[str, Any]) -> None:
-        """Writer process `member`'s heartbeat (see writer_health); it lapses after 3 s without that writer. Also
-        under the single key of versions before writer shards, which their API processes read (rolling
-        upgrades)."""
+    async def set_health(self, member: int, report: Mapping[str, Any], *, every_link: bool = False) -> None:
+        """Writer process `member`'s heartbeat (see writer_health); it lapses after 3 s without that writer. From
+        a writer of `every_link`, also under the single key that API processes of versions before writer shards
+        read (a rolling upgrade): a report of some shards would speak there for all."""
         await self.client.set(keys.health(member), json.dumps(report), px=HEALTH_TTL_MS)
-        with contextlib.suppress(*DOWN, redis.exceptions.RedisError):  # (on a cluster, maybe another node)
-            await self.client.set(keys.HEALTH_BEFORE_SHARDS, json.dumps(report), px=HEALTH_TTL_MS)
+        if every_link:
+            with contextlib.suppress(*DOWN, redis.exceptions.RedisError):  # (on a cluster, maybe another node)
+                await self.client.set(keys.HEALTH_BEFORE_SHARDS, json.dumps(report), px=HEALTH_TTL_MS)
 
     @translated
     async def writer_health(self) -> dict[str, Any] | None:

@@ -123,6 +123,8 @@ class ClusterResp:
                     reply = answered if isinstance(answered, BaseException) else answered[n]
                     replies[i] = reply
                     redirect = _redirect(reply)
+                    if redirect is None and str(reply).startswith("MOVED"):  # an address we cannot read
+                        await self._refresh()
                     if redirect is not None and attempt < REDIRECTS:
                         pending.append(i)
                         sent_to[i] = redirect[1]  # not executed there: safe to send again

@@ -18,8 +18,6 @@ import logging
 import time
 from typing import Any
 
-import tenacity
-
 from ..clock import Clock, now_ms
 from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS
 from ..service.errors import Unavailable
@@ -87,15 +85,18 @@ class LedgerWriter:
     def alive(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    async def stop(self) -> None:
+    async def stop(self, graceful: bool = True) -> None:
         """Stop after the current pass (within STOP_WAIT seconds, else mid-pass), announcing what it appended:
-        a writer handing its shards to another must not leave a commit in flight behind it."""
+        a writer handing its shards to another must not leave a commit in flight behind it. Not `graceful` (its
+        lease is lost, another may be writing already): at once."""
         self._stopping = True
         if self._task:
-            done, _ = await asyncio.wait([self._task], timeout=self.STOP_WAIT)
-            if not done:
+            try:
+                if graceful:
+                    await asyncio.wait([self._task], timeout=self.STOP_WAIT)
+            finally:  # also when this wait is itself cancelled: the task must never outlive stop()
                 self._task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
                     await self._task
         with contextlib.suppress(Exception):  # else the watchers' poller finds them in the ledger
             await self._announce()
@@ -104,12 +105,14 @@ class LedgerWriter:
 
     async def _run(self) -> None:
         """Pass after pass until stopped; a failing pass is retried with backoff (callers wait meanwhile)."""
-        retrying = tenacity.AsyncRetrying(retry=tenacity.retry_if_exception_type(Exception),
-                                          wait=tenacity.wait_exponential(multiplier=0.05, max=2.0))
+        failures = 0
         while not self._stopping:
-            async for attempt in retrying:
-                with attempt:
-                    await self._pass()
+            try:
+                await self._pass()
+                failures = 0
+            except Exception:  # logged by _pass
+                failures += 1
+                await asyncio.sleep(min(0.05 * 2 ** min(failures, 6), 2.0))
 
     async def _pass(self) -> None:
         try:
@@ -299,7 +302,9 @@ class LedgerWriter:
                 await self._rebuild(link, state, f"Redis at sequence {probes[link].seq}, the ledger at {head.seq}")
         for link in self.fenced:  # Redis may have lost the fence with the rest: say it again every time
             try:
-                if link in probes and not probes[link].has_config and self.durable.get(link, 0) > 0:
+                if link not in probes:  # its cluster node cannot be asked now: said again at the next probe
+                    continue
+                if not probes[link].has_config and self.durable.get(link, 0) > 0:
                     await recovery.rebuild(self.redis, self.pg, link)  # the fence comes back with the link
                 await self.redis.set_fence(link, self.fenced[link])
             except Exception as e:  # one link's trouble must not silence the heartbeat of all
@@ -310,7 +315,7 @@ class LedgerWriter:
         if stalled is not None:
             report["stalled"] = stalled
         try:
-            await self.redis.set_health(self.member, report)
+            await self.redis.set_health(self.member, report, every_link=self.shards == ALL)
         except Unavailable as e:  # (the cluster node of the heartbeats is down): appending goes on regardless
             self._complain(f"writing the heartbeat failed: {e}")
 
