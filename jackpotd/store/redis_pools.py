@@ -90,6 +90,7 @@ class RedisPools:
         self.url = url
         self.cluster = cluster  # a Valkey/Redis Cluster: every command goes to its key's shard
         self._poll_ms = self.POLL_MS[0]  # a cluster's next wait between empty journal reads
+        self._subscriptions = 0  # on a cluster, which primary the next subscription asks
         self._connect(url)
         self._sentinels: list[tuple[str, int]] = []
         self._master = ""
@@ -106,7 +107,17 @@ class RedisPools:
         else:
             self.client = aioredis.Redis.from_url(url, decode_responses=True, max_connections=256)
             self._resp, self._journal_reader = RespPipeline(url), RespPipeline(url)
-        self._scripts = ScriptBatcher(self._resp.execute, self.client.script_load)
+        self._scripts = ScriptBatcher(self._resp.execute, self._load_everywhere if self.cluster
+                                      else self.client.script_load)
+
+    async def _load_everywhere(self, script: str) -> None:
+        """A script onto every primary that answers (a restarted node is one of them; a dead one refuses its
+        steps anyway, and is given the script when it answers NOSCRIPT)."""
+        for node in self.client.get_primaries():
+            try:
+                await self.client.execute_command("SCRIPT LOAD", script, target_nodes=node)
+            except (*DOWN, redis.exceptions.RedisError) as e:
+                self._complain(f"loading the scripts on {node.host}:{node.port} failed: {e}")
 
     @classmethod
     async def open(cls, url: str, sentinels: str = "", master: str = "", *, cluster: bool = False) -> RedisPools:
@@ -473,8 +484,13 @@ class RedisPools:
     @translated
     async def _subscribed(self) -> Any:
         """A pub/sub connection subscribed to the writer's announcements."""
-        if self.cluster:
-            await self.client.nodes_manager.initialize()  # a node that failed has left the map
+        if self.cluster:  # any primary will do (a cluster forwards PUBLISH to every node): the next one each try
+            await self.client.nodes_manager.initialize()
+            primaries = self.client.get_primaries()
+            self._subscriptions += 1
+            pubsub = self.client.pubsub(node=primaries[self._subscriptions % len(primaries)])
+            await pubsub.subscribe(keys.DURABLE_CHANNEL)
+            return pubsub
         pubsub = self.client.pubsub()
         await pubsub.subscribe(keys.DURABLE_CHANNEL)
         return pubsub
@@ -544,13 +560,17 @@ class RedisPools:
         in one transaction: nothing applied on the old state can survive into the new one.
         """
         link = snap.link_id
-        await self.client.delete(keys.config(link))
-        stale = [k async for k in self.client.scan_iter(match=keys.link_pattern(link), count=1000)]
         indexes: list[list[str | int]] = [["SET", keys.table(t), link] for t in snap.tables]
         indexes.append(["SADD", keys.LINKS, link])
-        if self.cluster:  # outside the link's slot, so outside its transaction: a table found before the config
-            for command in indexes:  # is back meets LinkLost, and its caller retries
-                await self.client.execute_command(*command)
+        if self.cluster:  # outside the link's slot, so outside its transaction, and before the config goes: a
+            for command in indexes:  # node of an index that is down must not keep the link itself unserved
+                try:
+                    await self.client.execute_command(*command)
+                except (*DOWN, redis.exceptions.RedisError) as e:
+                    self._complain(f"rebuilding link {link}: writing its index failed ({e}); the link goes on")
+        await self.client.delete(keys.config(link))
+        where = {"target_nodes": self.client.get_node_from_key(keys.config(link))} if self.cluster else {}
+        stale = [k async for k in self.client.scan_iter(match=keys.link_pattern(link), count=1000, **where)]
         tx: list[list[str | int]] = [["MULTI"], *([] if self.cluster else indexes)]
         if stale:
             tx.append(["DEL", *stale])

@@ -71,10 +71,12 @@ class ScriptBatcher:
 
     async def _send(self, batch: list[Script]) -> list[Any]:
         results = await self._evalsha(batch)
-        if any(str(r).startswith("NOSCRIPT") for r in results if isinstance(r, Exception)):
+        missing = [i for i, r in enumerate(results) if isinstance(r, Exception) and str(r).startswith("NOSCRIPT")]
+        if missing:  # only those went unrun (on a cluster, one node may have restarted): load, and run them again
             for text in self._scripts.values():
                 await self._load(text)
-            results = await self._evalsha(batch)
+            for i, result in zip(missing, await self._evalsha([batch[i] for i in missing]), strict=True):
+                results[i] = result
         return results
 
     async def _evalsha(self, batch: list[Script]) -> list[Any]:

@@ -33,6 +33,7 @@ class LedgerWriter:
     """Background task that moves journal entries into the ledger and keeps every link's Redis honest."""
 
     LINKS_REFRESH = 0.2
+    LINKS_RETRY = 5.0  # seconds before the list of links is read again after a failure
     PROBE_EVERY = 0.5
     STALLED_AFTER = 3.0  # seconds of failing appends before health says the writer cannot serve
     REBUILDS_BEFORE_FENCE = 3  # rebuilds of one link within REBUILD_WINDOW seconds: stop rebuilding, fence it
@@ -149,6 +150,7 @@ class LedgerWriter:
                     raise
                 self._complain(f"reading the list of links failed ({e}); writing the links known")
                 announced = set(self._links_cache)
+                now += self.LINKS_RETRY  # a node that is down may take seconds to refuse: not every pass
             self._links_cache = sorted(link for link in announced | set(self.durable) if self.owns(link))
             self._links_read_at = now
         return [link for link in self._links_cache if link not in self.fenced]

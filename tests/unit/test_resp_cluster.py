@@ -82,4 +82,7 @@ async def test_a_dead_node_fails_its_commands_without_raising() -> None:
     replies = await resp.execute([["SET", "{link:a}:durable", 1], ["PUBLISH", "jackpot:durable", "a d 1 ff"]])
     assert all(isinstance(r, OSError) for r in replies)
     assert cluster.initialized == 1  # the map is read again
+    # a moment later its commands fail at once: a silent host must not hold every batch for a whole timeout
+    again = await resp.execute([["SET", "{link:a}:durable", 2]])
+    assert isinstance(again[0], ConnectionError) and "a moment ago" in str(again[0])
     await resp.close()
