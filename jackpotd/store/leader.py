@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import logging
 import math
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -22,6 +21,7 @@ from ..clock import wait_set
 from ..metrics import WRITER_LEADER, WRITER_SHARDS
 from . import keys
 from .shards import SHARDS, describe
+from .throttle import Throttled
 from .writer import LedgerWriter
 
 log = logging.getLogger("jackpotd.leader")
@@ -56,7 +56,7 @@ class WriterLease:
         self.conn: asyncpg.Connection | None = None
         self.member: int | None = None
         self.shards: frozenset[int] = frozenset()
-        self._complained_at = -1e9
+        self._complain = Throttled(log).warn  # for what is tried several times a second
 
     async def _join(self) -> asyncpg.Connection:
         """The lease connection, joined as a member: on a primary (a standby's lock guards nothing it writes),
@@ -137,12 +137,6 @@ class WriterLease:
                                       timeout=self.CHECK_TIMEOUT):
                 pass
 
-    def _complain(self, message: str) -> None:
-        """Log a failure to ask at most once a minute (a standby asks twice a second)."""
-        now = time.monotonic()
-        if now - self._complained_at >= 60:
-            self._complained_at = now
-            log.warning("%s", message)
 
     async def held(self) -> bool:
         """Whether this session still holds every shard it believes it holds (a PostgreSQL restart or failover

@@ -45,6 +45,7 @@ from .replies import pairs, parse_reply
 from .resp import RespPipeline
 from .resp_cluster import ClusterResp, with_address
 from .shards import ALL
+from .throttle import Throttled
 
 log = logging.getLogger("jackpotd.redis")
 SAFETY_TTL_SECONDS = 24 * 3600  # until the writer shortens it to the retention once the entry is durable
@@ -95,7 +96,7 @@ class RedisPools:
         self._sentinels: list[tuple[str, int]] = []
         self._master = ""
         self._following: asyncio.Task[None] | None = None
-        self._complained_at = -1e9
+        self._complain = Throttled(log).warn  # for what is tried several times a second
 
     def _connect(self, url: str) -> None:
         # decode_responses=True: every reply is str; typed Any because the stubs cannot express that
@@ -205,12 +206,6 @@ class RedisPools:
         self._complain(f"{what} failed: {reply}")
         return True
 
-    def _complain(self, message: str) -> None:
-        """A warning at most once a minute: the conditions it reports are asked about many times a second."""
-        now = time.monotonic()
-        if now - self._complained_at >= 60:
-            self._complained_at = now
-            log.warning("%s", message)
 
     async def _follow(self) -> None:
         while True:

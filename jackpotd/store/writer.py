@@ -25,6 +25,7 @@ from . import ledger, recovery
 from .checkpoints import Checkpointer
 from .redis_pools import Durable, Journal, RedisPools
 from .shards import ALL, shard_of
+from .throttle import Throttled
 
 log = logging.getLogger("jackpotd.writer")
 
@@ -55,7 +56,7 @@ class LedgerWriter:
         self.fenced: dict[str, str] = {}  # link -> which entry the ledger refused, and why
         self.problems: dict[str, str] = {}  # link -> why it cannot be served right now (a failed rebuild)
         self.unreachable: dict[str, str] = {}  # link -> why its Redis (a cluster node) cannot be probed now
-        self._complained_at = -1e9
+        self._complain = Throttled(log).warn  # for what is tried several times a second
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._heads: ledger.HeadCache = {}
@@ -125,12 +126,6 @@ class LedgerWriter:
             raise
         self._failing = None
 
-    def _complain(self, message: str) -> None:
-        """A warning at most once a minute (what it reports is tried several times a second)."""
-        now = time.monotonic()
-        if now - self._complained_at >= 60:
-            self._complained_at = now
-            log.warning("%s", message)
 
     def stalled(self) -> str | None:
         """Why nothing has been appended for STALLED_AFTER seconds or more, while the writer keeps failing."""

@@ -8,7 +8,7 @@ import csv
 import io
 import json
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -101,9 +101,12 @@ async def test_jackpot_report_formats_carry_the_same_numbers(client: Client, tar
     def channel(t: str) -> object:
         return finance_channel(credential, t)
 
-    day = datetime.now(UTC).date().isoformat() if datetime.now(UTC).hour >= 6 else None
-    period = (["--day", day] if day else
-              ["--from", datetime.fromtimestamp(0, UTC).isoformat(), "--to", datetime.now(UTC).isoformat()])
+    # the gaming day (it starts at 06:00 UTC here) once today's has begun, else the last day up to now (the link is
+    # minutes old): both the CLI and the server are asked for the same period
+    now = datetime.now(UTC)
+    day = now.date().isoformat() if now.hour >= 6 else None
+    since = now - timedelta(days=1)
+    period = ["--day", day] if day else ["--from", since.isoformat(), "--to", now.isoformat()]
     outputs = {}
     for fmt in ("json", "csv", "html", "text"):
         out = tmp_path / f"report.{fmt}"
@@ -113,8 +116,8 @@ async def test_jackpot_report_formats_carry_the_same_numbers(client: Client, tar
         outputs[fmt] = out.read_text(encoding="utf-8-sig")
     report = json.loads(outputs["json"])
     served = await c.report.GetReconciliation(report_pb2.GetReconciliationRequest(
-        link_id=link, **({"gaming_day": day} if day else {"from_ms": 1, "to_ms": int(datetime.now(UTC).timestamp()
-                                                                                       * 1000)})))
+        link_id=link, **({"gaming_day": day} if day else {"from_ms": int(since.timestamp() * 1000),
+                                                          "to_ms": int(now.timestamp() * 1000)})))
     # the server's numbers, in µ¢, are in every format: JSON as integers, CSV and HTML as the same exact dollars
     rows = list(csv.reader(io.StringIO(outputs["csv"])))
     cells = {cell for row in rows for cell in row}
