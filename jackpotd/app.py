@@ -118,7 +118,8 @@ async def open_stores(settings: Settings, *, migrate: bool = True) -> AsyncItera
         pool = await ledger.connect_pool(dsn, size=20)
         try:
             redis = await RedisPools.open(redis_url, "" if embedded else settings.redis_sentinels,
-                                          settings.redis_master_name, cluster=settings.redis_cluster)
+                                          settings.redis_master_name, cluster=settings.redis_cluster,
+                                          sentinel_password=None if embedded else _sentinel_password(settings))
         except WrongTopology as e:
             await pool.close()
             raise SettingsError(str(e)) from None
@@ -150,18 +151,30 @@ def _with_secret(url: str, password_file: str, store: str) -> str:
     which asyncpg and redis-py both read."""
     if not password_file:
         return url
-    try:
-        password = Path(password_file).read_text().strip()
-    except OSError as e:
-        raise SettingsError(f"{store}_password_file: cannot read {password_file}: {e.strerror or e}") from None
-    if not password:
-        raise SettingsError(f"{store}_password_file: {password_file} is empty")
+    password = _password(password_file, f"{store}_password_file")
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     if parts.password or any(k == "password" for k, _ in query):
         raise SettingsError(f"the {store} URL carries a password and {store}_password_file is set: "
                             "keep the password in the file alone")
     return urlunsplit(parts._replace(query=urlencode([*query, ("password", password)])))
+
+
+def _password(path: str, setting: str) -> str:
+    """The password kept in the file `setting` names; SettingsError if it cannot be read or is empty."""
+    try:
+        password = Path(path).read_text().strip()
+    except OSError as e:
+        raise SettingsError(f"{setting}: cannot read {path}: {e.strerror or e}") from None
+    if not password:
+        raise SettingsError(f"{setting}: {path} is empty")
+    return password
+
+
+def _sentinel_password(settings: Settings) -> str | None:
+    """The Sentinels' own password, when they have one."""
+    path = settings.redis_sentinel_password_file
+    return _password(path, "redis_sentinel_password_file") if path and settings.redis_sentinels else None
 
 
 def _alive(pid: int) -> bool:
@@ -362,7 +375,7 @@ def worker_main(settings_dict: dict[str, object], number: int) -> None:
         stop = asyncio.Event()
         _stop_on_signals(stop)
         redis = await RedisPools.open(settings.redis_url, settings.redis_sentinels, settings.redis_master_name,
-                                      cluster=settings.redis_cluster)
+                                      cluster=settings.redis_cluster, sentinel_password=_sentinel_password(settings))
         pg = await ledger.connect_pool(settings.postgres_dsn, size=10)
         try:
             async with jackpot_service(redis, pg, settings) as service:

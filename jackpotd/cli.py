@@ -184,7 +184,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
                                 "--config file")
     settings = load(getattr(args, "config", None),
                     **{name: getattr(args, name, None) for name in Settings.model_fields})
-    for name in ("redis_password_file", "postgres_password_file"):
+    for name in ("redis_password_file", "postgres_password_file", "redis_sentinel_password_file"):
         path = getattr(settings, name)
         if path and not os.access(path, os.R_OK):
             raise SettingsError(f"{name} = {path!r}: cannot read it")

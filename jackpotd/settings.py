@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     # as they fail it over (redis_url then gives the password, database and options; its host is replaced)
     redis_sentinels: str = ""
     redis_master_name: str = "jackpot"
+    # the Sentinels' own password (their `requirepass`), read from a file; none: they are asked without one
+    redis_sentinel_password_file: str = ""
     # a Valkey/Redis Cluster: redis_url names any one of its primaries; each link lives on its hash tag's shard
     redis_cluster: bool = False
     state_dir: str = "state"
@@ -79,6 +81,9 @@ class Settings(BaseSettings):
         if self.redis_cluster and self.redis_sentinels:
             raise ValueError("redis_cluster and redis_sentinels are both set: a cluster fails over by itself, "
                              "without Sentinels; set one of them")
+        if self.redis_sentinel_password_file and not self.redis_sentinels:
+            raise ValueError("redis_sentinel_password_file is set but redis_sentinels is not: name the Sentinels "
+                             "(JACKPOTD_REDIS_SENTINELS) or leave the password file out")
         if self.redis_cluster and not self.redis_url.startswith(("redis://", "rediss://")):
             raise ValueError(f"redis_cluster needs a redis:// or rediss:// redis_url naming one of the cluster's "
                              f"nodes, not {self.redis_url[:40]!r}")

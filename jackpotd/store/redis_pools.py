@@ -95,6 +95,8 @@ class RedisPools:
         self._connect(url)
         self._sentinels: list[tuple[str, int]] = []
         self._master = ""
+        self._sentinel_password: str | None = None
+        self._sentinel_error = ""  # why the last Sentinel asked did not answer: said when none does
         self._following: asyncio.Task[None] | None = None
         self._complain = Throttled(log).warn  # for what is tried several times a second
 
@@ -121,14 +123,17 @@ class RedisPools:
                 self._complain(f"loading the scripts on {node.host}:{node.port} failed: {e}")
 
     @classmethod
-    async def open(cls, url: str, sentinels: str = "", master: str = "", *, cluster: bool = False) -> RedisPools:
+    async def open(cls, url: str, sentinels: str = "", master: str = "", *, cluster: bool = False,
+                   sentinel_password: str | None = None) -> RedisPools:
         """The live store at `url`; with `sentinels` ("host:port,..."), at whatever address they give for
-        `master`, followed as they fail it over (the URL keeps its password, database and options); with
-        `cluster`, the Valkey/Redis Cluster that `url` is a node of."""
+        `master`, followed as they fail it over (the URL keeps its password, database and options; the Sentinels
+        are asked with `sentinel_password`, their own); with `cluster`, the Valkey/Redis Cluster that `url` is a
+        node of."""
         pools = cls(url, cluster=cluster)
         if sentinels:
             pools._sentinels = [(h, int(p)) for h, _, p in (s.strip().rpartition(":") for s in sentinels.split(","))]
             pools._master = master
+            pools._sentinel_password = sentinel_password
             await pools._follow_once()
             pools._following = asyncio.create_task(pools._follow(), name="sentinel-follower")
         try:
@@ -169,13 +174,15 @@ class RedisPools:
     async def _master_address(self) -> tuple[str, int] | None:
         """The master's address as the first Sentinel that answers gives it."""
         for host, port in self._sentinels:
-            sentinel: Any = aioredis.Redis(host=host, port=port, decode_responses=True, socket_timeout=2,
-                                           socket_connect_timeout=2)
+            sentinel: Any = aioredis.Redis(host=host, port=port, password=self._sentinel_password,
+                                           decode_responses=True, socket_timeout=2, socket_connect_timeout=2)
             try:
                 found: Any = await sentinel.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self._master)
                 if found:
                     return str(found[0]), int(found[1])
-            except (OSError, redis.exceptions.RedisError):
+                self._sentinel_error = f"{host}:{port} does not know it"
+            except (OSError, redis.exceptions.RedisError) as e:
+                self._sentinel_error = f"{host}:{port}: {e}"
                 continue
             finally:
                 await sentinel.aclose()
@@ -184,7 +191,8 @@ class RedisPools:
     async def _follow_once(self) -> None:
         found = await self._master_address()
         if found is None:
-            self._complain(f"no Sentinel of {self._sentinels} answers for master {self._master!r}")
+            self._complain(f"no Sentinel of {self._sentinels} answers for master {self._master!r} (last: "
+                           f"{self._sentinel_error})")
             return
         parts = urlsplit(self.url)
         if parts.scheme != "unix" and (parts.hostname, parts.port) == found:

