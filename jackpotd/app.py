@@ -117,9 +117,9 @@ async def open_stores(settings: Settings, *, migrate: bool = True) -> AsyncItera
             await ledger.migrate(owner_dsn)
         pool = await ledger.connect_pool(dsn, size=20)
         try:
-            redis = await RedisPools.open(redis_url, "" if embedded else settings.redis_sentinels,
-                                          settings.redis_master_name, cluster=settings.redis_cluster,
-                                          sentinel_password=None if embedded else _sentinel_password(settings))
+            redis = await RedisPools.open(redis_url, settings.redis_sentinels, settings.redis_master_name,
+                                          cluster=settings.redis_cluster,
+                                          sentinel_password=_sentinel_password(settings))
         except WrongTopology as e:
             await pool.close()
             raise SettingsError(str(e)) from None
@@ -174,7 +174,7 @@ def _password(path: str, setting: str) -> str:
 def _sentinel_password(settings: Settings) -> str | None:
     """The Sentinels' own password, when they have one."""
     path = settings.redis_sentinel_password_file
-    return _password(path, "redis_sentinel_password_file") if path and settings.redis_sentinels else None
+    return _password(path, "redis_sentinel_password_file") if path else None
 
 
 def _alive(pid: int) -> bool:

@@ -81,6 +81,9 @@ class Settings(BaseSettings):
         if self.redis_cluster and self.redis_sentinels:
             raise ValueError("redis_cluster and redis_sentinels are both set: a cluster fails over by itself, "
                              "without Sentinels; set one of them")
+        if self.redis_sentinels and not self.redis_url:  # else workers would follow them, off the embedded Valkey
+            raise ValueError("redis_sentinels is set but redis_url is not: Sentinels watch an external Valkey; "
+                             "configure --redis-url and --postgres-dsn too, or leave the Sentinels out")
         if self.redis_sentinel_password_file and not self.redis_sentinels:
             raise ValueError("redis_sentinel_password_file is set but redis_sentinels is not: name the Sentinels "
                              "(JACKPOTD_REDIS_SENTINELS) or leave the password file out")

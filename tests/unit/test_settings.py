@@ -135,3 +135,8 @@ def test_a_sentinel_password_needs_sentinels(tmp_path: Path) -> None:
         load(None, redis_sentinel_password_file=str(tmp_path / "pw"), **stores)
     given = load(None, redis_sentinel_password_file=str(tmp_path / "pw"), redis_sentinels="s:26379", **stores)
     assert given.redis_sentinel_password_file == str(tmp_path / "pw")
+
+
+def test_sentinels_need_an_external_valkey() -> None:
+    with pytest.raises(SettingsError, match="redis_sentinels is set but redis_url is not"):
+        load(None, redis_sentinels="s:26379")
