@@ -137,7 +137,6 @@ class WriterLease:
                                       timeout=self.CHECK_TIMEOUT):
                 pass
 
-
     async def held(self) -> bool:
         """Whether this session still holds every shard it believes it holds (a PostgreSQL restart or failover
         ends the leases)."""

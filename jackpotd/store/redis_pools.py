@@ -204,17 +204,6 @@ class RedisPools:
         self._connect(url)  # calls in flight on the old primary fail as Unavailable and are retried here
         await self._close(*old)
 
-    def _skipped(self, reply: Any, what: str) -> bool:
-        """Whether a link's reply failed: on one Redis that raises; on a cluster, one node's failure is noted (at
-        most once a minute) and the link left for the next try while the others go on."""
-        if not isinstance(reply, Exception):
-            return False
-        if not self.cluster:
-            raise raised(reply)
-        self._complain(f"{what} failed: {reply}")
-        return True
-
-
     async def _follow(self) -> None:
         while True:
             await asyncio.sleep(self.FOLLOW_EVERY)
@@ -235,6 +224,16 @@ class RedisPools:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._following
         await self._close(self.client, self._resp, self._journal_reader)
+
+    def _skipped(self, reply: Any, what: str) -> bool:
+        """Whether a link's reply failed: on one Redis that raises; on a cluster, one node's failure is noted (at
+        most once a minute) and the link left for the next try while the others go on."""
+        if not isinstance(reply, Exception):
+            return False
+        if not self.cluster:
+            raise raised(reply)
+        self._complain(f"{what} failed: {reply}")
+        return True
 
     # ---- the service's port ----------------------------------------------------------------------
 

@@ -126,7 +126,6 @@ class LedgerWriter:
             raise
         self._failing = None
 
-
     def stalled(self) -> str | None:
         """Why nothing has been appended for STALLED_AFTER seconds or more, while the writer keeps failing."""
         if self._failing is None or time.monotonic() - self._failing[0] < self.STALLED_AFTER:
