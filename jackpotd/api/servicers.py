@@ -18,7 +18,7 @@ from ..domain.link import LinkConfig, TableConfig
 from ..domain.paytable import PaytableEntry, default_paytable
 from ..domain.pools import JACKPOT, RESERVE, PoolSpec
 from ..domain.rates import RateSet
-from ..domain.rounds import SeatHand, Wager
+from ..domain.rounds import NoHand, SeatHand, Wager
 from ..service import commands as c
 from ..service import results
 from ..service.errors import Unavailable
@@ -46,6 +46,15 @@ def request_of(msg: Message) -> c.Request:
     """The request id and the canonical content it stands for (everything but the id)."""
     content = MessageToDict(msg, preserving_proto_field_name=True)
     return c.Request(require_id("request_id", content.pop("request_id", "")), content)
+
+
+def no_hand_of(index: int, value: int) -> NoHand | None:
+    """A SeatHand's `no_hand` as the domain's reason (None: the seat's cards are given)."""
+    if value == table_pb2.NO_HAND_UNSPECIFIED:
+        return None
+    if value not in table_pb2.NoHand.values():
+        raise InvalidInput(f"hands[{index}].no_hand", value, "must be FOLDED, MUCKED or DEAD (or unset, with cards)")
+    return NoHand(table_pb2.NoHand.Name(value))  # type: ignore[arg-type]
 
 
 def audit_of(a: admin_pb2.Audit) -> c.Audit:
@@ -104,7 +113,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         return response
 
     async def SettleRound(self, request: table_pb2.SettleRoundRequest, context: Ctx) -> table_pb2.SettleRoundResponse:
-        hands = [SeatHand(x.seat, tuple(x.cards)) for x in request.hands]
+        hands = [SeatHand(x.seat, tuple(x.cards), no_hand_of(i, x.no_hand)) for i, x in enumerate(request.hands)]
         done = await self.table.settle(c.Settle(request_of(request), request.table_id, request.round_id, hands,
                                                 list(request.dealer_cards), list(request.board_cards)))
         return table_pb2.SettleRoundResponse(
@@ -114,8 +123,8 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                      for p in done.payouts],
             resets=[table_pb2.PoolReset(pool=r.pool, from_reserve_cents=r.from_reserve_cents,
                                         from_operator_cents=r.from_operator_cents) for r in done.resets],
-            seats=[table_pb2.SeatResult(seat=s.seat, hand=s.hand) for s in done.seats],
-            pools=pool_amounts(done.pools), sequence=done.seq)
+            seats=[table_pb2.SeatResult(seat=s.seat, hand=s.hand, no_hand=s.no_hand) for s in done.seats],
+            unwagered_seats=done.unwagered, pools=pool_amounts(done.pools), sequence=done.seq)
 
     async def VoidRound(self, request: table_pb2.VoidRoundRequest, context: Ctx) -> table_pb2.VoidRoundResponse:
         done = await self.table.void(c.Void(request_of(request), request.table_id, request.round_id, request.reason,

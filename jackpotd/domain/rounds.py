@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from . import hands as h
 from .cards import Card, parse_card, require_distinct
@@ -27,12 +28,32 @@ class Wager:
     ante_placed: bool
 
 
+class NoHand(Enum):
+    """Why a seat that wagered has no hand to evaluate (API.md SettleRound): its jackpot wager is a loss."""
+
+    FOLDED = "FOLDED"
+    MUCKED = "MUCKED"
+    DEAD = "DEAD"
+
+
 @dataclass(frozen=True, slots=True)
 class SeatHand:
-    """A seat's cards as a table sends them (for hold'em: the two hole cards)."""
+    """A seat as a table settles it: its cards (for hold'em: the two hole cards), or why it has none."""
 
     seat: int
     cards: tuple[str, ...]
+    no_hand: NoHand | None = None
+
+
+def require_every_wagered_seat(wagered: Collection[int], hands: Sequence[SeatHand]) -> None:
+    """Each seat that wagered appears in the settle, with its cards or stated as having no hand: a seat left out
+    (a wrong seat number, a forgotten one) must never silently lose a hit. Refused, naming the seats."""
+    missing = sorted(set(wagered) - {hand.seat for hand in hands})
+    if missing:
+        listed = ", ".join(map(str, missing))
+        raise InvalidInput("hands", missing, f"seat{'s' if len(missing) > 1 else ''} {listed} wagered in this round "
+                                             "and must each appear once: with the cards, or with no_hand "
+                                             "(FOLDED, MUCKED or DEAD)")
 
 
 def validate_wagers(wagers: Sequence[Wager], seats: int, wager_cents: int) -> tuple[tuple[int, int], ...]:
@@ -61,8 +82,8 @@ def evaluate_round(game: str, seats: int, wagered: Sequence[int], hands: Sequenc
                    board: Sequence[str] = (), dealer: Sequence[str] = ()) -> tuple[Hit, ...]:
     """§4: the service evaluates the cards itself; all cards of the round must be distinct cards of one deck.
 
-    Returns the category of every seat holding a wager and cards; other seats are ignored and a wagered
-    seat without cards is a loss.
+    Returns the category of every seat holding a wager and cards; other seats' cards are only checked, and a
+    seat stated as having no hand (no cards) is a loss. A seat with neither cards nor a reason is refused.
     """
     if game not in h.CARDS_PER_HAND:
         raise InvalidInput("game", game, f"unknown game; known games: {', '.join(h.GAMES)}")
@@ -76,10 +97,20 @@ def evaluate_round(game: str, seats: int, wagered: Sequence[int], hands: Sequenc
         raise InvalidInput("board_cards", list(board), f"{game} has no community cards")
     all_cards: list[Card] = list(board_cards) + _parse(dealer, "dealer_cards")
     parsed: dict[int, list[Card]] = {}
+    stated: set[int] = set()
     for i, hand in enumerate(hands):
         require_seat(f"hands[{i}].seat", hand.seat, seats)
-        if hand.seat in parsed:
+        if hand.seat in stated:
             raise InvalidInput(f"hands[{i}].seat", hand.seat, "duplicate seat: one hand per seat")
+        stated.add(hand.seat)
+        if hand.no_hand is not None:
+            if hand.cards:
+                raise InvalidInput(f"hands[{i}].cards", list(hand.cards), f"seat {hand.seat} is stated as "
+                                   f"{hand.no_hand.value}: send its cards or no_hand, not both")
+            continue
+        if not hand.cards:
+            raise InvalidInput(f"hands[{i}].cards", [], f"seat {hand.seat} has no cards: send them, or say why it "
+                               "has none with no_hand (FOLDED, MUCKED or DEAD)")
         cards = _parse(hand.cards, f"hands[{i}].cards")
         if len(cards) != per_seat:
             raise InvalidInput(f"hands[{i}].cards", list(hand.cards), f"{game} needs exactly {per_seat} cards a seat")

@@ -21,6 +21,15 @@ def stored(item: Any) -> dict[str, Any]:
     return {name: getattr(item, name) for name in item.__slots__}
 
 
+def stored_seat(seat: SeatResult) -> dict[str, Any]:
+    """A seat of a settle as stored: `no_hand` only for a seat without a hand, so a seat with cards is stored as
+    it always was."""
+    row = stored(seat)
+    if not seat.no_hand:
+        del row["no_hand"]
+    return row
+
+
 def _rows(kind: type[T], rows: Any) -> tuple[T, ...]:
     return tuple(kind(**row) for row in rows)
 
@@ -61,7 +70,8 @@ class Payout:
 @dataclass(frozen=True, slots=True)
 class SeatResult:
     seat: int
-    hand: str  # "" for a wagered seat without a paying category
+    hand: str  # the category evaluated; "" for a seat without a hand
+    no_hand: str = ""  # FOLDED, MUCKED or DEAD: why the table said it had none (replies before it: "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +101,7 @@ class Settled(Answer):
     payouts: tuple[Payout, ...]
     resets: tuple[Reset, ...]  # §5.8, as the domain priced them
     seats: tuple[SeatResult, ...]
+    unwagered: tuple[int, ...] = ()  # seats whose hands were sent without a jackpot wager: never paid
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +155,7 @@ def payouts_of(reply: Reply) -> tuple[Payout, ...]:
 def settled(reply: Reply, config: LinkConfig) -> Settled:
     r = reply.result
     return Settled(reply.seq, config.link_id, pool_views(config, reply.balances), payouts_of(reply),
-                   _rows(Reset, r["resets"]), _rows(SeatResult, r["seats"]))
+                   _rows(Reset, r["resets"]), _rows(SeatResult, r["seats"]), tuple(r.get("unwagered", ())))
 
 
 def voided(reply: Reply, config: LinkConfig) -> Voided:

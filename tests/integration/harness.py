@@ -65,6 +65,8 @@ class Client:
     report: report_pb2_grpc.ReportServiceStub
     pg: asyncpg.Pool
     redis: Any  # redis.asyncio.Redis with decoded replies
+    # the seats each round committed through this client: settle() states the ones given no cards as FOLDED
+    wagered: dict[tuple[str, str], list[int]] = field(default_factory=dict)
 
     @staticmethod
     async def connect(target: str, dsn: str, redis_url: str) -> Client:
@@ -120,13 +122,21 @@ class Client:
         resp: table_pb2.CommitWagersResponse = await self.table.CommitWagers(table_pb2.CommitWagersRequest(
             request_id=request_id or rid(), table_id=table_id, round_id=round_id,
             wagers=[table_pb2.Wager(seat=s, amount_cents=amount, ante_placed=True) for s in seats]))
+        self.wagered[table_id, round_id] = list(seats)
         return resp
 
     async def settle(self, table_id: str, round_id: str, hands: dict[int, Sequence[str]],
-                     request_id: str | None = None, board: Sequence[str] = ()) -> table_pb2.SettleRoundResponse:
+                     request_id: str | None = None, board: Sequence[str] = (),
+                     others: str | None = "FOLDED") -> table_pb2.SettleRoundResponse:
+        """Settle with these hands; every other seat this client committed in the round is stated as `others`
+        (FOLDED by default; None sends only `hands`, as a controller that forgot a seat would)."""
+        sent = [table_pb2.SeatHand(seat=s, cards=list(c)) for s, c in hands.items()]
+        if others is not None:
+            sent += [table_pb2.SeatHand(seat=s, no_hand=table_pb2.NoHand.Value(others))
+                     for s in self.wagered.get((table_id, round_id), []) if s not in hands]
         resp: table_pb2.SettleRoundResponse = await self.table.SettleRound(table_pb2.SettleRoundRequest(
-            request_id=request_id or rid(), table_id=table_id, round_id=round_id,
-            hands=[table_pb2.SeatHand(seat=s, cards=list(c)) for s, c in hands.items()], board_cards=list(board)))
+            request_id=request_id or rid(), table_id=table_id, round_id=round_id, hands=sent,
+            board_cards=list(board)))
         return resp
 
     async def pools(self, link_id: str) -> dict[str, Any]:

@@ -27,9 +27,11 @@ def commit(table: str, round_id: str, *wagers: table_pb2.Wager, request_id: str 
                                          round_id=round_id, wagers=list(wagers))
 
 
-def settle(table: str, round_id: str, hands: dict[int, list[str]]) -> Any:
-    return table_pb2.SettleRoundRequest(request_id=rid(), table_id=table, round_id=round_id,
-                                        hands=[table_pb2.SeatHand(seat=s, cards=c) for s, c in hands.items()])
+def settle(table: str, round_id: str, hands: dict[int, list[str] | int]) -> Any:
+    """A settle of these seats: a seat's cards, or (an int) its `no_hand` reason with no cards."""
+    return table_pb2.SettleRoundRequest(request_id=rid(), table_id=table, round_id=round_id, hands=[
+        table_pb2.SeatHand(seat=s, no_hand=x) if isinstance(x, int) else table_pb2.SeatHand(seat=s, cards=x)
+        for s, x in hands.items()])
 
 
 @pytest.fixture
@@ -55,6 +57,21 @@ CASES: list[tuple[str, Callable[[dict[str, str]], tuple[str, Any]], S, list[str]
      S.INVALID_ARGUMENT, ["hands[0].cards", "exactly 5"]),
     ("hand seat outside table", lambda w: ("SettleRound", settle(w["table"], "open", {9: ROYAL})),
      S.INVALID_ARGUMENT, ["hands[0].seat", "9"]),
+    # issue 19: a royal flush sent for seat 3 when seats 1 and 2 wagered must not settle them as losses
+    ("royal on a seat that did not wager, wagered seats left out",
+     lambda w: ("SettleRound", settle(w["table"], "open", {3: ROYAL})),
+     S.INVALID_ARGUMENT, ["hands=[1, 2]", "seats 1, 2 wagered", "no_hand"]),
+    ("one wagered seat left out", lambda w: ("SettleRound", settle(w["table"], "open", {1: ROYAL})),
+     S.INVALID_ARGUMENT, ["hands=[2]", "seat 2 wagered"]),
+    ("a seat with neither cards nor a reason", lambda w: ("SettleRound", settle(w["table"], "open", {1: ROYAL, 2: []})),
+     S.INVALID_ARGUMENT, ["hands[1].cards", "seat 2 has no cards", "no_hand"]),
+    ("a seat with cards and a reason", lambda w: ("SettleRound", table_pb2.SettleRoundRequest(
+        request_id=rid(), table_id=w["table"], round_id="open", hands=[
+            table_pb2.SeatHand(seat=1, cards=ROYAL, no_hand=table_pb2.FOLDED),
+            table_pb2.SeatHand(seat=2, no_hand=table_pb2.FOLDED)])),
+     S.INVALID_ARGUMENT, ["hands[0].cards", "stated as FOLDED"]),
+    ("an unknown no_hand", lambda w: ("SettleRound", settle(w["table"], "open", {1: ROYAL, 2: 7})),
+     S.INVALID_ARGUMENT, ["hands[1].no_hand=7", "FOLDED, MUCKED or DEAD"]),
     ("seat outside table", lambda w: ("CommitWagers", commit(w["table"], "r", wager(8))),
      S.INVALID_ARGUMENT, ["wagers[0].seat", "8"]),
     ("seat zero", lambda w: ("CommitWagers", commit(w["table"], "r", wager(0))),

@@ -29,7 +29,8 @@ async def test_every_mutating_call_is_idempotent(client: Client) -> None:
                                                    for s in (1, 2, 3)])
     settle = table_pb2.SettleRoundRequest(request_id=rid(), table_id=table, round_id="r1", hands=[
         table_pb2.SeatHand(seat=1, cards=["9h", "8h", "7h", "6h", "5h"]),
-        table_pb2.SeatHand(seat=2, cards=["2c", "5c", "9c", "Jc", "Kc"])])
+        table_pb2.SeatHand(seat=2, cards=["2c", "5c", "9c", "Jc", "Kc"]),
+        table_pb2.SeatHand(seat=3, no_hand=table_pb2.FOLDED)])
     commit2 = table_pb2.CommitWagersRequest(request_id=rid(), table_id=table, round_id="r2",
                                             wagers=[table_pb2.Wager(seat=4, amount_cents=100, ante_placed=True)])
     void = table_pb2.VoidRoundRequest(request_id=rid(), table_id=table, round_id="r2", reason="misdeal")

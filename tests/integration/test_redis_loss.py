@@ -264,7 +264,8 @@ async def test_finished_rounds_and_answers_leave_redis_and_retries_are_answered_
                                                wagers=[table_pb2.Wager(seat=s, amount_cents=100, ante_placed=True)
                                                        for s in (1, 2)])
         settle = table_pb2.SettleRoundRequest(request_id=rid(), table_id=table, round_id="r1",
-                                              hands=[table_pb2.SeatHand(seat=1, cards=FLUSH)])
+                                              hands=[table_pb2.SeatHand(seat=1, cards=FLUSH),
+                                                     table_pb2.SeatHand(seat=2, no_hand=table_pb2.FOLDED)])
         commit2 = table_pb2.CommitWagersRequest(request_id=rid(), table_id=table, round_id="r2",
                                                 wagers=[table_pb2.Wager(seat=3, amount_cents=100, ante_placed=True)])
         void = table_pb2.VoidRoundRequest(request_id=rid(), table_id=table, round_id="r2", reason="misdeal")

@@ -88,14 +88,15 @@ async def test_a_restarted_controller_resends_its_saved_ids(proc_service: tuple[
     answer = await first.commit("r1", [(1, 100), (2, 100)])
     # The controller saved a settle, then died before it heard the answer.
     settle = table_pb2.SettleRoundRequest(table_id=table, round_id="r1", hands=[
-        table_pb2.SeatHand(seat=1, cards=["As", "Ks", "Qs", "Js", "Ts"])])
+        table_pb2.SeatHand(seat=1, cards=["As", "Ks", "Qs", "Js", "Ts"]),
+        table_pb2.SeatHand(seat=2, no_hand=table_pb2.MUCKED)])
     first.outbox.request_id("settle", table, "r1", settle.SerializeToString())
     await first.close()
     (second,) = await controllers(server.target, [table], outbox)
     again = await second.commit("r1", [(1, 100), (2, 100)])  # the same operation after the restart
     assert again.sequence == answer.sequence
     assert await second.resume() == 1  # the unanswered settle goes out with its saved id
-    settled = await second.settle("r1", {1: ["As", "Ks", "Qs", "Js", "Ts"]})  # and asking again answers the same
+    settled = await second.settle("r1", {1: ["As", "Ks", "Qs", "Js", "Ts"]}, no_hands={2: "MUCKED"})  # the same
     assert [p.hand for p in settled.payouts] == ["royal_flush"]
     await second.close()
     kinds = await client.pg.fetch("SELECT kind, count(*) AS n FROM entries WHERE link_id = $1 "
@@ -126,8 +127,9 @@ class RecordingController(TableController):
         self.settled: dict[str, tuple[dict[int, list[str]], list[str], table_pb2.SettleRoundResponse]] = {}
 
     async def settle(self, round_id: str, hands: Mapping[int, Sequence[str]], dealer_cards: Sequence[str] = (),
-                     board_cards: Sequence[str] = ()) -> table_pb2.SettleRoundResponse:
-        answer = await super().settle(round_id, hands, dealer_cards, board_cards)
+                     board_cards: Sequence[str] = (),
+                     no_hands: Mapping[int, str] | None = None) -> table_pb2.SettleRoundResponse:
+        answer = await super().settle(round_id, hands, dealer_cards, board_cards, no_hands)
         self.settled[round_id] = ({s: list(c) for s, c in hands.items()}, list(board_cards), answer)
         return answer
 
@@ -152,7 +154,8 @@ async def test_other_games_play_on_the_same_link(client: Client, target: str, tm
                                                       token=token(Role.TABLE, table))).start()
     tally = Tally()
     forced, forced_hand = OTHER_GAMES[game]
-    await play(ctrl, TableSettings(game=game, seats=5, share=1.0, misdeal_rate=0, absent_rate=0), 20, tally,
+    await play(ctrl, TableSettings(game=game, seats=5, share=1.0, misdeal_rate=0, absent_rate=0,
+                                         fold_rate=0), 20, tally,
                random.Random(SEED), Scenario({table: {0: {1: forced}}}))
     await ctrl.close()
     assert sum(tally.hands.values()) == 20 * 5 and len(ctrl.settled) == 20

@@ -12,7 +12,7 @@ from jackpotd.domain.link import LinkConfig, TableConfig
 from jackpotd.domain.paytable import default_paytable
 from jackpotd.domain.pools import MAJOR, MINOR, RESERVE, SPLIT, PoolSpec
 from jackpotd.domain.rates import RateSet
-from jackpotd.domain.rounds import COMMITTED, SETTLED, VOIDED, SeatHand, Wager
+from jackpotd.domain.rounds import COMMITTED, SETTLED, VOIDED, NoHand, SeatHand, Wager
 from jackpotd.service.commands import Commit, Request, Settle, Void
 from jackpotd.service.decide.table import TableState, decide_commit, decide_settle, decide_void
 from jackpotd.service.errors import Unavailable
@@ -127,8 +127,10 @@ def committed_round(*seats: int) -> tuple[LinkConfig, LiveRound]:
     return config, live_round(decide_commit(commit(*seats), config, "v1", fresh()))
 
 
-def settle(hands: dict[int, tuple[str, ...]]) -> Settle:
-    return Settle(req("s1"), "T", "r1", [SeatHand(s, cards) for s, cards in hands.items()])
+def settle(hands: dict[int, tuple[str, ...] | NoHand]) -> Settle:
+    """A settle of round r1: each seat's cards, or why it has none."""
+    return Settle(req("s1"), "T", "r1", [SeatHand(s, (), x) if isinstance(x, NoHand) else SeatHand(s, x)
+                                         for s, x in hands.items()])
 
 
 def test_settle_pays_a_royal_flush_the_major_pool_and_resets_it() -> None:
@@ -161,11 +163,59 @@ def test_settle_without_a_hit_moves_nothing_and_guards_nothing() -> None:
     assert step.deltas == [] and step.guards == {} and step.result["payouts"] == []
 
 
-def test_settle_ignores_a_seat_without_a_wager_and_a_wager_without_cards_loses() -> None:
+def test_settle_checks_a_seat_without_a_wager_never_pays_it_and_names_it() -> None:
     config, rnd = committed_round(1, 3)
-    step = decide_settle(settle({1: NOTHING, 2: ROYAL}), config, "v1", TableState(NOW, {}, rnd, None))
+    step = decide_settle(settle({1: NOTHING, 2: ROYAL, 3: NoHand.FOLDED}), config, "v1", TableState(NOW, {}, rnd, None))
     assert step.result["payouts"] == []
-    assert step.result["seats"] == [{"seat": 1, "hand": "high_card"}, {"seat": 3, "hand": ""}]
+    assert step.result["seats"] == [{"seat": 1, "hand": "high_card"}, {"seat": 3, "hand": "", "no_hand": "FOLDED"}]
+    assert step.result["unwagered"] == [2]
+
+
+def test_a_royal_flush_on_a_wrong_seat_is_refused_naming_the_wagered_seats_left_out() -> None:
+    """Issue 19: wagers on seats 1 and 2, a settle with one hand for seat 3 (a royal flush) must not settle the
+    round as two losses and pay nothing."""
+    config, rnd = committed_round(1, 2)
+    with pytest.raises(InvalidInput) as refused:
+        decide_settle(settle({3: ROYAL}), config, "v1", TableState(NOW, {}, rnd, None))
+    assert refused.value.field == "hands" and refused.value.value == [1, 2]
+    assert "seats 1, 2 wagered" in str(refused.value)
+
+
+def test_one_wagered_seat_left_out_is_refused_even_when_the_others_are_there() -> None:
+    config, rnd = committed_round(1, 2, 5)
+    with pytest.raises(InvalidInput, match=r"hands=\[5\]: seat 5 wagered"):
+        decide_settle(settle({1: NOTHING, 2: NoHand.MUCKED}), config, "v1", TableState(NOW, {}, rnd, None))
+
+
+@pytest.mark.parametrize("why", list(NoHand))
+def test_every_reason_for_no_hand_is_a_loss(why: NoHand) -> None:
+    config, rnd = committed_round(1, 2)
+    step = decide_settle(settle({1: why, 2: FLUSH}), config, "v1", TableState(NOW, {}, rnd, None))
+    assert [p["seat"] for p in step.result["payouts"]] == [2]
+    assert step.result["seats"][0] == {"seat": 1, "hand": "", "no_hand": why.value}
+    assert "unwagered" not in step.result
+
+
+def test_a_seat_with_neither_cards_nor_a_reason_is_refused() -> None:
+    config, rnd = committed_round(1, 2)
+    with pytest.raises(InvalidInput, match=r"hands\[1\]\.cards=\[\]: seat 2 has no cards"):
+        decide_settle(settle({1: FLUSH, 2: ()}), config, "v1", TableState(NOW, {}, rnd, None))
+
+
+def test_a_seat_with_cards_and_a_reason_is_refused() -> None:
+    config, rnd = committed_round(1)
+    cmd = Settle(req("s1"), "T", "r1", [SeatHand(1, ROYAL, NoHand.FOLDED)])
+    with pytest.raises(InvalidInput, match=r"hands\[0\]\.cards=.*stated as FOLDED"):
+        decide_settle(cmd, config, "v1", TableState(NOW, {}, rnd, None))
+
+
+def test_a_voided_seat_is_not_asked_for_and_its_cards_are_never_paid() -> None:
+    """An absent player's seat (voided, NSW 14.12) holds no wager any more: not required, and never paid."""
+    config, rnd = committed_round(1, 2)
+    voided = decide_void(Void(req("v1"), "T", "r1", "absent", [2]), config, "v1", TableState(NOW, {}, rnd, None))
+    rnd = live_round(voided, "2")
+    step = decide_settle(settle({1: NOTHING, 2: ROYAL}), config, "v1", TableState(NOW, {}, rnd, None))
+    assert step.result["payouts"] == [] and step.result["unwagered"] == [2]
 
 
 @pytest.mark.parametrize(("ledger_round", "error"), [(None, NotFound), (SETTLED, FailedPrecondition),

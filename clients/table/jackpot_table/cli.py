@@ -62,6 +62,8 @@ def parser() -> argparse.ArgumentParser:
             p.add_argument("--rounds", type=int, default=100, help="rounds per table (default 100)")
             p.add_argument("--misdeal-rate", type=float, default=0.01, help="share of rounds voided whole")
             p.add_argument("--absent-rate", type=float, default=0.01, help="share of rounds with an absent player")
+            p.add_argument("--fold-rate", type=float, default=0.02,
+                           help="share of wagered seats that fold (settled as FOLDED, without cards)")
             p.add_argument("--scenario", help="JSON file of forced hands: "
                                               '{"tables": {"demo-table-1": {"0": {"3": ["As","Ks","Qs","Js","Ts"]}}}}')
         else:
@@ -232,7 +234,8 @@ async def run(args: argparse.Namespace) -> int:
     if args.setup:
         await setup(args.target, args.setup, tables, args.game, args.seats, args.wager_cents, credentials)
     settings = TableSettings(args.game, args.seats, args.wager_cents, args.share,
-                             getattr(args, "misdeal_rate", 0.0), getattr(args, "absent_rate", 0.0))
+                             getattr(args, "misdeal_rate", 0.0), getattr(args, "absent_rate", 0.0),
+                             getattr(args, "fold_rate", 0.0))
     scenario = Scenario.load(args.scenario) if getattr(args, "scenario", None) else None
     controllers = [await TableController(credentials.table_config(
         ControllerConfig(args.target, t, str(Path(args.outbox_dir) / f"{t}.db")))).start() for t in tables]

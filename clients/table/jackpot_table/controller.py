@@ -114,11 +114,17 @@ class TableController:
                                 lambda r: self._stub().CommitWagers(r, timeout=self.config.call_timeout))
 
     async def settle(self, round_id: str, hands: Mapping[int, Sequence[str]], dealer_cards: Sequence[str] = (),
-                     board_cards: Sequence[str] = ()) -> table_pb2.SettleRoundResponse:
+                     board_cards: Sequence[str] = (),
+                     no_hands: Mapping[int, str] | None = None) -> table_pb2.SettleRoundResponse:
+        """Settle the round: `hands` the cards of each seat that has them (seats without a jackpot wager may be
+        sent: they are checked, never paid); `no_hands` every wagered seat without a hand and why (FOLDED,
+        MUCKED or DEAD). The service refuses a settle that leaves out a seat that wagered."""
+        seats = [table_pb2.SeatHand(seat=s, cards=list(c)) for s, c in hands.items()]
+        seats += [table_pb2.SeatHand(seat=s, no_hand=table_pb2.NoHand.Value(why))
+                  for s, why in (no_hands or {}).items()]
         request = table_pb2.SettleRoundRequest(
             table_id=self.config.table_id, round_id=round_id, dealer_cards=list(dealer_cards),
-            board_cards=list(board_cards),
-            hands=[table_pb2.SeatHand(seat=s, cards=list(c)) for s, c in sorted(hands.items())])
+            board_cards=list(board_cards), hands=sorted(seats, key=lambda h: h.seat))
         return await self._send("settle", round_id, request, table_pb2.SettleRoundRequest,
                                 lambda r: self._stub().SettleRound(r, timeout=self.config.call_timeout))
 

@@ -33,6 +33,7 @@ class Tally:
     skipped: int = 0  # rounds played without jackpot wagers because the service was silent
     hits: Counter[str] = field(default_factory=Counter)
     hands: Counter[str] = field(default_factory=Counter)  # every wagered seat's hand, as the service evaluated it
+    folded: int = 0  # wagered seats settled without a hand (FOLDED)
     latencies: list[float] = field(default_factory=list)
     committed: dict[str, int] = field(default_factory=dict)  # "table/round" -> sequence of its commit
     # (kind, table, round) -> the sequence the service answered, for every call: kind is commit, void or settle
@@ -63,6 +64,7 @@ class TableSettings:
     share: float = 0.6  # share of seats that take the jackpot wager
     misdeal_rate: float = 0.01  # whole round void (NSW 14.4)
     absent_rate: float = 0.01  # one seat's hand void (NSW 14.12)
+    fold_rate: float = 0.02  # a wagered seat folds: settled as FOLDED, no cards (its jackpot wager is lost)
 
 
 async def play(controller: TableController, settings: TableSettings, rounds: int, tally: Tally,
@@ -108,13 +110,18 @@ async def play(controller: TableController, settings: TableSettings, rounds: int
             tally.refunded_cents += sum(r.amount_cents for r in voided.refunds)
             wagering.remove(absent)
             del cards.hands[absent]
+        folds = {s: "FOLDED" for s in wagering if s not in forced and rng.random() < settings.fold_rate}
+        for seat in folds:  # a folded hand is mucked: the table reports the seat, not its cards
+            del cards.hands[seat]
         started = time.perf_counter()
-        settled = await controller.settle(round_id, cards.hands, cards.dealer, cards.board)
+        settled = await controller.settle(round_id, cards.hands, cards.dealer, cards.board, no_hands=folds)
         tally.latencies.append(time.perf_counter() - started)
         tally.answers["settle", table_id, round_id] = settled.sequence
         for s in settled.seats:
             if s.hand:
                 tally.hands[s.hand] += 1
+            elif s.no_hand:
+                tally.folded += 1
         for p in settled.payouts:
             if p.status == "PENDING":
                 tally.pending_cents += p.amount_cents

@@ -15,12 +15,20 @@ from ...domain.money import floor_cents
 from ...domain.postings import Posting
 from ...domain.pricing import price_round
 from ...domain.rates import rates_in_force
-from ...domain.rounds import COMMITTED, PENDING, SETTLED, VOIDED, evaluate_round, validate_wagers
+from ...domain.rounds import (
+    COMMITTED,
+    PENDING,
+    SETTLED,
+    VOIDED,
+    evaluate_round,
+    require_every_wagered_seat,
+    validate_wagers,
+)
 from ...domain.verification import PAID, held, status_of
 from ..commands import Commit, Settle, Void
 from ..errors import Unavailable
 from ..ports import ROUND_ABSENT, LiveRound, Step
-from ..results import Payout, SeatResult, stored
+from ..results import Payout, SeatResult, stored, stored_seat
 from ..round_record import HeldHit, RoundRecord, new_round
 from .steps import step
 
@@ -66,14 +74,18 @@ def decide_commit(cmd: Commit, config: LinkConfig, version: str, state: TableSta
 
 
 def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableState) -> Step:
-    """§5: evaluate every wagered seat and price all hits at once against the pools as they stand."""
+    """§5: evaluate every wagered seat and price all hits at once against the pools as they stand. Every seat that
+    wagered must be accounted for (its cards, or why it has none); other seats' cards are checked, never paid."""
     table = config.table(cmd.table_id)
     evaluated = evaluate_round(table.game, table.seats, [hand.seat for hand in cmd.hands], cmd.hands,
                                cmd.board_cards, cmd.dealer_cards)
     rnd = open_round(state, config.link_id, cmd.table_id, cmd.round_id)
     record = RoundRecord.decode(rnd.data)
     wagered = set(record.active)
+    require_every_wagered_seat(wagered, cmd.hands)
     hits = [x for x in evaluated if x.seat in wagered]
+    folded = {hand.seat: hand.no_hand.value for hand in cmd.hands if hand.no_hand is not None and hand.seat in wagered}
+    unwagered = sorted({hand.seat for hand in cmd.hands} - wagered)
     paytable = config.paytable(record.game)
     qualifying = [x for x in hits if x.category in paytable.entries]
     balances = state.balances if qualifying else {}
@@ -93,11 +105,13 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
                          "pool_after_cents": floor_cents(p.pool_after_uc)})
         if status != PAID:
             waiting[p.seat] = HeldHit(payout.hit_id, p.pool, p.amount_cents, p.funded_by_operator_cents)
-    seats = [SeatResult(x.seat, x.category) for x in hits]
-    seats += [SeatResult(s, "") for s in sorted(wagered - {x.seat for x in hits})]
-    result = {"payouts": payouts,
-              "resets": [stored(r) for r in price.resets],
-              "seats": [stored(s) for s in seats]}
+    categories = {x.seat: x.category for x in hits}
+    seats = [SeatResult(s, categories.get(s, ""), folded.get(s, "")) for s in sorted(wagered)]
+    result: dict[str, Any] = {"payouts": payouts,
+                              "resets": [stored(r) for r in price.resets],
+                              "seats": [stored_seat(s) for s in seats]}
+    if unwagered:  # hands sent for seats without a jackpot wager: checked with the deck, never paid
+        result["unwagered"] = unwagered
     round_data = replace(record, hands={x.seat: x.category for x in hits}, held=waiting or None).encode()
     new_state = PENDING if waiting else SETTLED  # §7: the round stays open until its held hits are decided
     return step(config.link_id, cmd.request, "settle", version, state.now_ms,

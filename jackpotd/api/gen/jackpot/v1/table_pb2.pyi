@@ -7,6 +7,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from jackpotd.api.gen.jackpot.v1 import common_pb2 as _common_pb2
 import builtins as _builtins
 import sys
@@ -18,6 +19,34 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _NoHand:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _NoHandEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_NoHand.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    NO_HAND_UNSPECIFIED: _NoHand.ValueType  # 0
+    """the seat's cards are given"""
+    FOLDED: _NoHand.ValueType  # 1
+    """the player folded"""
+    MUCKED: _NoHand.ValueType  # 2
+    """the cards were mucked before they could be read"""
+    DEAD: _NoHand.ValueType  # 3
+    """a dead hand (fouled, exposed, wrong number of cards)"""
+
+class NoHand(_NoHand, metaclass=_NoHandEnumTypeWrapper):
+    """Why a seat that wagered has no hand to evaluate: its jackpot wager is a loss (API.md SettleRound)."""
+
+NO_HAND_UNSPECIFIED: NoHand.ValueType  # 0
+"""the seat's cards are given"""
+FOLDED: NoHand.ValueType  # 1
+"""the player folded"""
+MUCKED: NoHand.ValueType  # 2
+"""the cards were mucked before they could be read"""
+DEAD: NoHand.ValueType  # 3
+"""a dead hand (fouled, exposed, wrong number of cards)"""
+Global___NoHand: _TypeAlias = NoHand  # noqa: Y015
 
 @_typing.final
 class Wager(_message.Message):
@@ -135,11 +164,19 @@ Global___CommitWagersResponse: _TypeAlias = CommitWagersResponse  # noqa: Y015
 
 @_typing.final
 class SeatHand(_message.Message):
+    """One seat of the round. Every seat that wagered appears exactly once: with its cards, or with `no_hand`
+    saying why it has none (and no cards). Seats that did not wager may be sent too: their cards join the
+    one-deck check and are never paid.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SEAT_FIELD_NUMBER: _builtins.int
     CARDS_FIELD_NUMBER: _builtins.int
+    NO_HAND_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
+    no_hand: Global___NoHand.ValueType
+    """set, with no cards, for a seat without a hand"""
     @_builtins.property
     def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """"AS" "TD" "9h": rank 23456789TJQKA (or 10), suit cdhs"""
@@ -149,10 +186,11 @@ class SeatHand(_message.Message):
         *,
         seat: _builtins.int = ...,
         cards: _abc.Iterable[_builtins.str] | None = ...,
+        no_hand: Global___NoHand.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "no_hand", b"no_hand", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -275,6 +313,7 @@ class SettleRoundResponse(_message.Message):
     SEQUENCE_FIELD_NUMBER: _builtins.int
     RESETS_FIELD_NUMBER: _builtins.int
     SEATS_FIELD_NUMBER: _builtins.int
+    UNWAGERED_SEATS_FIELD_NUMBER: _builtins.int
     sequence: _builtins.int
     @_builtins.property
     def payouts(self) -> _containers.RepeatedCompositeFieldContainer[Global___Payout]:
@@ -288,6 +327,10 @@ class SettleRoundResponse(_message.Message):
     def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatResult]:
         """every wagered seat and its hand"""
 
+    @_builtins.property
+    def unwagered_seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """seats whose hands were sent without a jackpot wager in the round: checked with the deck, never paid"""
+
     def __init__(
         self,
         *,
@@ -296,10 +339,11 @@ class SettleRoundResponse(_message.Message):
         sequence: _builtins.int = ...,
         resets: _abc.Iterable[Global___PoolReset] | None = ...,
         seats: _abc.Iterable[Global___SeatResult] | None = ...,
+        unwagered_seats: _abc.Iterable[_builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["payouts", b"payouts", "pools", b"pools", "resets", b"resets", "seats", b"seats", "sequence", b"sequence"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["payouts", b"payouts", "pools", b"pools", "resets", b"resets", "seats", b"seats", "sequence", b"sequence", "unwagered_seats", b"unwagered_seats"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -311,18 +355,22 @@ class SeatResult(_message.Message):
 
     SEAT_FIELD_NUMBER: _builtins.int
     HAND_FIELD_NUMBER: _builtins.int
+    NO_HAND_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     hand: _builtins.str
-    """empty when the seat had no cards (a loss)"""
+    """the category evaluated; empty when the seat had no hand (a loss)"""
+    no_hand: _builtins.str
+    """FOLDED, MUCKED or DEAD when the table said the seat had no hand"""
     def __init__(
         self,
         *,
         seat: _builtins.int = ...,
         hand: _builtins.str = ...,
+        no_hand: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["hand", b"hand", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hand", b"hand", "no_hand", b"no_hand", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
