@@ -11,15 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import json
 import logging
 import os
 import signal
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import grpc
 from grpc_health.v1 import _async as health_aio
@@ -43,148 +40,25 @@ from .api.servicers import AdminServicer, DisplayServicer, TableServicer
 from .api.transport import Listener, listener
 from .auth.credentials import development_credentials
 from .clock import Clock, now_ms
-from .embedded import EmbeddedPostgres, EmbeddedValkey
 from .health import HealthReporter
 from .metrics import multiprocess_dir, registry
 from .service.reports import ReportQueries
 from .service.services import Services
-from .settings import Settings, SettingsError
+from .settings import Settings
 from .store import checkpoints, ledger, recovery
 from .store.durability import DurabilityWatcher
 from .store.leader import LeadingWriter, WriterLease
 from .store.ledger import PostgresLedger
 from .store.ledger.report_port import PostgresReports
-from .store.redis_errors import WrongTopology
 from .store.redis_pools import RedisPools
 from .store.shards import describe, shard_of
 from .store.writer import LedgerWriter
+from .stores import Stores, open_stores, sentinel_password
 from .supervisor import Supervisor, wait_serving
 
 log = logging.getLogger("jackpotd")
 SERVICES = ("jackpot.v1.TableService", "jackpot.v1.DisplayService", "jackpot.v1.AdminService",
             "jackpot.v1.ReportService")
-
-
-@dataclass
-class Stores:
-    """Connected stores, and the embedded servers behind them if we started them."""
-
-    redis: RedisPools
-    pg: ledger.Pool
-    redis_url: str  # password included: in-process and to the workers (pickled), never logged or on a command line
-    dsn: str  # the service's login (for the embedded server jackpotd_app), password included, likewise
-    embedded: tuple[EmbeddedPostgres, EmbeddedValkey] | None = None
-    owner_dsn: str = ""  # the ledger's owner: migrations and rebuilding projections
-
-
-def _endpoints_file(settings: Settings) -> Path:
-    return Path(settings.state_dir) / "endpoints.json"
-
-
-@contextlib.asynccontextmanager
-async def open_stores(settings: Settings, *, migrate: bool = True) -> AsyncIterator[Stores]:
-    """Connect to the configured stores, or reuse or start the embedded ones under the state directory.
-
-    Migrations run as the ledger's owner; the pool logs in as the service's role (docs/DECISIONS.md,
-    Locked-down stores). Embedded: the owner is the superuser `postgres`, the service `jackpotd_app`, both with
-    passwords from `<state>/secrets`. External: the DSN's role for both (migrate with the owner's DSN first, then
-    serve with the service's: a role that may not migrate gets through when nothing is pending), passwords from
-    `postgres_password_file` and `redis_password_file` when set.
-    """
-    embedded = None
-    if settings.embedded:
-        state = Path(settings.state_dir).resolve()
-        endpoints = _endpoints_file(settings)
-        running = json.loads(endpoints.read_text()) if endpoints.exists() else None
-        if running and _alive(running["pid"]):  # another jackpotd on this state dir owns the servers
-            redis_url, dsn = running["redis_url"], running["postgres_dsn"]
-            owner_dsn = EmbeddedPostgres(state / "postgres" / "data", port=running["postgres_port"],
-                                         secrets=state / "secrets").dsn if "postgres_port" in running else dsn
-        else:
-            state.mkdir(parents=True, exist_ok=True)
-            # Started from this thread on purpose: they die with the thread that started them (PDEATHSIG).
-            pg = EmbeddedPostgres(state / "postgres" / "data", secrets=state / "secrets").start()
-            valkey = EmbeddedValkey(state / "valkey", secrets=state / "secrets").start()
-            embedded = (pg, valkey)
-            redis_url, dsn, owner_dsn = valkey.url, pg.app_dsn(), pg.dsn
-            _write_private(endpoints, json.dumps({"pid": os.getpid(), "redis_url": redis_url, "postgres_dsn": dsn,
-                                                  "postgres_port": pg.port, "valkey_port": valkey.port}))
-    else:
-        redis_url = _with_secret(settings.redis_url, settings.redis_password_file, "redis")
-        dsn = owner_dsn = _with_secret(settings.postgres_dsn, settings.postgres_password_file, "postgres")
-    try:
-        if migrate:
-            await ledger.migrate(owner_dsn)
-        pool = await ledger.connect_pool(dsn, size=20)
-        try:
-            redis = await RedisPools.open(redis_url, settings.redis_sentinels, settings.redis_master_name,
-                                          cluster=settings.redis_cluster,
-                                          sentinel_password=_sentinel_password(settings))
-        except WrongTopology as e:
-            await pool.close()
-            raise SettingsError(str(e)) from None
-        try:
-            for problem in await ledger.role_problems(pool):
-                log.warning("%s: the service could rewrite the ledger; let it log in as a role with only %s's "
-                            "grants (README, Pointing it at real Redis and PostgreSQL)", problem, ledger.APP_ROLE)
-            yield Stores(redis, pool, redis_url, dsn, embedded, owner_dsn)
-        finally:
-            await redis.close()
-            await pool.close()
-    finally:
-        if embedded:
-            _endpoints_file(settings).unlink(missing_ok=True)
-            embedded[1].stop()
-            embedded[0].stop()
-
-
-def _write_private(path: Path, text: str) -> None:
-    """`text` into `path`, readable by this user alone (it holds the stores' passwords)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as f:
-        os.fchmod(f.fileno(), 0o600)
-        f.write(text)
-
-
-def _with_secret(url: str, password_file: str, store: str) -> str:
-    """`url` with the password kept in `password_file` (none: `url` as it is), as its `password` parameter,
-    which asyncpg and redis-py both read."""
-    if not password_file:
-        return url
-    password = _password(password_file, f"{store}_password_file")
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    if parts.password or any(k == "password" for k, _ in query):
-        raise SettingsError(f"the {store} URL carries a password and {store}_password_file is set: "
-                            "keep the password in the file alone")
-    return urlunsplit(parts._replace(query=urlencode([*query, ("password", password)])))
-
-
-def _password(path: str, setting: str) -> str:
-    """The password kept in the file `setting` names; SettingsError if it cannot be read or is empty."""
-    try:
-        password = Path(path).read_text().strip()
-    except OSError as e:
-        raise SettingsError(f"{setting}: cannot read {path}: {e.strerror or e}") from None
-    if not password:
-        raise SettingsError(f"{setting}: {path} is empty")
-    return password
-
-
-def _sentinel_password(settings: Settings) -> str | None:
-    """The Sentinels' own password, when they have one."""
-    path = settings.redis_sentinel_password_file
-    return _password(path, "redis_sentinel_password_file") if path else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid != os.getpid()
 
 
 async def run_grpc(service: JackpotService, listen: Listener, stop: asyncio.Event, *, reuse_port: bool = False,
@@ -249,7 +123,7 @@ async def jackpot_service(redis: RedisPools, pg: ledger.Pool, settings: Settings
     async def live(link_id: str) -> tuple[dict[str, int], int]:
         return await redis.balances(link_id), await redis.seq(link_id)
 
-    anchors = (checkpoints.anchors_of(settings.checkpoint_key_file, settings.state_dir) if settings is not None
+    anchors = (checkpoints.anchors_of(settings.checkpoint_key_file, settings.checkpoints) if settings is not None
                else checkpoints.anchors_of("", ""))
     reports = PostgresReports(pg, live, anchors)
     try:
@@ -261,17 +135,32 @@ async def jackpot_service(redis: RedisPools, pg: ledger.Pool, settings: Settings
 
 def _leading_writer(settings: Settings, stores: Stores, clock: Clock) -> LeadingWriter:
     """The ledger writer of this process, run on the shards whose leases it holds."""
+    if not settings.checkpoint_key_file:
+        log.warning("no checkpoint_key_file: no anchors of the ledger are kept outside the database, so a truncation "
+                    "or a rewrite of it while jackpotd is stopped cannot be told at start (OPERATIONS.md, Anchors)")
+
     def writer(shards: frozenset[int], member: int) -> LedgerWriter:
         return LedgerWriter(stores.redis, stores.pg, linger=settings.group_commit_ms / 1000,
                             retention_seconds=settings.retention_seconds,
-                            checkpoints=checkpoints.checkpointer_of(settings.checkpoint_key_file, settings.state_dir),
+                            checkpoints=checkpoints.checkpointer_of(settings.checkpoint_key_file, settings.checkpoints),
                             clock=clock, shards=shards, member=member)
 
     async def recover(shards: frozenset[int]) -> None:
-        for a in await recovery.recover(stores.redis, stores.pg, owns=lambda link: shard_of(link) in shards):
+        anchors = checkpoints.checkpointer_of(settings.checkpoint_key_file, settings.checkpoints)
+        for a in await recovery.recover(stores.redis, stores.pg, owns=lambda link: shard_of(link) in shards,
+                                        anchor=anchors.newest if anchors is not None else lambda _: None):
             log.info("recovery: link %s %s", a.link_id, a.action)
 
     return LeadingWriter(WriterLease(stores.dsn), writer, recover)
+
+
+def with_default_anchor_key(settings: Settings, *, create: bool) -> Settings:
+    """Embedded stores without a checkpoint key use (and, when `create`, make) STATE_DIR/secrets/checkpoint.key, so
+    `make run` keeps anchors of the ledger outside the database by default."""
+    if not settings.embedded or settings.checkpoint_key_file:
+        return settings
+    key = checkpoints.default_key_file(settings.state_dir, create=create)
+    return settings if key is None else settings.model_copy(update={"checkpoint_key_file": str(key)})
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -288,6 +177,7 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
     """Run until SIGINT or SIGTERM; on exit stop in order and stop embedded servers. `all`: lead the ledger writer
     if its lease is free (recovering first) and serve gRPC; `grpc`: serve only, stateless; `writer`: the lease and
     the writer only, standing by while another holds it."""
+    settings = with_default_anchor_key(settings, create=True)
     if settings.embedded and not settings.auth_key_file and not settings.tls_cert_file:  # `make run` (README)
         credentials = await asyncio.to_thread(development_credentials, settings.state_dir)
         settings = settings.model_copy(update={"auth_key_file": str(credentials / "auth.key")})  # workers too
@@ -375,7 +265,7 @@ def worker_main(settings_dict: dict[str, object], number: int) -> None:
         stop = asyncio.Event()
         _stop_on_signals(stop)
         redis = await RedisPools.open(settings.redis_url, settings.redis_sentinels, settings.redis_master_name,
-                                      cluster=settings.redis_cluster, sentinel_password=_sentinel_password(settings))
+                                      cluster=settings.redis_cluster, sentinel_password=sentinel_password(settings))
         pg = await ledger.connect_pool(settings.postgres_dsn, size=10)
         try:
             async with jackpot_service(redis, pg, settings) as service:

@@ -36,8 +36,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--state-dir", help="where embedded servers keep their data (default ./state)")
     p.add_argument("--log-level", help="DEBUG, INFO, WARNING (default INFO)")
     p.add_argument("--checkpoint-key-file", help="the HMAC key of the hash chain's checkpoints, a file the database "
-                                                 "never sees: serve writes STATE_DIR/checkpoints with it, audit "
-                                                 "checks them (docs/DECISIONS.md, Hash chain)")
+                                                 "never sees: serve writes the checkpoints with it, audit checks "
+                                                 "them (default with embedded stores: STATE_DIR/secrets/"
+                                                 "checkpoint.key, made on first start; docs/DECISIONS.md, Hash chain)")
+    p.add_argument("--checkpoint-dir", help="where the checkpoints are kept (default STATE_DIR/checkpoints; "
+                                            "production: a volume of another host that keeps what is appended)")
 
 
 def _api(s: argparse.ArgumentParser) -> None:
@@ -104,7 +107,8 @@ def parser() -> argparse.ArgumentParser:
                        description="Exit status 0 when every link's ledger sums, chains and matches Redis.")
     _common(a)
     a.add_argument("--checkpoints", metavar="DIR", help="check the chain against the checkpoints in DIR (default "
-                                                        "STATE_DIR/checkpoints when a checkpoint key file is set)")
+                                                        "checkpoint_dir, STATE_DIR/checkpoints, when a checkpoint key "
+                                                        "is set; embedded stores: STATE_DIR/secrets/checkpoint.key)")
     b = sub.add_parser("rebuild-summaries", help="derive finance's summaries again from the ledger's entries",
                        description="Finance's per-quarter-hour summaries (README, Finance) are written with the "
                                    "entries; the audit and VerifyLedger say when they differ from what the entries "
@@ -112,18 +116,33 @@ def parser() -> argparse.ArgumentParser:
                                    "(its writer waits meanwhile).")
     _common(b)
     b.add_argument("--link", action="append", help="a link to rebuild (repeat for more; default every link)")
-    f = sub.add_parser("fenced", help="list links stopped because the ledger refused one of their entries",
-                       description="Each fenced link, the entry the ledger refused and why. Exit status 1 when "
-                                   "any link is fenced. See README, 'A fenced link', for what to do.")
+    f = sub.add_parser("fenced", help="list links stopped until an operator acts, and why",
+                       description="Each fenced link: the ledger refused one of its entries, or the ledger was "
+                                   "truncated or rewritten outside jackpotd (checked again here against the anchors "
+                                   "kept outside the database), and what to do. Exit status 1 when any link is "
+                                   "fenced. OPERATIONS.md, 'A fenced link' and 'A fenced link after tampering'.")
     _common(f)
-    u = sub.add_parser("unfence", help="lift a link's fence once its cause is resolved",
-                       description="Without --discard the ledger writer tries the refused entry again (after the "
-                                   "cause was fixed, e.g. a constraint or trigger). With --discard the link is "
-                                   "rebuilt from the ledger, dropping the entries the ledger never took (none of "
-                                   "them was ever answered), and callers retry with their request ids.")
+    u = sub.add_parser("unfence", help="lift a link's fence: an operator's act, with a reason, in the audit trail",
+                       description="Lift a link's fence once its cause is resolved. The act and its reason are "
+                                   "recorded in the audit trail with the host's account. A link fenced for a refused "
+                                   "entry: the ledger writer tries it again (--discard: the link is rebuilt from the "
+                                   "ledger first, dropping the entries the ledger never took; none was answered). A "
+                                   "link fenced for tampering is lifted only when its ledger is again the one the "
+                                   "anchors back: restored from a backup, or with --restore its removed entries put "
+                                   "back from Redis's journal; or, with --accept, the ledger is accepted as it is "
+                                   "(removed sequence numbers are recorded as lost entries, never reused, and the "
+                                   "acceptance is signed into the anchors). Exit status 1 when the link stays fenced.")
     _common(u)
     u.add_argument("link", help="the fenced link's id")
-    u.add_argument("--discard", action="store_true", help="drop the entries the ledger refused")
+    u.add_argument("--reason", required=True, help="why the fence may be lifted (recorded in the audit trail)")
+    how = u.add_mutually_exclusive_group()
+    how.add_argument("--discard", action="store_true", help="drop the entries the ledger refused (rebuild Redis "
+                                                            "from the ledger)")
+    how.add_argument("--restore", action="store_true", help="a truncated ledger: put the removed entries back from "
+                                                            "Redis's journal (kept only if they make the anchored "
+                                                            "head exactly)")
+    how.add_argument("--accept", action="store_true", help="a tampered ledger: accept it as it is, recording removed "
+                                                           "sequence numbers as lost entries")
     p = sub.add_parser("pools", help="show a link's pools through the gRPC API",
                        description="Ask a running jackpotd for a link's pools (DisplayService.GetPools). By "
                                    "default it presents a display token minted with $JACKPOTD_AUTH_KEY_FILE when "
@@ -248,22 +267,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
-    from . import app
-    from .domain.money import format_cents
-    from .store import checkpoints, ledger, recovery
+    from . import app, ledger_commands
+    from . import stores as store_wiring
 
     if args.command in ("serve", "grpc", "writer"):
         role = {"serve": app.ALL, "grpc": app.GRPC, "writer": app.WRITER}[args.command]
         await app.serve(settings, demo=getattr(args, "demo", False), role=role)
         return 0
-    async with app.open_stores(settings) as stores:
+    settings = app.with_default_anchor_key(settings, create=False)  # embedded: make run's anchors
+    async with store_wiring.open_stores(settings) as stores:
         if args.command == "migrate":
             print("schema is up to date")  # open_stores migrated
             return 0
         if args.command == "recover":
-            for a in await recovery.recover(stores.redis, stores.pg):
-                print(f"{a.link_id}: {a.action} (Redis seq {a.redis_seq}, ledger seq {a.ledger_seq})")
-            return 0
+            return await ledger_commands.recover(stores, settings)
         if args.command == "rebuild-summaries":
             import asyncpg
             from tqdm import tqdm
@@ -280,43 +297,10 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
                 await conn.close()
             return 0
         if args.command == "fenced":
-            found = await recovery.fenced_links(stores.redis, stores.pg)
-            for fence, entry in found:
-                print(f"{fence.link_id}: fenced since {fence.fenced_at:%Y-%m-%d %H:%M:%S %Z} at entry {fence.seq} "
-                      f"({entry})\n  why: {fence.reason}")
-            if not found:
-                print("no link is fenced")
-            return 1 if found else 0
+            return await ledger_commands.fenced(stores, settings)
         if args.command == "unfence":
-            print(await recovery.unfence(stores.redis, stores.pg, args.link, discard=args.discard))
-            return 0
-        failed = 0
-        heads = await ledger.heads(stores.pg)
-        anchored: dict[str, list[checkpoints.Checkpoint]] = {}
-        if args.checkpoints or settings.checkpoint_key_file:
-            if not settings.checkpoint_key_file:
-                print("jackpotd: --checkpoints needs --checkpoint-key-file", file=sys.stderr)
-                return 2
-            where = args.checkpoints or str(Path(settings.state_dir) / "checkpoints")
-            anchored, bad = checkpoints.load(where, checkpoints.read_key(settings.checkpoint_key_file))
-            print(f"checkpoints in {where}: {sum(map(len, anchored.values()))} verified, {len(bad)} refused")
-            for problem in bad:
-                print(f"  - {problem}")
-            for link in sorted(set(anchored) - set(heads)):
-                print(f"{link}: FAILED - checkpoints name it but the ledger has no such link")
-                bad.append(link)
-            failed += len(bad)
-        for link in sorted(heads):
-            report = await ledger.audit_link(stores.pg, link, await stores.redis.balances(link),
-                                             await stores.redis.seq(link), anchored.get(link, ()))
-            verdict = "OK" if report.ok else "FAILED"
-            pools = ", ".join(f"{k} {format_cents(v // 1_000_000)}" for k, v in sorted(report.ledger_pools.items()))
-            print(f"{link}: {verdict} - {report.entries} entries, chain {'intact' if report.chain_ok else 'BROKEN'}, "
-                  f"pools {pools}")
-            for problem in report.problems:
-                print(f"  - {problem}")
-            failed += not report.ok
-        return 1 if failed else 0
+            return await ledger_commands.lift(stores, settings, args)
+        return await ledger_commands.audit(stores, settings, args)
 
 
 def _pools(args: argparse.Namespace) -> int:

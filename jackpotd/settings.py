@@ -57,12 +57,21 @@ class Settings(BaseSettings):
     postgres_password_file: str = ""
     redis_password_file: str = ""
     # the HMAC key of the chain's checkpoints (docs/DECISIONS.md, Hash chain), a file the database never sees;
-    # the ledger writer writes STATE_DIR/checkpoints with it, `jackpotd audit` checks them (store/checkpoints.py)
+    # the ledger writer writes checkpoint_dir with it, `jackpotd audit` checks them (store/checkpoints.py).
+    # Embedded stores with none set: STATE_DIR/secrets/checkpoint.key, made on first start
     checkpoint_key_file: str = ""
+    # where the checkpoints are kept (default STATE_DIR/checkpoints); production: a volume of another host that
+    # keeps what is appended (OPERATIONS.md, Anchors)
+    checkpoint_dir: str = ""
 
     @property
     def embedded(self) -> bool:
         return not self.redis_url and not self.postgres_dsn
+
+    @property
+    def checkpoints(self) -> str:
+        """Where the chain's checkpoints are kept."""
+        return self.checkpoint_dir or str(Path(self.state_dir) / "checkpoints")
 
     @field_validator("log_level", mode="before")
     @classmethod

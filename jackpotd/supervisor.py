@@ -21,7 +21,7 @@ from .metrics import RESTARTS, process_dead
 from .settings import Settings
 
 if TYPE_CHECKING:
-    from .app import Stores
+    from .stores import Stores
 
 log = logging.getLogger("jackpotd.supervisor")
 Worker = Callable[[dict[str, Any], int], None]  # a worker process's entry point: (settings as a dict, number)

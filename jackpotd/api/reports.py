@@ -78,6 +78,7 @@ class ReportServicer(report_pb2_grpc.ReportServiceServicer):
             link_id=v.link_id, ok=v.ok, entries=v.entries, chain_ok=v.chain_ok, balanced=v.balanced,
             first_altered_sequence=v.first_altered or 0, problems=list(v.problems), redis_sequence=v.redis_seq,
             checkpoints=v.checkpoints, summaries_ok=v.summaries_ok,
+            altered_range_end_sequence=v.altered_range_end or 0, notes=list(v.notes),
             pools=[report_pb2.PoolCheck(pool=p, ledger_ucents=v.ledger_pools.get(p, 0),
                                         redis_ucents=v.redis_pools.get(p, 0),
                                         agrees=v.ledger_pools.get(p, 0) == v.redis_pools.get(p, 0)) for p in pools])

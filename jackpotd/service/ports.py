@@ -237,6 +237,8 @@ class Verified:
     problems: Sequence[str]
     first_altered: int | None
     checkpoints: int
+    altered_range_end: int | None = None  # the first altered entry is one of first_altered..this
+    notes: Sequence[str] = ()  # incidents an operator accepted
 
     @property
     def ok(self) -> bool:

@@ -1,35 +1,86 @@
-"""Checkpoints of the ledger's hash chain kept outside the database (docs/DECISIONS.md, Hash chain).
+"""Anchors of the ledger's hash chain kept outside the database (docs/DECISIONS.md, Hash chain; issue 19).
 
-The ledger writer appends, for each link whose head moved, at most once every INTERVAL seconds and when it
-stops, a line `{"at_ms", "hash", "link", "mac", "seq"}` to `<dir>/<link>.jsonl`, where `mac` is the
-HMAC-SHA256 under a key the database never sees of the line's canonical JSON without `mac`. A superuser who
-rewrites history and recomputes the chain cannot recompute these: `jackpotd audit` checks them.
+The ledger writer appends to `<dir>/<link>.jsonl`, for each link whose head moved, at most once every INTERVAL
+seconds, when it stops and when it fences a link, a line `{"at_ms", "hash", "link", "mac", "seq"}` naming the
+head it left, plus `marks`: the hash of every MARK_EVERY-th entry it appended since its last line, so the audit
+can place an alteration within MARK_EVERY entries. `mac` is the HMAC-SHA256, under a key the database never
+sees, of the line's canonical JSON without `mac`. A superuser who rewrites history and recomputes the chain
+cannot recompute these. `jackpotd unfence --accept` appends a line with `accepted`: an operator's signed act
+accepting the ledger as it then is, after tampering (store/unfence.py).
+
+Embedded setups get a key generated under the state directory's secrets (`default_key_file`); production keeps
+the key and the directory on another host, append-only (OPERATIONS.md).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import os
+import secrets
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import orjson
 
 from ..canonical import canonical_json
 
+log = logging.getLogger("jackpotd.checkpoints")
+
+MARK_EVERY = 64  # an anchor every this many entries: the audit names an alteration within this many
+KEY_FILE = "checkpoint.key"  # the default key's name in the state directory's secrets
+_TAIL = 64 * 1024  # bytes of a file's end read for its newest checkpoint
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """A point of a link's hash chain: an entry's sequence and its hash (seq 0, b"": a link without entries)."""
+
+    seq: int
+    hash: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Acceptance:
+    """An operator's act (`jackpotd unfence --accept`) accepting a link's ledger as it now is after tampering:
+    who, why, what was found, and the entries recorded as lost (first, last) when the ledger was truncated."""
+
+    by: str
+    reason: str
+    found: str  # what the writer found: truncated, rewritten
+    replaced: Anchor  # the head the anchors held before: the ledger no longer matches it
+    lost: tuple[int, int] | None = None
+
+    def fields(self) -> dict[str, object]:
+        return {"by": self.by, "reason": self.reason, "found": self.found,
+                "replaced": [self.replaced.seq, self.replaced.hash.hex()],
+                "lost": None if self.lost is None else list(self.lost)}
+
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """A link's chain head at one time: its sequence and that entry's hash."""
+    """A link's chain head at one time (its sequence and that entry's hash), with the marks written since the
+    previous checkpoint and, for an operator's acceptance, the act."""
 
     link_id: str
     seq: int
     hash: bytes
     at_ms: int
+    marks: tuple[Anchor, ...] = ()
+    accepted: Acceptance | None = None
+
+    @property
+    def head(self) -> Anchor:
+        return Anchor(self.seq, self.hash)
+
+    def points(self) -> list[Anchor]:
+        """Every (seq, hash) this line anchors: its marks and its head."""
+        return [*self.marks, self.head]
 
 
 def read_key(path: str | Path) -> bytes:
@@ -40,14 +91,65 @@ def read_key(path: str | Path) -> bytes:
     return key
 
 
+def default_key_file(state_dir: str | Path, *, create: bool) -> Path | None:
+    """The embedded setups' key: `<state>/secrets/checkpoint.key` (0600 in a 0700 directory), made on first use
+    when `create`; None when it is not there and may not be made."""
+    directory = Path(state_dir).resolve() / "secrets"
+    path = directory / KEY_FILE
+    if path.exists() or not create:
+        return path if path.exists() else None
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = directory / f".{KEY_FILE}.{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secrets.token_hex(32))
+        f.flush()
+        os.fsync(f.fileno())
+    try:
+        os.link(tmp, path)  # two starts at once agree on one key
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
+    return path
+
+
 def _mac(key: bytes, fields: Mapping[str, object]) -> str:
     return hmac.new(key, canonical_json(dict(fields)).encode(), hashlib.sha256).hexdigest()
 
 
 def line_of(key: bytes, cp: Checkpoint) -> str:
-    """The checkpoint as one JSON line carrying its MAC."""
+    """The checkpoint as one JSON line carrying its MAC (lines without marks or acceptance read as they always
+    did)."""
     fields: dict[str, object] = {"link": cp.link_id, "seq": cp.seq, "hash": cp.hash.hex(), "at_ms": cp.at_ms}
+    if cp.marks:
+        fields["marks"] = [[m.seq, m.hash.hex()] for m in cp.marks]
+    if cp.accepted is not None:
+        fields["accepted"] = cp.accepted.fields()
     return canonical_json({**fields, "mac": _mac(key, fields)})
+
+
+def parse_line(key: bytes, text: str) -> Checkpoint:
+    """A line as a checkpoint; ValueError when it is not one or its MAC does not verify."""
+    try:
+        fields = orjson.loads(text)
+        mac = fields.pop("mac")
+        marks = tuple(Anchor(int(s), bytes.fromhex(h)) for s, h in fields.get("marks", ()))
+        accepted = _acceptance(fields["accepted"]) if "accepted" in fields else None
+        cp = Checkpoint(str(fields["link"]), int(fields["seq"]), bytes.fromhex(fields["hash"]), int(fields["at_ms"]),
+                        marks, accepted)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"not a checkpoint ({type(e).__name__}: {e})") from None
+    if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(key, fields)):
+        raise ValueError("the checkpoint's MAC does not verify (forged, altered or another key)")
+    return cp
+
+
+def _acceptance(raw: Any) -> Acceptance:
+    seq, digest = raw["replaced"]
+    lost = raw.get("lost")
+    return Acceptance(str(raw["by"]), str(raw["reason"]), str(raw["found"]), Anchor(int(seq), bytes.fromhex(digest)),
+                      None if lost is None else (int(lost[0]), int(lost[1])))
 
 
 def file_of(directory: str | Path, link_id: str) -> Path:
@@ -55,7 +157,7 @@ def file_of(directory: str | Path, link_id: str) -> Path:
     return Path(directory) / f"{quote(link_id, safe='')}.jsonl"
 
 
-def append(directory: str | Path, key: bytes, checkpoints: list[Checkpoint]) -> None:
+def append(directory: str | Path, key: bytes, checkpoints: Sequence[Checkpoint]) -> None:
     """Append each checkpoint to its link's file (0600, in a 0700 directory) and fsync."""
     root = Path(directory)
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -85,67 +187,143 @@ def load(directory: str | Path, key: bytes) -> tuple[dict[str, list[Checkpoint]]
             if not text.strip():
                 continue
             try:
-                fields = orjson.loads(text)
-                mac = fields.pop("mac")
-                cp = Checkpoint(str(fields["link"]), int(fields["seq"]), bytes.fromhex(fields["hash"]),
-                                int(fields["at_ms"]))
-            except (ValueError, KeyError, TypeError, AttributeError) as e:
-                problems.append(f"{path}:{n}: not a checkpoint ({type(e).__name__}: {e})")
-                continue
-            if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(key, fields)):
-                problems.append(f"{path}:{n}: the checkpoint's MAC does not verify (forged, altered or another key)")
+                cp = parse_line(key, text)
+            except ValueError as e:
+                problems.append(f"{path}:{n}: {e}")
                 continue
             out.setdefault(cp.link_id, []).append(cp)
     return out, problems
 
 
-class Checkpointer:
-    """What the ledger writer calls after each append and at stop: writes the heads that moved, at most once
-    every INTERVAL seconds per link (always when forced)."""
+def newest(directory: str | Path, key: bytes, link_id: str) -> Checkpoint | None:
+    """The link's last checkpoint whose MAC verifies (read from the file's end), or None."""
+    path = file_of(directory, link_id)
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            start = max(0, size - _TAIL)
+            f.seek(start)
+            data = f.read()
+            lines = data.splitlines()[1 if start else 0:]  # the first may be cut
+            found = _last_valid(key, lines)
+            if found is None and start:  # a tail of lines that do not verify: look at the whole file
+                f.seek(0)
+                found = _last_valid(key, f.read().splitlines())
+            return found
+    except FileNotFoundError:
+        return None
 
-    INTERVAL = 10.0
+
+def _last_valid(key: bytes, lines: list[bytes]) -> Checkpoint | None:
+    for raw in reversed(lines):
+        try:
+            return parse_line(key, raw.decode())
+        except (ValueError, UnicodeDecodeError):
+            continue
+    return None
+
+
+@dataclass
+class _Pending:
+    head: Anchor
+    marks: list[Anchor] = field(default_factory=list)
+
+
+class Checkpointer:
+    """What the ledger writer tells of every head it leaves (`note`), written out at most once every INTERVAL
+    seconds per link, always when forced. Never a head below the link's newest checkpoint, nor another hash at
+    its sequence: that would bless a truncated or rewritten ledger."""
+
+    INTERVAL = 1.0
 
     def __init__(self, directory: str | Path, key: bytes) -> None:
         self.directory = Path(directory)
         self.key = key
-        self._written: dict[str, tuple[int, float]] = {}  # link -> (seq, monotonic time) last checkpointed
+        self._newest: dict[str, Anchor | None] = {}  # each link's newest checkpoint, read from its file once
+        self._pending: dict[str, _Pending] = {}
+        self._written_at: dict[str, float] = {}  # monotonic time of each link's last line
 
-    def due(self, heads: Mapping[str, tuple[int, bytes]], force: bool = False) -> list[Checkpoint]:
-        """The checkpoints to write now for these heads ((seq, hash) by link), marked as written."""
+    def newest(self, link_id: str) -> Anchor | None:
+        """The newest anchor of the link this process knows (its file's last line when first asked)."""
+        if link_id not in self._newest:
+            cp = newest(self.directory, self.key, link_id)
+            self._newest[link_id] = None if cp is None else cp.head
+        return self._newest[link_id]
+
+    def reread(self, link_id: str) -> Anchor | None:
+        """The link's newest anchor read afresh (an operator's `unfence --accept` appended one)."""
+        self._newest.pop(link_id, None)
+        return self.newest(link_id)
+
+    def note(self, link_id: str, head: Anchor, marks: Sequence[Anchor] = ()) -> None:
+        """The writer left this head (and appended these marks on the way)."""
+        pending = self._pending.setdefault(link_id, _Pending(head))
+        pending.head = head
+        pending.marks += marks
+
+    def due(self, force: bool = False) -> list[Checkpoint]:
+        """The checkpoints to write now, taken off the pending ones."""
         now, at_ms = time.monotonic(), int(time.time() * 1000)
         out = []
-        for link, (seq, digest) in sorted(heads.items()):
-            last = self._written.get(link)
-            if seq <= 0 or (last is not None and (last[0] == seq or (not force and now - last[1] < self.INTERVAL))):
+        for link, pending in sorted(self._pending.items()):
+            if not force and now - self._written_at.get(link, -1e9) < self.INTERVAL:
                 continue
-            out.append(Checkpoint(link, seq, digest, at_ms))
-            self._written[link] = (seq, now)
+            del self._pending[link]
+            before = self.newest(link)
+            head = pending.head
+            if before is not None and (head.seq < before.seq or (head.seq == before.seq and head != before)):
+                log.error("link %s: not anchoring head %d (%s): the newest checkpoint is %d (%s); a head is never "
+                          "anchored below it", link, head.seq, head.hash.hex()[:16], before.seq, before.hash.hex()[:16])
+                continue
+            if before == head and not pending.marks:
+                continue
+            out.append(Checkpoint(link, head.seq, head.hash, at_ms, tuple(m for m in pending.marks
+                                                                        if before is None or m.seq > before.seq)))
+            self._written_at[link] = now
         return out
 
-    def forget(self, checkpoints: list[Checkpoint]) -> None:
-        """Those were not written after all: they are due again."""
-        for cp in checkpoints:
-            self._written.pop(cp.link_id, None)
-
-    def write(self, checkpoints: list[Checkpoint]) -> None:
+    def write(self, checkpoints: Sequence[Checkpoint]) -> None:
+        """Append them (fsynced); they are then each link's newest."""
         if checkpoints:
             append(self.directory, self.key, checkpoints)
+            for cp in checkpoints:
+                self._newest[cp.link_id] = cp.head
+
+    def forget(self, checkpoints: Sequence[Checkpoint]) -> None:
+        """Those were not written after all: they are due again."""
+        for cp in checkpoints:
+            self.note(cp.link_id, cp.head, cp.marks)
+            self._written_at.pop(cp.link_id, None)
 
 
-def checkpointer_of(key_file: str, state_dir: str) -> Checkpointer | None:
-    """The service's checkpointer when a key file is configured: files under `<state_dir>/checkpoints`."""
+def checkpointer_of(key_file: str, directory: str) -> Checkpointer | None:
+    """The service's checkpointer when a key file is configured: files under `directory`."""
     if not key_file:
         return None
-    return Checkpointer(Path(state_dir) / "checkpoints", read_key(key_file))
+    return Checkpointer(directory, read_key(key_file))
 
 
-def anchors_of(key_file: str, state_dir: str) -> Callable[[str], list[Checkpoint]]:
+def load_link(directory: str | Path, key: bytes, link_id: str) -> list[Checkpoint]:
+    """The link's checkpoints whose MAC verifies, in the order they were written."""
+    try:
+        text = file_of(directory, link_id).read_text()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(parse_line(key, line))
+        except ValueError:
+            continue
+    return [cp for cp in out if cp.link_id == link_id]
+
+
+def anchors_of(key_file: str, directory: str) -> Callable[[str], list[Checkpoint]]:
     """A link's checkpoints as they are on disk now, MAC-verified (VerifyLedger checks the chain against them);
     none when no key is configured."""
     def of(link_id: str) -> list[Checkpoint]:
-        if not key_file or not (Path(state_dir) / "checkpoints").exists():
+        if not key_file:
             return []
-        found, _ = load(Path(state_dir) / "checkpoints", read_key(key_file))
-        return found.get(link_id, [])
+        return load_link(directory, read_key(key_file), link_id)
 
     return of

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 from ..service.errors import Unavailable
 from . import ledger
+from .checkpoints import Anchor
+from .ledger import head_guard
+from .ledger.fences import FenceKind
 from .redis_pools import Probe, RedisPools
 
 log = logging.getLogger("jackpotd.recovery")
@@ -44,13 +47,19 @@ class LinkRecovery:
     ledger_seq: int
 
 
-async def recover(redis: RedisPools, pg: ledger.Pool,
-                  owns: Callable[[str], bool] = lambda _: True) -> list[LinkRecovery]:
+async def recover(redis: RedisPools, pg: ledger.Pool, owns: Callable[[str], bool] = lambda _: True,
+                  anchor: Callable[[str], Anchor | None] = lambda _: None) -> list[LinkRecovery]:
     """Bring every link's Redis state in line with the ledger (every link this writer `owns`); a link the ledger
-    refuses is fenced alone."""
+    refuses is fenced alone, and so is a link whose ledger head its `anchor` (the newest checkpoint kept outside
+    the database) does not back: nothing is drained onto it or rebuilt from it."""
     out = []
     async with pg.acquire() as conn:
         heads = await ledger.heads_of(conn, None)
+        owned = [link for link in heads if owns(link)]
+        verdicts = await head_guard.check(conn, {link: anchor(link) for link in owned})
+    for link, verdict in sorted(verdicts.items()):
+        if isinstance(verdict, head_guard.Tampered):
+            await fence(redis, pg, link, verdict.first_seq, verdict.reason, FenceKind(verdict.kind.value))
     fenced = await ledger.fences(pg)
     try:
         announced = set(await redis.links())
@@ -72,7 +81,7 @@ async def recover(redis: RedisPools, pg: ledger.Pool,
         action = state
         try:
             if link in fenced:
-                await redis.set_fence(link, ledger.refused_entry(fenced[link].seq, fenced[link].reason))
+                await redis.set_fence(link, fenced[link].text)
                 action = "fenced"
             elif state == AHEAD:
                 action = await drain(redis, pg, link, head.seq)
@@ -125,13 +134,15 @@ async def drain(redis: RedisPools, pg: ledger.Pool, link: str, from_seq: int) ->
     return "drained"
 
 
-async def fence(redis: RedisPools, pg: ledger.Pool | ledger.Connection, link: str, seq: int, reason: str) -> None:
-    """Stop one link: the ledger cannot take its entry `seq`. Recorded in both stores; every call on the
-    link gets UNAVAILABLE saying why, and the other links go on."""
-    log.critical("link %s fenced: the ledger refused entry %d: %s", link, seq, reason)
-    await ledger.set_fence(pg, link, seq, reason)
-    await redis.set_fence(link, ledger.refused_entry(seq, reason))
-    await redis.announce(link, "fenced", seq, reason[:200])
+async def fence(redis: RedisPools, pg: ledger.Pool | ledger.Connection, link: str, seq: int, reason: str,
+                kind: FenceKind = FenceKind.REFUSED) -> None:
+    """Stop one link: the ledger cannot take its entry `seq`, or was changed behind the writer's back (`kind`).
+    Recorded in both stores; every call on the link gets UNAVAILABLE saying why, and the other links go on."""
+    text = ledger.fence_text(kind, seq, reason)
+    log.critical("link %s %s", link, text if text.startswith("fenced") else f"fenced: {text}")
+    await ledger.set_fence(pg, link, seq, reason, kind)
+    await redis.set_fence(link, text)
+    await redis.announce(link, "fenced", seq, text[:200])
 
 
 async def rebuild(redis: RedisPools, pg: ledger.Pool, link: str) -> int:

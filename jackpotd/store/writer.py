@@ -22,10 +22,14 @@ from ..clock import Clock, now_ms
 from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS
 from ..service.errors import Unavailable
 from . import ledger, recovery
-from .checkpoints import Checkpointer
+from .checkpoints import Anchor, Checkpointer
+from .ledger.fences import FenceKind
+from .ledger.head_guard import Tampered
 from .redis_pools import Durable, Journal, RedisPools
 from .shards import ALL, shard_of
 from .throttle import Throttled
+from .writer_batches import isolate
+from .writer_heads import WriterHeads
 
 log = logging.getLogger("jackpotd.writer")
 
@@ -40,6 +44,7 @@ class LedgerWriter:
     REBUILDS_BEFORE_FENCE = 3  # rebuilds of one link within REBUILD_WINDOW seconds: stop rebuilding, fence it
     REBUILD_WINDOW = 60.0
     STOP_WAIT = 5.0  # seconds stop() lets the current pass finish
+    FENCED_LOG_EVERY = 60.0  # a fenced link is said again at ERROR this often
 
     def __init__(self, redis: RedisPools, pg: ledger.Pool, batch: int = 2000, linger: float = 0.005,
                  retention_seconds: int = 60, checkpoints: Checkpointer | None = None, clock: Clock = now_ms,
@@ -68,16 +73,35 @@ class LedgerWriter:
         self._unannounced: dict[str, list[ledger.Written]] = {}  # appended, not yet announced
         self._rebuilt_at: dict[str, list[float]] = {}
         self.checkpoints = checkpoints  # heads anchored outside the database (store/checkpoints.py)
+        self.heads = WriterHeads(checkpoints)  # what each link's ledger head is held to (store/writer_heads.py)
+        self.fence_kinds: dict[str, FenceKind] = {}
+        self._said_fenced: dict[str, float] = {}  # link -> when its fence was last logged
 
     async def start(self) -> None:
-        """Load the heads and fences from PostgreSQL and start the loop."""
+        """Load the heads and fences from PostgreSQL, fence every link whose head its anchors do not back, and start
+        the loop."""
         self._heads = await ledger.heads_of(self.pg, None)
-        self.durable = {link: head.seq for link, head in self._heads.items()}
         fences = await ledger.fences(self.pg)
-        self.fenced = {link: ledger.refused_entry(f.seq, f.reason) for link, f in fences.items() if self.owns(link)}
+        self.fenced = {link: f.text for link, f in fences.items() if self.owns(link)}
+        self.fence_kinds = {link: f.kind for link, f in fences.items() if self.owns(link)}
         for link in self.fenced:
             LINK_FENCED.labels(link).set(1)
+        await self._guard([link for link in self._heads if self.owns(link) and link not in self.fenced])
+        self.durable = {link: head.seq for link, head in self._heads.items()}
         self._task = asyncio.create_task(self._run(), name="ledger-writer")
+
+    async def _guard(self, links: list[str]) -> list[str]:
+        """Check these links' ledger heads against the heads they are held to; fence each one tampered with (and
+        forget its cached head). Returns the links backed."""
+        verdicts = await self.heads.check(self.pg, links)
+        backed = []
+        for link, verdict in verdicts.items():
+            if isinstance(verdict, Tampered):
+                self._heads.pop(link, None)
+                await self._fence(link, verdict.first_seq, verdict.reason, FenceKind(verdict.kind.value))
+            else:
+                backed.append(link)
+        return backed
 
     def owns(self, link: str) -> bool:
         """Whether this writer writes the link (its shard's lease is this process's)."""
@@ -102,7 +126,7 @@ class LedgerWriter:
                     await self._task
         with contextlib.suppress(Exception):  # else the watchers' poller finds them in the ledger
             await self._announce()
-        await self._checkpoint(force=True)
+        await self.heads.flush(force=True)
         await self._held.release()
 
     async def _run(self) -> None:
@@ -173,18 +197,28 @@ class LedgerWriter:
 
     async def _append(self, batch: list[ledger.JournalEntry]) -> None:
         started = time.perf_counter()
+        unread = sorted({e.link_id for e in batch if e.link_id not in self._heads})
+        if unread:  # heads read afresh (a start, a rebuild, a moved head) must be the ones left: never written onto
+            backed = await self._guard(unread)
+            self._heads.update(await ledger.heads_of(self.pg, backed))
+            batch = [e for e in batch if e.link_id not in self.fenced]
+            if not batch:
+                return
         conn = await self._held.get()
         try:
             appended = await ledger.write_batch(conn, batch, self._heads, self.clock)
         except Exception as e:
             if not ledger.refuses(e):
                 raise
-            appended = await self._isolate(conn, batch)
+            appended = await isolate(conn, batch, self._heads, self.clock, self._fence)
         LEDGER_BATCH.observe(len(batch))
         LEDGER_LAG.observe(time.perf_counter() - started)
         for link, written in appended.written.items():  # in the ledger now, whatever happens next
             self.durable[link] = written[-1].seq
             self._unannounced.setdefault(link, []).extend(written)
+            head = self._heads.get(link)
+            if head is not None and head.seq == written[-1].seq:
+                self.heads.wrote(link, Anchor(head.seq, head.hash), [Anchor(w.seq, w.hash) for w in written])
         for link, refused in appended.refused.items():
             if refused.malformed:  # a fault in what we wrote ourselves: stop the link, never guess
                 await self._fence(link, refused.seq, refused.reason)
@@ -216,33 +250,14 @@ class LedgerWriter:
         return Durable(written[0].seq, [w.identity for w in written], [w.request_id for w in written],
                        [w.finished_round for w in written if w.finished_round is not None])
 
-    async def _isolate(self, conn: Any, batch: list[ledger.JournalEntry]) -> ledger.Appended:
-        """The ledger refused the batch for what it holds: append entry by entry, and fence the link whose
-        entry is refused. Every other link, and the fenced link's earlier entries, are appended."""
-        out = ledger.Appended()
-        by_link: dict[str, list[ledger.JournalEntry]] = {}
-        for e in batch:
-            by_link.setdefault(e.link_id, []).append(e)
-        for link, entries in by_link.items():
-            for e in sorted(entries, key=lambda x: x.seq):
-                try:
-                    one = await ledger.write_batch(conn, [e], self._heads, self.clock)
-                except Exception as error:
-                    if not ledger.refuses(error):
-                        raise
-                    await self._fence(link, e.seq, str(error))
-                    break
-                if link in one.refused:
-                    out.refused[link] = one.refused[link]
-                    break
-                out.heads.update(one.heads)
-                out.written.setdefault(link, []).extend(one.written.get(link, []))
-        return out
-
-    async def _fence(self, link: str, seq: int, reason: str) -> None:
-        self.fenced[link] = ledger.refused_entry(seq, reason)
+    async def _fence(self, link: str, seq: int, reason: str, kind: FenceKind = FenceKind.REFUSED) -> None:
+        self.fenced[link] = ledger.fence_text(kind, seq, reason)
+        self.fence_kinds[link] = kind
+        self._said_fenced[link] = time.monotonic()
         LINK_FENCED.labels(link).set(1)
-        await recovery.fence(self.redis, self.pg, link, seq, reason)
+        if kind.tampered:
+            self.heads.evidence(link)
+        await recovery.fence(self.redis, self.pg, link, seq, reason, kind)
 
     async def _rebuild(self, link: str, why: str, detail: str) -> None:
         now = time.monotonic()
@@ -253,6 +268,8 @@ class LedgerWriter:
             await self._fence(link, self.durable.get(link, 0) + 1,
                               f"Redis forked from the ledger {len(recent) + 1} times in "
                               f"{self.REBUILD_WINDOW:.0f} s; last: {detail}")
+            return
+        if link not in await self._guard([link]):  # never rebuild Redis from a ledger its anchors do not back
             return
         LINK_REBUILDS.labels(link, why).inc()
         log.error("link %s: Redis %s (%s); rebuilding it from the ledger", link, why, detail)
@@ -273,17 +290,14 @@ class LedgerWriter:
         """Compare each link's Redis state with the ledger, rebuild what Redis lost, lift fences an operator
         resolved, and report the writer's health."""
         self._probed_at = time.monotonic()
-        await self._checkpoint()
+        await self.heads.flush()
         resolved = set(self.fenced) - set(await ledger.fences(self.pg))  # self.fenced: this writer's links only
-        for link in resolved:  # `jackpotd unfence` removed the fence: follow the link again
-            log.warning("link %s: fence lifted", link)
-            self.fenced.pop(link)
-            self._rebuilt_at.pop(link, None)
-            LINK_FENCED.labels(link).set(0)
-            await self.redis.set_fence(link, None)
-            self._heads.pop(link, None)
-            self.durable[link] = (await ledger.heads_of(self.pg, [link]))[link].seq
+        for link in resolved:  # `jackpotd unfence` removed the fence: follow the link again, if its head is backed
+            await self._lift(link)
         links = await self._links()
+        await self._guard(links)  # a head that went back or changed is fenced within a probe
+        links = [link for link in links if link not in self.fenced]
+        self._say_fenced()
         unknown = [link for link in links if link not in self._heads]
         if unknown:
             self._heads.update(await ledger.heads_of(self.pg, unknown))
@@ -315,18 +329,34 @@ class LedgerWriter:
         except Unavailable as e:  # (the cluster node of the heartbeats is down): appending goes on regardless
             self._complain(f"writing the heartbeat failed: {e}")
 
-    async def _checkpoint(self, force: bool = False) -> None:
-        """Write a checkpoint of each link whose head moved (at most once every Checkpointer.INTERVAL seconds;
-        at stop, always). A failure to write is logged: the ledger goes on, and the next one tries again."""
-        if self.checkpoints is None:
+    async def _lift(self, link: str) -> None:
+        """The fence row is gone: lift the fence if the ledger's head is backed (by the head left here, or by an
+        anchor an operator's `jackpotd unfence` wrote); otherwise fence the link again and say so."""
+        verdicts = await self.heads.check(self.pg, [link], {link: self.heads.accepted(link)})
+        verdict = verdicts[link]
+        if isinstance(verdict, Tampered):
+            log.error("link %s: its fence was removed from the database, but the ledger's head is still not the one "
+                      "its anchors back (%s): fenced again; lift it with `jackpotd unfence`", link, verdict.reason)
+            self.fenced.pop(link)
+            await self._fence(link, verdict.first_seq, verdict.reason, FenceKind(verdict.kind.value))
             return
-        due = self.checkpoints.due({link: (h.seq, h.hash) for link, h in self._heads.items() if self.owns(link)},
-                                   force)
-        try:
-            await asyncio.to_thread(self.checkpoints.write, due)
-        except OSError as e:
-            log.error("writing checkpoints to %s failed: %s", self.checkpoints.directory, e)
-            self.checkpoints.forget(due)
+        log.warning("link %s: fence lifted", link)
+        self.fenced.pop(link)
+        self.fence_kinds.pop(link, None)
+        self._rebuilt_at.pop(link, None)
+        LINK_FENCED.labels(link).set(0)
+        await self.redis.set_fence(link, None)
+        self._heads.pop(link, None)
+        self.durable[link] = verdict.head.seq
+
+    def _say_fenced(self) -> None:
+        """Each fenced link at ERROR, once a minute: a fence waits for a person."""
+        now = time.monotonic()
+        for link, why in self.fenced.items():
+            if now - self._said_fenced.get(link, -1e9) >= self.FENCED_LOG_EVERY:
+                self._said_fenced[link] = now
+                log.error("link %s is fenced: nothing is written or answered for it until an operator acts "
+                          "(`jackpotd fenced`; OPERATIONS.md, A fenced link): %s", link, why)
 
     @staticmethod
     def _entries(rows: Journal, after: dict[str, int]) -> list[ledger.JournalEntry]:

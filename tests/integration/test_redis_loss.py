@@ -232,7 +232,15 @@ async def test_an_entry_the_ledger_refuses_fences_its_link_alone(isolated: Isola
         stores = {**os.environ, "JACKPOTD_REDIS_URL": p.valkey.url, "JACKPOTD_POSTGRES_DSN": isolated.dsn}
         out = subprocess.run([sys.executable, "-m", "jackpotd.cli", "unfence", bad], env=stores,
                              capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and "--reason" in out.stderr, out.stdout + out.stderr  # an act says why
+        out = subprocess.run([sys.executable, "-m", "jackpotd.cli", "unfence", bad, "--reason",
+                              "the trigger that refused it was dropped"], env=stores, capture_output=True, text=True,
+                             timeout=60)
         assert out.returncode == 0 and "fence lifted" in out.stdout, out.stdout + out.stderr
+        act = await c.pg.fetchrow("SELECT actor, role, reason, outcome FROM admin_audit WHERE method = 'Unfence' "
+                                  "AND link_id = $1", bad)
+        assert act is not None and act["role"] == "operator" and act["actor"].startswith("operator:"), act
+        assert act["reason"] == "the trigger that refused it was dropped" and act["outcome"] == "OK", act
         again: Any = await while_unavailable(lambda: c.admin.FundPool(fund), 10, "FundPool once unfenced")
         assert (await c.pools(bad))["MAJOR"].amount_cents == 2_000_000 + 700 + 0
         assert again.sequence == await c.pg.fetchval(

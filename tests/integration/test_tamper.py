@@ -4,40 +4,27 @@ superuser rewrites a hit, a posting and a stored reply, recomputes the whole cha
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import secrets
 import stat
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import asyncpg
 
+from jackpotd.api.gen.jackpot.v1 import table_pb2, table_pb2_grpc
+from jackpotd.embedded import free_port
 from jackpotd.store import checkpoints
-from jackpotd.store.ledger import chain_hash
-from jackpotd.store.ledger.summaries import ms_of
 
 from ..conftest import Isolated, unique
 from .conftest import open_private
-
-
-async def _recompute_chain(conn: asyncpg.Connection, link: str) -> None:
-    """What a superuser who knows the code does after rewriting rows: every hash again, and the head."""
-    legs: dict[int, list[tuple[str, int, int]]] = {}
-    for r in await conn.fetch("SELECT seq, account, amount_uc, balance_after_uc FROM postings WHERE link_id = $1 "
-                              "ORDER BY seq, idx", link):
-        legs.setdefault(int(r["seq"]), []).append((r["account"], int(r["amount_uc"]), int(r["balance_after_uc"])))
-    prev = b""
-    for r in await conn.fetch("SELECT seq, entry::text AS entry, reply, chain_version, created_at FROM entries "
-                              "WHERE link_id = $1 ORDER BY seq", link):
-        seq = int(r["seq"])
-        digest = chain_hash(prev, link, seq, r["entry"], legs.get(seq, []),
-                            r["reply"] if r["chain_version"] >= 2 else None,
-                            ms_of(r["created_at"]) if r["chain_version"] >= 3 else None)
-        await conn.execute("UPDATE entries SET prev_hash = $3, hash = $4 WHERE link_id = $1 AND seq = $2",
-                           link, seq, prev, digest)
-        prev = digest
-    await conn.execute("UPDATE links SET last_hash = $2 WHERE link_id = $1", link, prev)
+from .harness import authorized_channel, eventually
+from .process import ServerProcess
+from .tampering import recompute_chain, rewrite_reply
 
 
 def _audit(env: dict[str, str], where: Path) -> subprocess.CompletedProcess[str]:
@@ -90,17 +77,18 @@ async def test_a_superuser_rewrite_is_named_by_the_audit(isolated: Isolated, tmp
             # A reply alone, the chain recomputed: nothing inside the database disagrees, the checkpoint does.
             await conn.execute("UPDATE entries SET reply = reply || ' ' WHERE link_id = $1 AND seq = $2",
                                link, commit_seq)
-            await _recompute_chain(conn, link)
+            await recompute_chain(conn, link)
             out = _audit(env, where)
             assert out.returncode != 0, out.stdout
-            assert "does not match checkpoint seq 5: entries after checkpoint seq 0 were rewritten" in out.stdout
+            assert "does not match its anchor at entry 5" in out.stdout, out.stdout
+            assert "the first altered entry is one of 1..5" in out.stdout, out.stdout
 
             # Then a posting and a hit as well: the first altered entry is named.
             await conn.execute("UPDATE postings SET amount_uc = amount_uc - 1000000, "
                                "balance_after_uc = balance_after_uc - 1000000 "
                                "WHERE link_id = $1 AND seq = $2 AND idx = 0", link, fund_seq)
             await conn.execute("UPDATE hits SET amount_cents = amount_cents + 100 WHERE link_id = $1", link)
-            await _recompute_chain(conn, link)
+            await recompute_chain(conn, link)
             for t in ("entries", "postings", "hits", "links"):
                 await conn.execute(f"ALTER TABLE {t} ENABLE TRIGGER ALL")
         finally:
@@ -109,7 +97,7 @@ async def test_a_superuser_rewrite_is_named_by_the_audit(isolated: Isolated, tmp
         assert out.returncode != 0, out.stdout
         assert f"first altered entry: seq {fund_seq}: postings rows" in out.stdout, out.stdout
         assert f"entry {hit_seq} altered: hits rows" in out.stdout, out.stdout
-        assert "does not match checkpoint seq 5" in out.stdout, out.stdout
+        assert "does not match its anchor at entry 5" in out.stdout, out.stdout
 
 
 def test_a_forged_or_altered_checkpoint_is_refused(tmp_path: Path) -> None:
@@ -123,3 +111,48 @@ def test_a_forged_or_altered_checkpoint_is_refused(tmp_path: Path) -> None:
     found, bad = checkpoints.load(tmp_path, key)
     assert found == {"l/1": [cp]}
     assert len(bad) == 2 and all("MAC does not verify" in b for b in bad), bad
+
+
+async def test_make_run_keeps_anchors_and_the_audit_places_a_rewrite_within_64_entries(tmp_path: Path) -> None:
+    """The default setup (`jackpotd serve` on embedded stores, no key configured) generates a checkpoint key under
+    the state directory's secrets and anchors every 64th entry: a consistent rewrite by the superuser is named by
+    `jackpotd audit` to a range of at most 64 entries, with no setting given."""
+    state = tmp_path / "state"
+    server = ServerProcess(free_port(), tmp_path / "serve.log", state_dir=str(state), demo=True)
+    await asyncio.to_thread(server.start, 120)
+    try:
+        key_file = state / "secrets" / "checkpoint.key"
+        assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+        async with authorized_channel(server.target) as channel:
+            stub = table_pb2_grpc.TableServiceStub(channel)
+            await eventually(lambda: stub.CommitWagers(_commit("seeded"), timeout=5), 30, "the demo tables registered")
+            for n in range(69):
+                await stub.CommitWagers(_commit(f"r{n}"), timeout=10)
+        head = 9 + 70  # the demo's create, six registers and two fundings, then 70 commits
+        key = key_file.read_bytes().strip()
+        await eventually(lambda: (checkpoints.newest(state / "checkpoints", key, "demo") or _NONE).seq == head, 10,
+                         "the head anchored")
+        anchored = checkpoints.load_link(state / "checkpoints", key, "demo")
+        assert 64 in {m.seq for cp in anchored for m in cp.marks}, anchored
+        endpoints = json.loads((state / "endpoints.json").read_text())
+        password = (state / "secrets" / "postgres-owner.password").read_text().strip()
+        conn = await asyncpg.connect(host="127.0.0.1", port=endpoints["postgres_port"], user="postgres",
+                                     password=password, database="postgres")
+        try:
+            await rewrite_reply(conn, "demo", 70)
+        finally:
+            await conn.close()
+        out = subprocess.run([sys.executable, "-m", "jackpotd.cli", "audit", "--state-dir", str(state)],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert f"the first altered entry is one of 65..{head}" in out.stdout, out.stdout
+    finally:
+        await asyncio.to_thread(server.interrupt)
+
+
+_NONE = checkpoints.Checkpoint("", 0, b"", 0)
+
+
+def _commit(round_id: str) -> table_pb2.CommitWagersRequest:
+    return table_pb2.CommitWagersRequest(request_id=str(uuid.uuid4()), table_id="demo-table-1", round_id=round_id,
+                                         wagers=[table_pb2.Wager(seat=1, amount_cents=100, ante_placed=True)])

@@ -22,7 +22,7 @@ from .chain import (
     write_batch,
 )
 from .errors import refuses
-from .fences import Fence, clear_fence, fences, refused_entry, set_fence
+from .fences import Fence, FenceKind, clear_fence, fence_text, fences, refused_entry, set_fence
 from .lookups import HeldConnection, Lookups
 from .reads import (
     LinkSnapshot,
@@ -57,6 +57,7 @@ __all__ = [
     "AuditReport",
     "Connection",
     "Fence",
+    "FenceKind",
     "Head",
     "HeadCache",
     "HeldConnection",
@@ -74,6 +75,7 @@ __all__ = [
     "clear_fence",
     "connect_pool",
     "entry_identities",
+    "fence_text",
     "fences",
     "heads",
     "heads_of",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -15,6 +15,7 @@ from ...domain.money import cents_to_uc
 from ...domain.postings import PAYOUTS, PENDING_PAYOUTS, merge
 from ...domain.verification import approval, rejection
 from ..checkpoints import Checkpoint
+from . import anchor_audit
 from .chain import chain_hash, decision_row
 from .reads import HIT_DECISION, HIT_STATUS
 from .summaries import Summaries, entry_flows, ms_of, time_of
@@ -36,6 +37,8 @@ class AuditReport:
     first_altered: int | None = None  # the first entry whose stored rows disagree with it or with a checkpoint
     checkpoints: int = 0  # how many checkpoints were checked
     summaries_ok: bool = True  # finance's summaries (migration 011) are what the entries make them
+    altered_range_end: int | None = None  # the first altered entry is known only to be in first_altered..this
+    notes: list[str] = field(default_factory=list)  # accepted incidents: operators' acts, not problems
 
     @property
     def ok(self) -> bool:
@@ -206,31 +209,18 @@ async def audit_link(conn: Any, link_id: str, redis_pools: dict[str, int],
     if balances.get(PENDING_PAYOUTS, 0) != cents_to_uc(int(waiting)):
         problems.append(f"pending_payouts holds {balances.get(PENDING_PAYOUTS, 0)} µ¢ but the hits awaiting a "
                         f"decision come to {cents_to_uc(int(waiting))} µ¢")
-    matched = 0  # the last checkpoint the chain matches: entries up to it are as they were when it was written
-    for cp in sorted(checkpoints, key=lambda c: c.seq):
-        if cp.seq not in recomputed:
-            problems.append(f"checkpoint at seq {cp.seq} but the ledger holds no such entry: entries after "
-                            f"seq {matched} were removed or rewritten")
-            break
-        if recomputed[cp.seq] != cp.hash:
-            problems.append(f"the ledger does not match checkpoint seq {cp.seq}: entries after checkpoint seq "
-                            f"{matched} were rewritten")
-            later = [s for s in altered if matched < s <= cp.seq]
-            if not later:
-                problems.append(f"the first altered entry is between seq {matched + 1} and {cp.seq} (its stored "
-                                "rows agree with one another: a rewritten reply or a rewritten entry with its "
-                                "projections)")
-                altered.setdefault(matched + 1, []).append(f"differs from checkpoint seq {cp.seq}")
-            break
-        matched = cp.seq
-    first = min(altered) if altered else None
-    if first is not None:
-        problems.insert(0, f"first altered entry: seq {first}: {'; '.join(altered[first])}")
+    anchored = anchor_audit.compare(recomputed, max(recomputed, default=0), altered, checkpoints)
+    first = min([*altered, *([] if anchored.first_altered is None else [anchored.first_altered])], default=None)
+    range_end = anchored.range_end if first == anchored.first_altered and first not in altered else None
+    if first is not None and first in altered:
+        problems[:0] = [f"first altered entry: seq {first}: {'; '.join(altered[first])}", *anchored.problems]
         problems += [f"entry {s} altered: {'; '.join(altered[s])}" for s in sorted(altered) if s != first]
+    else:  # the anchors name it (a truncation, a rewrite whose rows agree): they come first
+        problems[:0] = anchored.problems
     if len(problems) > PROBLEMS_MAX:  # a reply must stay readable (gRPC's 4 MB): the first ones name the damage
         problems[PROBLEMS_MAX:] = [f"... and {len(problems) - PROBLEMS_MAX} more problems"]
     return AuditReport(link_id, count, chain_ok, balanced, ledger_pools, redis_pools, problems, first,
-                       len(checkpoints), summaries_ok)
+                       len(checkpoints), summaries_ok, range_end, anchored.notes)
 
 
 async def _summaries_match(conn: Any, link_id: str, derived: Summaries, problems: list[str]) -> bool:

@@ -81,6 +81,7 @@ class Written:
     identity: str  # canonical.request_identity of the entry's request
     finished_round: tuple[str, str] | None  # (table, round) of a round now settled or voided
     hits: tuple[tuple[str, str], ...] = ()  # (hand, pool) of each hit the entry pays, for the hits metric
+    hash: bytes = b""  # its chain hash: the writer anchors some of them outside the database (checkpoints)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +112,11 @@ WITH h AS (
     INSERT INTO links AS l (link_id, last_seq, last_hash)
     SELECT * FROM unnest($1::text[], $2::bigint[], $3::bytea[])
     ON CONFLICT (link_id) DO UPDATE SET last_seq = EXCLUDED.last_seq, last_hash = EXCLUDED.last_hash
-    WHERE l.last_seq = (SELECT p.seq FROM unnest($1::text[], $4::bigint[]) AS p(link_id, seq)
-                        WHERE p.link_id = l.link_id)
+    WHERE EXISTS (  -- the head is the very one the writer left: its sequence and hash, in the row and the entry
+        SELECT 1 FROM unnest($1::text[], $4::bigint[], $69::bytea[]) AS p(link_id, seq, hash)
+        WHERE p.link_id = l.link_id AND l.last_seq = p.seq AND l.last_hash = p.hash
+          AND (p.seq = 0 OR EXISTS (SELECT 1 FROM entries x WHERE x.link_id = p.link_id AND x.seq = p.seq
+                                                            AND x.hash = p.hash)))
     RETURNING 1
 ), e AS (
     INSERT INTO entries (link_id, seq, kind, request_id, request_hash, created_at, entry, reply, prev_hash, hash,
@@ -157,7 +161,8 @@ WITH h AS (
     """ + buckets_upsert(64) + """
 )
 SELECT ledger_require((SELECT count(*) FROM h) = cardinality($1::text[]),
-                      'a link head moved under this writer; the batch was not written')
+                      'a link head is not the one this writer left (another writer moved it, or it was changed '
+                      'outside jackpotd); the batch was not written')
 """
 
 
@@ -270,7 +275,7 @@ def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head,
                 rows.decisions.append(decision_row(link_id, e.seq, decision))
             identity = request_identity(body["request_id"], body["request_hash"])
             rows.written.append(Written(e.seq, body["request_id"], identity, finished,
-                                        tuple((hit["hand"], hit["pool"]) for hit in body.get("hits", ()))))
+                                        tuple((hit["hand"], hit["pool"]) for hit in body.get("hits", ())), digest))
         except (KeyError, TypeError, ValueError, AttributeError) as error:  # a journal entry we cannot read
             return Refused(e.seq, f"journal entry {e.seq} is malformed: {type(error).__name__}: {error}",
                            malformed=True)
@@ -301,6 +306,7 @@ async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache
     fresh: HeadCache = {}
     balance_rows: list[tuple[str, str, int]] = []
     head_rows: list[tuple[str, int, bytes, int]] = []  # (link, new seq, new hash, the seq it replaces)
+    replaced: list[bytes] = []  # the hash of the head each replaces: the statement checks it is still there
     for link_id, items in sorted(by_link.items()):
         items.sort(key=lambda e: e.seq)
         start = known[link_id]
@@ -316,13 +322,15 @@ async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache
             out.written[link_id] = link_rows.written
             balance_rows += [(link_id, a, b) for a, b in head.balances.items()]
             head_rows.append((link_id, head.seq, head.hash, start.seq))
+            replaced.append(start.hash)
     if rows.entries:
         try:
             await conn.execute(_APPEND, *columns(head_rows, 4), *columns(rows.entries, 10),
                                *columns(rows.postings, 6), *columns(rows.hits, 14), *columns(rows.configs, 3),
                                *columns(rows.tables, 2), *columns(list(rows.rounds.values()), 6),
                                *columns(balance_rows, 3), *columns(rows.decisions, 8),
-                               *columns(rows.summaries.total_rows(), 7), *columns(rows.summaries.bucket_rows(), 5))
+                               *columns(rows.summaries.total_rows(), 7), *columns(rows.summaries.bucket_rows(), 5),
+                               replaced)
         except BaseException:
             for link in by_link:  # whatever happened, read the heads afresh next time
                 cache.pop(link, None)

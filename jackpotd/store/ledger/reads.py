@@ -12,7 +12,7 @@ import asyncpg
 from ...domain.rounds import OPEN
 from ...service.ports import HitRecord, LastHit
 from .chain import identity_of
-from .fences import refused_entry
+from .fences import fence_text, kind_of
 from .summaries import ms_of
 
 
@@ -51,8 +51,11 @@ async def _snapshot(conn: Any, link_id: str) -> LinkSnapshot:
     head = await conn.fetchrow("SELECT l.last_seq, e.request_id, e.request_hash FROM links l LEFT JOIN "
                                "entries e ON e.link_id = l.link_id AND e.seq = l.last_seq WHERE l.link_id = $1",
                                link_id)
-    cfg = await conn.fetchrow("SELECT version, config::text AS config FROM link_configs WHERE link_id = $1 "
-                              "ORDER BY version DESC LIMIT 1", link_id)
+    # the newest config whose entry the ledger holds (a config row outliving its entry, lost to a truncation an
+    # operator accepted, must not come back)
+    cfg = await conn.fetchrow("SELECT c.version, c.config::text AS config FROM link_configs c WHERE c.link_id = $1 "
+                              "AND EXISTS (SELECT 1 FROM entries e WHERE e.link_id = c.link_id AND e.seq = c.version) "
+                              "ORDER BY c.version DESC LIMIT 1", link_id)
     assert head is not None and cfg is not None
     balances = {r["account"][5:]: int(r["balance_uc"]) for r in await conn.fetch(
         "SELECT account, balance_uc FROM account_balances WHERE link_id = $1 AND account LIKE 'pool:%'", link_id)}
@@ -60,8 +63,8 @@ async def _snapshot(conn: Any, link_id: str) -> LinkSnapshot:
         "SELECT table_id, round_id, state, rev, data FROM rounds WHERE link_id = $1 AND state IN "  # the index's
         f"({', '.join(repr(s) for s in OPEN)})", link_id)]
     tables = [r["table_id"] for r in await conn.fetch("SELECT table_id FROM tables WHERE link_id = $1", link_id)]
-    fenced = await conn.fetchrow("SELECT seq, reason FROM link_fences WHERE link_id = $1", link_id)
-    fence = None if fenced is None else refused_entry(int(fenced["seq"]), fenced["reason"])
+    fenced = await conn.fetchrow("SELECT seq, reason, kind FROM link_fences WHERE link_id = $1", link_id)
+    fence = None if fenced is None else fence_text(kind_of(fenced["kind"]), int(fenced["seq"]), fenced["reason"])
     return LinkSnapshot(link_id, int(head["last_seq"]), identity_of(head), int(cfg["version"]), cfg["config"],
                         balances, rounds, tables, fence)
 

@@ -81,4 +81,4 @@ class PostgresReports(ReportStore):
             finally:
                 await conn.fetchval("SELECT pg_advisory_unlock($1)", VERIFY_LOCK)
         return Verified(link_id, r.entries, r.chain_ok, r.balanced, r.summaries_ok, r.ledger_pools, r.redis_pools,
-                        seq, r.problems, r.first_altered, r.checkpoints)
+                        seq, r.problems, r.first_altered, r.checkpoints, r.altered_range_end, r.notes)

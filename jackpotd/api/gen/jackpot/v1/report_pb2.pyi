@@ -602,6 +602,8 @@ class VerifyLedgerResponse(_message.Message):
     REDIS_SEQUENCE_FIELD_NUMBER: _builtins.int
     CHECKPOINTS_FIELD_NUMBER: _builtins.int
     SUMMARIES_OK_FIELD_NUMBER: _builtins.int
+    ALTERED_RANGE_END_SEQUENCE_FIELD_NUMBER: _builtins.int
+    NOTES_FIELD_NUMBER: _builtins.int
     link_id: _builtins.str
     ok: _builtins.bool
     entries: _builtins.int
@@ -609,16 +611,24 @@ class VerifyLedgerResponse(_message.Message):
     balanced: _builtins.bool
     """every entry sums to zero"""
     first_altered_sequence: _builtins.int
-    """0: none"""
+    """the first entry altered or removed (0: none); when only a range is known, the range's first entry"""
     redis_sequence: _builtins.int
     checkpoints: _builtins.int
     """checkpoints kept outside the database that the chain was checked against"""
     summaries_ok: _builtins.bool
     """the pre-aggregated summaries equal what the entries make them"""
+    altered_range_end_sequence: _builtins.int
+    """when the first altered entry is known only to lie in first_altered_sequence..this (0: it is exact); with
+    anchors written by a running writer, at most 64 entries apart
+    """
     @_builtins.property
     def problems(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
     def pools(self) -> _containers.RepeatedCompositeFieldContainer[Global___PoolCheck]: ...
+    @_builtins.property
+    def notes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """incidents an operator accepted (jackpotd unfence --accept), with who and why"""
+
     def __init__(
         self,
         *,
@@ -633,10 +643,12 @@ class VerifyLedgerResponse(_message.Message):
         redis_sequence: _builtins.int = ...,
         checkpoints: _builtins.int = ...,
         summaries_ok: _builtins.bool = ...,
+        altered_range_end_sequence: _builtins.int = ...,
+        notes: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["balanced", b"balanced", "chain_ok", b"chain_ok", "checkpoints", b"checkpoints", "entries", b"entries", "first_altered_sequence", b"first_altered_sequence", "link_id", b"link_id", "ok", b"ok", "pools", b"pools", "problems", b"problems", "redis_sequence", b"redis_sequence", "summaries_ok", b"summaries_ok"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["altered_range_end_sequence", b"altered_range_end_sequence", "balanced", b"balanced", "chain_ok", b"chain_ok", "checkpoints", b"checkpoints", "entries", b"entries", "first_altered_sequence", b"first_altered_sequence", "link_id", b"link_id", "notes", b"notes", "ok", b"ok", "pools", b"pools", "problems", b"problems", "redis_sequence", b"redis_sequence", "summaries_ok", b"summaries_ok"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

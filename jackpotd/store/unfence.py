@@ -1,0 +1,233 @@
+"""`jackpotd fenced` and `jackpotd unfence`: what stopped a link, and an operator's explicit, audited act to lift it.
+
+A link fenced because the ledger was changed behind the writer's back (head_guard) is lifted only when the ledger
+is again the one the anchors kept outside the database back: restored from a backup, or with `restore` its
+removed entries put back from Redis's journal (only if they rebuild the anchored hashes). Otherwise the operator
+may `accept` the ledger as it is: a truncation's missing sequence numbers become `lost` entries (sequence numbers
+are never reused), and a signed acceptance is appended to the anchors. Every act needs a reason, is recorded in the
+audit trail with the operator, and the writer checks the anchors again before it follows the link.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..canonical import canonical_json
+from . import ledger, recovery
+from .checkpoints import Acceptance, Anchor, Checkpoint, Checkpointer
+from .ledger import head_guard
+from .ledger.head_guard import Backed, Tamper, Tampered, Verdict
+from .redis_pools import RedisPools
+
+log = logging.getLogger("jackpotd.unfence")
+LOST = "lost"  # the kind of the entries that stand for sequence numbers an operator accepted as removed
+LOST_ROUND = "LOST"  # a round whose entries were all removed: never open again, its id never reused
+
+
+@dataclass(frozen=True, slots=True)
+class NotFenced:
+    link_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StillTampered:
+    """Refused: the ledger is still not the one the anchors back."""
+
+    verdict: Tampered
+    advice: str
+
+
+@dataclass(frozen=True, slots=True)
+class Lifted:
+    head: int
+    how: str
+
+
+Outcome = NotFenced | StillTampered | Lifted
+
+
+@dataclass(frozen=True, slots=True)
+class Act:
+    """Who lifts the fence, why, and how (`discard`: rebuild Redis from the ledger; `restore`: put removed entries
+    back from Redis's journal; `accept`: accept the ledger as it is)."""
+
+    actor: str
+    reason: str
+    discard: bool = False
+    restore: bool = False
+    accept: bool = False
+
+
+async def current(pg: ledger.Pool, link: str, anchors: Checkpointer | None) -> Verdict:
+    """The link's ledger head judged against its newest anchor (Backed when no anchors are kept)."""
+    anchor = anchors.reread(link) if anchors is not None else None
+    return (await head_guard.check(pg, {link: anchor}))[link]
+
+
+async def unfence(redis: RedisPools, pg: ledger.Pool, link: str, act: Act, anchors: Checkpointer | None) -> Outcome:
+    """Lift the link's fence if its ledger is backed by its anchors (after `restore` or `accept` when asked);
+    record the act in the audit trail whatever the outcome."""
+    fences = await ledger.fences(pg)
+    if link not in fences:
+        return NotFenced(link)
+    outcome = await _lift(redis, pg, link, act, anchors, fences[link])
+    detail = (outcome.advice[:500] if isinstance(outcome, StillTampered) else
+              f"{outcome.how}; head {outcome.head}" if isinstance(outcome, Lifted) else "not fenced")
+    await ledger.record_admin_act(pg, {"actor": act.actor, "role": "operator", "method": "Unfence", "link_id": link,
+                                       "reason": act.reason, "outcome": "OK" if isinstance(outcome, Lifted) else
+                                       "FAILED_PRECONDITION", "detail": detail})
+    return outcome
+
+
+async def _lift(redis: RedisPools, pg: ledger.Pool, link: str, act: Act, anchors: Checkpointer | None,
+                fence: ledger.Fence) -> Outcome:
+    verdict = await current(pg, link, anchors)
+    how = "fence lifted"
+    if isinstance(verdict, Tampered) and act.restore and verdict.kind is Tamper.TRUNCATED:
+        restored = await _restore(redis, pg, link, verdict)
+        if restored:
+            verdict = await current(pg, link, anchors)
+            how = f"entries {verdict_range(fence, verdict)} put back from Redis's journal; fence lifted"
+    if isinstance(verdict, Tampered) and act.accept:
+        if verdict.kind is Tamper.HEAD_EDITED:
+            return StillTampered(verdict, "the link's head row (table links) is not its last entry: restore the "
+                                          "database from a backup (OPERATIONS.md, A fenced link after tampering)")
+        assert anchors is not None  # a Tampered verdict needs an anchor
+        head = await _accept(pg, link, verdict, act)
+        anchors.write([Checkpoint(link, head.seq, head.hash, int(time.time() * 1000), accepted=Acceptance(
+            act.actor, act.reason, verdict.kind.value, verdict.anchor,
+            (verdict.first_seq, verdict.anchor.seq) if verdict.kind is Tamper.TRUNCATED else None))])
+        verdict = Backed(head)
+        how = ("the ledger accepted as it is" + (f", entries {verdict_range(fence, verdict)} recorded as lost"
+                                                  if fence.kind is ledger.FenceKind.TRUNCATED else "")
+               + "; Redis rebuilt from the ledger; fence lifted")
+    if isinstance(verdict, Tampered):
+        return StillTampered(verdict, advice(verdict))
+    if act.discard or act.accept:  # Redis goes back to what the ledger holds: entries it never took are dropped
+        await recovery.rebuild(redis, pg, link)
+        if how == "fence lifted":
+            how = "Redis rebuilt from the ledger (entries it never took discarded); fence lifted"
+    await ledger.clear_fence(pg, link)
+    await redis.set_fence(link, None)
+    log.warning("link %s: %s by %s: %s", link, how, act.actor, act.reason)
+    return Lifted(verdict.head.seq, how)
+
+
+def verdict_range(fence: ledger.Fence, verdict: Verdict) -> str:
+    return f"{fence.seq}..{verdict.head.seq if isinstance(verdict, Backed) else verdict.found.seq}"
+
+
+def advice(verdict: Tampered) -> str:
+    """What an operator can do about a tampered ledger."""
+    if verdict.kind is Tamper.TRUNCATED:
+        return (f"{verdict.reason}. Put the removed entries back: restore the database from a backup, or "
+                "`jackpotd unfence LINK --restore --reason ...` if they are still in Redis's journal; or accept "
+                "their loss with `--accept --reason ...` (they are recorded as lost entries, sequence numbers are "
+                "never reused). OPERATIONS.md, A fenced link after tampering")
+    if verdict.kind is Tamper.REWRITTEN:
+        return (f"{verdict.reason}. Restore the database from a backup, then `jackpotd unfence LINK --reason ...`; "
+                "`jackpotd audit` names the first altered entry. Or accept the rewritten ledger with `--accept "
+                "--reason ...`. OPERATIONS.md, A fenced link after tampering")
+    return f"{verdict.reason}. Restore the database from a backup (OPERATIONS.md, A fenced link after tampering)"
+
+
+async def _restore(redis: RedisPools, pg: ledger.Pool, link: str, verdict: Tampered) -> bool:
+    """Append the removed entries again from Redis's journal, in one transaction kept only if the head they make
+    is exactly the anchored one (same sequence, same hash): the very entries that were removed, nothing else."""
+    rows = await redis.journal_after(link, verdict.found.seq, count=verdict.anchor.seq - verdict.found.seq)
+    entries = [e for e in ledger.journal_entries(link, rows) if e.seq <= verdict.anchor.seq]
+    if not entries or entries[-1].seq != verdict.anchor.seq:
+        log.error("link %s: Redis's journal no longer holds entries %d..%d", link, verdict.first_seq,
+                  verdict.anchor.seq)
+        return False
+    try:
+        async with pg.acquire() as conn, conn.transaction():
+            appended = await ledger.write_batch(conn, entries)
+            head = (await head_guard.found_heads(conn, {link: verdict.anchor}))[link]
+            if link in appended.refused or head.head != verdict.anchor:
+                raise _Rollback
+    except _Rollback:
+        log.error("link %s: the entries in Redis's journal do not rebuild the anchored head %d: not restored", link,
+                  verdict.anchor.seq)
+        return False
+    return True
+
+
+class _Rollback(Exception):
+    """Undo a restore whose entries do not make the anchored head."""
+
+
+async def _accept(pg: ledger.Pool, link: str, verdict: Tampered, act: Act) -> Anchor:
+    """Accept the ledger as it is: a truncation's removed sequence numbers become `lost` entries chained onto the
+    head (so none is ever reused), the balances are what the postings make them, and rounds whose entries were
+    removed go back to their state at the head (LOST when none is left). Returns the new head."""
+    async with pg.acquire() as conn, conn.transaction():
+        if verdict.kind is Tamper.TRUNCATED:
+            balances = await _pool_balances(conn, link)
+            now = int(time.time() * 1000)
+            lost = [_lost_entry(link, seq, now, act, verdict, balances)
+                    for seq in range(verdict.first_seq, verdict.anchor.seq + 1)]
+            await ledger.write_batch(conn, lost)
+            await _repair_projections(conn, link, verdict.found.seq)
+        found = (await head_guard.found_heads(conn, {link: None}))[link]
+    return found.head
+
+
+async def _pool_balances(conn: Any, link: str) -> dict[str, int]:
+    rows = await conn.fetch("SELECT account, sum(amount_uc) AS uc FROM postings WHERE link_id = $1 AND account "
+                            "LIKE 'pool:%' GROUP BY account", link)
+    return {r["account"][5:]: int(r["uc"]) for r in rows}
+
+
+def _lost_entry(link: str, seq: int, now_ms: int, act: Act, verdict: Tampered,
+                balances: dict[str, int]) -> ledger.JournalEntry:
+    content = {"lost": seq, "link_id": link}
+    request_hash = hashlib.sha256(canonical_json(content).encode()).hexdigest()
+    entry = {"kind": LOST, "ts_ms": now_ms, "request_id": f"ledger:lost:{seq}", "request_hash": request_hash,
+             "postings": [], "lost": {"accepted_by": act.actor, "reason": act.reason,
+                                      "removed": [verdict.first_seq, verdict.anchor.seq]}}
+    flat = [x for pool, uc in sorted(balances.items()) for x in (pool, str(uc))]
+    reply = {"seq": seq, "result": {"lost": True}, "balances": flat, "content": content, "hash": request_hash}
+    return ledger.JournalEntry(link, seq, canonical_json(entry), {}, canonical_json(reply))
+
+
+async def _repair_projections(conn: Any, link: str, head: int) -> None:
+    """After a truncation is accepted: balances from the postings, and each round the removed entries touched back
+    to its last state the ledger holds (LOST when it holds none)."""
+    await conn.execute("UPDATE account_balances b SET balance_uc = coalesce((SELECT sum(p.amount_uc) FROM postings p "
+                       "WHERE p.link_id = b.link_id AND p.account = b.account), 0) WHERE b.link_id = $1", link)
+    for r in await conn.fetch("SELECT table_id, round_id FROM rounds WHERE link_id = $1 AND rev > $2", link, head):
+        last = await conn.fetchrow(
+            "SELECT seq, entry::json -> 'round' ->> 'state' AS state, entry::json -> 'round' ->> 'data' AS data "
+            "FROM entries WHERE link_id = $1 AND seq <= $2 AND entry::json -> 'round' ->> 'table_id' = $3 "
+            "AND entry::json -> 'round' ->> 'round_id' = $4 ORDER BY seq DESC LIMIT 1",
+            link, head, r["table_id"], r["round_id"])
+        if last is None:
+            await conn.execute("UPDATE rounds SET state = $4 WHERE link_id = $1 AND table_id = $2 AND round_id = $3",
+                               link, r["table_id"], r["round_id"], LOST_ROUND)
+        else:
+            await conn.execute("UPDATE rounds SET state = $4, rev = $5, data = $6 WHERE link_id = $1 AND "
+                               "table_id = $2 AND round_id = $3", link, r["table_id"], r["round_id"], last["state"],
+                               int(last["seq"]), last["data"])
+
+
+@dataclass(frozen=True, slots=True)
+class FenceView:
+    """A fenced link as `jackpotd fenced` shows it: the fence, the entry it names, and what the ledger is now."""
+
+    fence: ledger.Fence
+    entry: str
+    verdict: Verdict | None  # None: no anchors are kept, the ledger cannot be judged
+
+
+async def fenced(redis: RedisPools, pg: ledger.Pool, anchors: Checkpointer | None) -> list[FenceView]:
+    """Every fenced link with its entry and, for tampering, the ledger's head judged against its anchors now."""
+    out = []
+    for f, entry in await recovery.fenced_links(redis, pg):
+        verdict = await current(pg, f.link_id, anchors) if anchors is not None else None
+        out.append(FenceView(f, entry, verdict))
+    return out
