@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install chromium run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-replicas bench-cluster audit clean
+.PHONY: install system-account chromium run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-replicas bench-cluster audit clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -14,9 +14,14 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+## system-account: as root, the system account the embedded PostgreSQL runs as (jackpotd-pg), made once like a
+## package's install step; not root: nothing to do (the server runs as you)
+system-account: install
+	@if [ "$$(id -u)" = 0 ]; then $(BIN)/jackpotd system-account; fi
+
 ## run: serve jackpotd on embedded PostgreSQL and Valkey with the demo link, and its floor sign on
 ## http://127.0.0.1:8080/links/demo (Ctrl-C stops everything)
-run: install
+run: install system-account
 	@$(BIN)/jackpot-signage --link demo & sign=$$!; \
 	trap 'kill $$sign 2>/dev/null' EXIT INT TERM; \
 	echo "make run: the demo link's floor sign: http://127.0.0.1:8080/links/demo (jackpot-signage, pid $$sign)"; \
@@ -31,7 +36,7 @@ chromium:
 	else echo "make: /usr/bin/chromium is missing and this is not root: the browser tests will be skipped"; fi
 
 ## test: lint, type-check, check generated code, then the whole suite against real embedded servers
-test: install chromium proto-check lint typecheck deploy-check
+test: install system-account chromium proto-check lint typecheck deploy-check
 	$(BIN)/python -m pytest -q
 
 unit: install

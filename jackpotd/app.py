@@ -39,7 +39,8 @@ from .api.reports import ReportServicer
 from .api.servicers import AdminServicer, DisplayServicer, TableServicer
 from .api.transport import Listener, listener
 from .auth.credentials import development_credentials
-from .clock import Clock, now_ms
+from .auth.guard import Guard
+from .clock import Clock, now_ms, wait_set
 from .health import HealthReporter
 from .metrics import multiprocess_dir, registry
 from .service.reports import ReportQueries
@@ -50,8 +51,10 @@ from .store.durability import DurabilityWatcher
 from .store.leader import LeadingWriter, WriterLease
 from .store.ledger import PostgresLedger
 from .store.ledger.report_port import PostgresReports
+from .store.ledger.revocations import revoked_since
 from .store.redis_pools import RedisPools
 from .store.shards import describe, shard_of
+from .store.throttle import Throttled
 from .store.writer import LedgerWriter
 from .stores import Stores, open_stores, sentinel_password
 from .supervisor import Supervisor, wait_serving
@@ -87,6 +90,8 @@ async def run_grpc(service: JackpotService, listen: Listener, stop: asyncio.Even
     reporter = HealthReporter(health_servicer, service.redis, service.pg, ("", *SERVICES))
     await reporter.not_serving()  # should the first check fail
     await reporter.update()  # the first caller gets a real answer
+    after = await load_revocations(service.pg, listen.guard)  # before the first call is taken
+    revocations = asyncio.create_task(follow_revocations(service.pg, listen.guard, stop, after), name="revocations")
     if listen.credentials is None:
         server.add_insecure_port(listen.address)  # loopback only: transport.listener refuses anything else
     else:
@@ -97,8 +102,39 @@ async def run_grpc(service: JackpotService, listen: Listener, stop: asyncio.Even
         ready.set()
     await stop.wait()
     await health_task
+    await revocations
     await reporter.shutdown()
     await server.stop(grace=5)
+
+
+REVOCATIONS_EVERY = 1.0  # seconds: a revoked credential is refused, and its streams ended, within about two
+
+
+async def load_revocations(pg: ledger.Pool, guard: Guard) -> int:
+    """The whole revocation list into the guard; the last row read (0 when it could not be read now)."""
+    try:
+        last, known = await revoked_since(pg, 0)
+    except Exception as e:
+        log.error("the revocation list could not be read (%s); it is read again every %g s", e, REVOCATIONS_EVERY)
+        return 0
+    guard.revoke(known)
+    return last
+
+
+async def follow_revocations(pg: ledger.Pool, guard: Guard, stop: asyncio.Event, last: int = 0) -> None:
+    """Keep the guard's revocation list current (`jackpotd revoke`) and end the streams of credentials revoked or
+    expired, every REVOCATIONS_EVERY seconds until `stop`. The list only grows: a failed read keeps the last."""
+    complain = Throttled(log).warn
+    while not stop.is_set():
+        try:
+            last, new = await revoked_since(pg, last)
+            guard.revoke(new)
+        except Exception as e:  # the database is away: what is known stays revoked, expiry is still enforced
+            complain(f"reading the revocation list failed: {e}")
+        ended = guard.sweep()
+        if ended:
+            log.warning("ended %d stream(s) whose credential was revoked or expired", ended)
+        await wait_set(stop, REVOCATIONS_EVERY)
 
 
 @dataclass(frozen=True, slots=True)

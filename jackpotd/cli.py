@@ -10,10 +10,10 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from .auth.credentials import add_credential_flags
+from .host_commands import DEFAULT_ROLES
 from .settings import Settings, SettingsError, load
 
 EPILOG = """With neither --redis-url nor --postgres-dsn, jackpotd starts embedded PostgreSQL and Valkey
@@ -143,6 +143,19 @@ def parser() -> argparse.ArgumentParser:
                                                             "head exactly)")
     how.add_argument("--accept", action="store_true", help="a tampered ledger: accept it as it is, recording removed "
                                                            "sequence numbers as lost entries")
+    v = sub.add_parser("revoke", help="revoke a token or a certificate before it expires (or --list them)",
+                       description="Put a credential on the revocation list: every jackpotd worker refuses it within "
+                                   "a few seconds and ends its open streams (WatchMeter, WatchPools) with "
+                                   "UNAUTHENTICATED. A revocation is never taken back: issue a new credential "
+                                   "(`jackpotd certs`). The act and its reason go to the audit trail.")
+    _common(v)
+    which = v.add_mutually_exclusive_group(required=True)
+    which.add_argument("--token-file", help="revoke the bearer token in this file (by its jti)")
+    which.add_argument("--jti", help="revoke the bearer token with this id")
+    which.add_argument("--cert", metavar="PEM", help="revoke this client certificate (by its serial number)")
+    which.add_argument("--serial", help="revoke the client certificate with this serial number (hex)")
+    which.add_argument("--list", action="store_true", help="list the revoked credentials")
+    v.add_argument("--reason", help="why (required to revoke; recorded in the audit trail)")
     p = sub.add_parser("pools", help="show a link's pools through the gRPC API",
                        description="Ask a running jackpotd for a link's pools (DisplayService.GetPools). By "
                                    "default it presents a display token minted with $JACKPOTD_AUTH_KEY_FILE when "
@@ -151,6 +164,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--link", default="demo", help="link id (default demo)")
     p.add_argument("--target", default="127.0.0.1:50051", help="jackpotd address (default 127.0.0.1:50051)")
     add_credential_flags(p)
+    sub.add_parser("system-account", help="create the system account the embedded PostgreSQL runs as under root",
+                   description="As root, jackpotd runs its embedded PostgreSQL as a system account of its own, "
+                               "jackpotd-pg, which no other process shares (a package's install step: `make run` and "
+                               "`make test` call it). Creates it (no home, no login shell) when it is missing; "
+                               "changes nothing when it exists. Not root: nothing to do, the server runs as you.")
     c = sub.add_parser("certs", help="issue a development CA, server, table and role certificates and tokens",
                        description=CERTS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("--out", required=True, metavar="DIR", help="the credentials directory (created 0700)")
@@ -171,7 +189,6 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-DEFAULT_ROLES = "admin:ops,supervisor:floor-1,display:sign-1,finance:office"
 CERTS_HELP = """Issue credentials into DIR with a certificate authority of its own (EC P-256). An existing CA
 (ca.pem, ca.key) and auth key in DIR are reused, so later runs add tables and roles under the same CA and
 the tokens already issued stay valid. Keys and tokens are written 0600, directories 0700.
@@ -221,10 +238,10 @@ def _carries_password(url: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.command == "pools":
-        return _pools(args)
-    if args.command == "certs":
-        return _certs(args)
+    if args.command in ("pools", "certs", "system-account"):
+        from . import host_commands
+
+        return host_commands.run(args)
     try:
         settings = settings_of(args)
     except SettingsError as e:
@@ -253,11 +270,12 @@ def main(argv: list[str] | None = None) -> int:
         from .api.transport import ListenRefused
         from .app import run_loop
         from .auth.issue import IssueError
+        from .embedded.account import AccountMissing
 
         try:
             result: int = run_loop(_run(args, settings))
-        except (ListenRefused, IssueError, SettingsError) as e:  # the listen address, TLS files, credentials or
-            # what the stores turn out to be cannot be used
+        except (ListenRefused, IssueError, SettingsError, AccountMissing) as e:  # the listen address, TLS files,
+            # credentials or what the stores turn out to be cannot be used, or the server's account is missing
             print(f"jackpotd: {e}", file=sys.stderr)
             return 2
     finally:
@@ -296,82 +314,15 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             finally:
                 await conn.close()
             return 0
+        if args.command == "revoke":
+            from . import credential_commands
+
+            return await credential_commands.run(stores, args)
         if args.command == "fenced":
             return await ledger_commands.fenced(stores, settings)
         if args.command == "unfence":
             return await ledger_commands.lift(stores, settings, args)
         return await ledger_commands.audit(stores, settings, args)
-
-
-def _pools(args: argparse.Namespace) -> int:
-    import grpc
-
-    from .api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
-    from .auth.credentials import credential_flags, role_credential
-    from .auth.identity import Role
-    from .domain.money import format_cents
-
-    try:
-        found = role_credential(credential_flags(args), (Role.DISPLAY, Role.FINANCE, Role.SUPERVISOR, Role.ADMIN),
-                                "jackpotd-cli")
-    except ValueError as e:
-        print(f"jackpotd: {e}", file=sys.stderr)
-        return 2
-    token = found.token
-    credentials = (None if found.ca is None else grpc.ssl_channel_credentials(found.ca, found.key, found.cert))
-    metadata = (("authorization", f"Bearer {token}"),) if token else None
-    with (grpc.secure_channel(args.target, credentials) if credentials else grpc.insecure_channel(args.target)
-          ) as channel:
-        stub = display_pb2_grpc.DisplayServiceStub(channel)
-        try:
-            resp: Any = stub.GetPools(display_pb2.GetPoolsRequest(link_id=args.link), timeout=5, metadata=metadata)
-        except grpc.RpcError as e:
-            print(f"{e.code().name}: {e.details()}", file=sys.stderr)
-            if e.code() == grpc.StatusCode.UNAUTHENTICATED and not token and not credentials:
-                print("jackpotd: no credential found: give --token-file, --tls or --ca/--cert/--key, or "
-                      "--credentials DIR", file=sys.stderr)
-            return 1
-    print(f"link {resp.link_id} (sequence {resp.sequence})")
-    for p in resp.pools:
-        print(f"  {p.pool:8} {format_cents(p.amount_cents):>16}   (resets to {format_cents(p.reset_cents)})")
-    if resp.HasField("last_hit"):
-        h = resp.last_hit
-        print(f"  last hit: {h.hand} at {h.table_id} seat {h.seat}, {format_cents(h.amount_cents)} from {h.pool}")
-    return 0
-
-
-def _certs(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
-    from .auth.issue import IssueError, Request, Step, issue_into, parse_list, parse_roles
-
-    out = Path(args.out)
-    new = not (out / "ca.pem").exists()
-    try:
-        roles = parse_roles(args.roles if args.roles is not None else DEFAULT_ROLES if new else "")
-        request = Request(tables=parse_list(args.tables), roles=roles, hosts=parse_list(args.hosts), days=args.days,
-                          token_days=args.token_days, server=args.server, table_tokens=args.table_tokens)
-
-        def progress(steps: list[Step]) -> Any:
-            return tqdm(steps, desc="issuing", unit="credential", disable=len(steps) < 20 or None, file=sys.stderr)
-
-        done = issue_into(out, request, progress)
-    except (IssueError, OSError) as e:
-        print(f"jackpotd: {e}", file=sys.stderr)
-        return 2
-    root = out.resolve()
-    for d in done.tightened:
-        print(f"tightened {d} to 0700")
-    if "ca.pem" in done.kept:
-        print(f"reused the CA in {root} (ca.pem, ca.key)")
-    if "auth.key" in done.kept:
-        print(f"reused the token key {root / 'auth.key'}")
-    print(f"wrote {len(done.wrote)} file(s) in {root}:")
-    for rel in done.wrote:
-        print(f"  {rel}")
-    print(f"serve TLS with: jackpotd serve --tls-cert-file {root}/server.pem --tls-key-file {root}/server.key "
-          f"--tls-ca-file {root}/ca.pem --auth-key-file {root}/auth.key --listen HOST:PORT")
-    return 0
 
 
 if __name__ == "__main__":

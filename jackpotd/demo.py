@@ -15,7 +15,8 @@ from .service.services import Services
 
 log = logging.getLogger("jackpotd.demo")
 DEMO_LINK = "demo"
-AUDIT = Audit("demo", "demo configuration", "DEMO-APPROVAL-1")
+AUDIT = Audit("system:demo", "demo configuration", "DEMO-APPROVAL-1")
+CALLER = "system:demo"  # the demo's requests are its own: no caller of the API can claim or block their ids
 
 
 async def load_demo(services: Services) -> None:
@@ -26,12 +27,13 @@ async def load_demo(services: Services) -> None:
         rate_sets=(RateSet({MAJOR: 200_000, MINOR: 75_000, RESERVE: 25_000}, 700_000, 1, 0, "DEMO-APPROVAL-1"),),
         paytables={"caribbean-stud": default_paytable("caribbean-stud", SPLIT)})
     with contextlib.suppress(FailedPrecondition):  # created on an earlier run
-        await services.admin.change(CreateLink(Request("demo-create-link", {"demo": "link"}), config, AUDIT))
+        await services.admin.change(CreateLink(Request("demo-create-link", {"demo": "link"}, CALLER), config, AUDIT))
     for n in range(1, 7):
         table = TableConfig(f"demo-table-{n}", "caribbean-stud", 7)
-        await services.admin.change(RegisterTable(Request(f"demo-register-{n}", {"demo": table.table_id}),
+        await services.admin.change(RegisterTable(Request(f"demo-register-{n}", {"demo": table.table_id}, CALLER),
                                                   DEMO_LINK, table, AUDIT))
     for pool, cents in ((MAJOR, 1_000_000), (MINOR, 100_000)):
-        await services.admin.fund(Fund(Request(f"demo-seed-{pool}", {"demo": pool}), DEMO_LINK, pool, cents, AUDIT))
+        seed = Request(f"demo-seed-{pool}", {"demo": pool}, CALLER)
+        await services.admin.fund(Fund(seed, DEMO_LINK, pool, cents, AUDIT))
     log.info("demo link %r ready: six Caribbean Stud tables demo-table-1..6; try `jackpotd pools --link demo`",
              DEMO_LINK)

@@ -53,6 +53,8 @@ class Settings(BaseSettings):
     tls_ca_file: str = ""
     # the key that signs and checks bearer tokens (roles); a file, never the key itself on a command line
     auth_key_file: str = ""
+    # a bearer token that lives longer than this (from its issue to its expiry) is refused
+    max_token_days: int = Field(30, ge=1, le=366)
     # secrets of external stores, read from files (the URL and DSN then carry no password)
     postgres_password_file: str = ""
     redis_password_file: str = ""

@@ -133,8 +133,10 @@ def _wrap(path: str, handler: Any, guard: Guard, record: Recorder = _record_noth
 
         async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
             try:
-                CALLER.set(_admitted(guard, path, request, context))
-                async for item in inner_stream(request, context):
+                identity = _admitted(guard, path, request, context)
+                CALLER.set(identity)
+                # a stream ends when its caller's credential is revoked or expires (UNAUTHENTICATED)
+                async for item in guard.while_valid(identity, inner_stream(request, context)):
                     yield item
             except Exception as e:
                 code, message = status_of(e)

@@ -42,10 +42,19 @@ AuditTrail = Callable[..., Awaitable[Sequence["AdminAct"]]]
 LIST_AUDIT_MAX = 1000
 
 
+def caller_key() -> str:
+    """The authenticated caller as a request id's owner: `table:<id>` or `<role>:<name>` (the guard has set it for
+    every closed method)."""
+    caller = CALLER.get()
+    if caller is None:
+        raise RuntimeError("a mutating call reached its handler without an authenticated caller")
+    return caller.key
+
+
 def request_of(msg: Message) -> c.Request:
-    """The request id and the canonical content it stands for (everything but the id)."""
+    """The request id, the canonical content it stands for (everything but the id), and its caller."""
     content = MessageToDict(msg, preserving_proto_field_name=True)
-    return c.Request(require_id("request_id", content.pop("request_id", "")), content)
+    return c.Request(require_id("request_id", content.pop("request_id", "")), content, caller_key())
 
 
 def no_hand_of(index: int, value: int) -> NoHand | None:
@@ -67,8 +76,10 @@ def audited(msg: Any) -> tuple[c.Request, c.Audit]:
     caller = CALLER.get()
     if caller is None:  # every admin method is closed: the guard has set its caller
         raise RuntimeError("an admin call reached its handler without an authenticated caller")
-    msg.audit.actor = caller.actor
-    return request_of(msg), audit_of(msg.audit)
+    msg.audit.actor = caller.actor  # the request's content as it always was (a retry across an upgrade matches)
+    audit = audit_of(msg.audit)
+    # the audit records the actor with its role: supervisor:floor and admin:floor never read alike
+    return request_of(msg), c.Audit(caller.key, audit.reason, audit.approval_ref)
 
 
 def pool_amounts(pools: Sequence[results.PoolView]) -> list[common_pb2.PoolAmount]:
@@ -102,7 +113,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         # The hot path names its content by hand; MessageToDict would cost more than the rest of the call.
         content = {"table_id": request.table_id, "round_id": request.round_id,
                    "wagers": [[w.seat, w.amount_cents, w.ante_placed] for w in wagers]}
-        req = c.Request(require_id("request_id", request.request_id), content)
+        req = c.Request(require_id("request_id", request.request_id), content, caller_key())
         done = await self.table.commit(c.Commit(req, request.table_id, request.round_id, wagers))
         response = table_pb2.CommitWagersResponse(sequence=done.seq, link_id=done.link_id)
         add = response.accepted.add  # add() in place costs half of building each message and copying it in

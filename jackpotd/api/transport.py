@@ -59,7 +59,8 @@ def listener(settings: Settings) -> Listener:
             raise ListenRefused(f"listen={settings.listen!r}: plain text is allowed on loopback only; configure "
                                 "tls_cert_file, tls_key_file and tls_ca_file (see `jackpotd certs`), or listen "
                                 "on 127.0.0.1")
-        return Listener(settings.listen, None, Guard(key, tables_by_token=True))
+        return Listener(settings.listen, None, Guard(key, tables_by_token=True,
+                                                     max_token_seconds=settings.max_token_days * 86400))
     if not all(tls):
         missing = ", ".join(n for n, v in zip(("tls_cert_file", "tls_key_file", "tls_ca_file"), tls, strict=True)
                             if not v)
@@ -67,7 +68,8 @@ def listener(settings: Settings) -> Listener:
     cert, private_key, ca = _tls_files(*tls)
     # Every caller presents a certificate signed by our CA: tables prove their table id with it (mTLS).
     credentials = grpc.ssl_server_credentials([(private_key, cert)], root_certificates=ca, require_client_auth=True)
-    return Listener(settings.listen, credentials, Guard(key, tables_by_token=False))
+    return Listener(settings.listen, credentials, Guard(key, tables_by_token=False,
+                                                        max_token_seconds=settings.max_token_days * 86400))
 
 
 def _read(setting: str, path: str) -> bytes:

@@ -3,16 +3,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 from cryptography import x509
 
 from .errors import PermissionDenied, Unauthenticated
 from .identity import URN_PREFIX, Identity, Role, from_uri
 from .policy import authorize, is_open
-from .tokens import verify
+from .tokens import MAX_LIFETIME, verify
+
+T = TypeVar("T")
 
 # The caller of the RPC being handled (None for the open services); set by the interceptor for the handler.
 CALLER: ContextVar[Identity | None] = ContextVar("jackpotd_caller", default=None)
@@ -32,7 +37,11 @@ def identity_of_certificate(pem: bytes) -> Identity | None:
     ours = [uri for uri in names.get_values_for_type(x509.UniformResourceIdentifier) if uri.startswith(URN_PREFIX)]
     if len(ours) != 1:  # one holder per certificate: a second claim is never chosen between
         return None
-    return from_uri(ours[0])
+    found = from_uri(ours[0])
+    if found is None:
+        return None
+    return Identity(found.role, found.actor, found.via, f"serial:{cert.serial_number:x}",
+                    cert.not_valid_after_utc.timestamp())
 
 
 class Guard:
@@ -40,25 +49,93 @@ class Guard:
     token (only on a plain-text loopback listener, for development and tests); otherwise tables need their
     client certificate."""
 
-    def __init__(self, token_key: bytes | None, *, tables_by_token: bool) -> None:
+    def __init__(self, token_key: bytes | None, *, tables_by_token: bool,
+                 max_token_seconds: int = MAX_LIFETIME) -> None:
         self.token_key = token_key
         self.tables_by_token = tables_by_token
+        self.max_token_seconds = max_token_seconds
+        self.revoked: set[str] = set()  # "jti:<id>" and "serial:<hex>" (`jackpotd revoke`), kept current by app.py
         self._certs: dict[bytes, Identity | None] = {}
         self._tokens: dict[str, tuple[Identity, float]] = {}  # verified tokens and their expiry
+        self._streams: dict[int, tuple[Identity, asyncio.Event]] = {}  # open streams: their caller, their end
 
     def identify(self, context: Any) -> Identity | None:
         pem = (context.auth_context() or {}).get("x509_pem_cert")
         if pem:
-            return self._certificate(pem[0])
+            return self._valid(self._certificate(pem[0]))
         token = _bearer(context.invocation_metadata() or ())
         if token is None:
             return None
         if self.token_key is None:
             raise Unauthenticated("this service accepts no bearer tokens (no auth key is configured)")
-        identity = self._token(token)
+        identity = self._valid(self._token(token))
         if identity.role is Role.TABLE and not self.tables_by_token:
             raise Unauthenticated("a table authenticates with its client certificate, not a token")
         return identity
+
+    def _valid(self, identity: Identity) -> Identity:
+        """The identity, unless its credential is revoked or expired (a certificate is checked by TLS when the
+        connection opens, not on every call of a long-lived connection)."""
+        if identity.credential in self.revoked:
+            raise Unauthenticated(f"this credential ({identity.credential}) was revoked")
+        if identity.expires <= time.time():
+            raise Unauthenticated(f"this credential ({identity.credential}) has expired")
+        return identity
+
+    def revoke(self, credentials: Iterable[str]) -> None:
+        """Add to the revocation list; open streams of those credentials end at the next sweep."""
+        self.revoked.update(credentials)
+
+    def sweep(self, now: float | None = None) -> int:
+        """End every open stream whose credential is revoked or expired; how many were ended."""
+        now = time.time() if now is None else now
+        ended = 0
+        for identity, done in self._streams.values():
+            if not done.is_set() and (identity.credential in self.revoked or identity.expires <= now):
+                done.set()
+                ended += 1
+        return ended
+
+    @contextlib.contextmanager
+    def _watched(self, identity: Identity) -> Iterator[asyncio.Event]:
+        done = asyncio.Event()
+        key = id(done)
+        self._streams[key] = (identity, done)
+        try:
+            yield done
+        finally:
+            self._streams.pop(key, None)
+
+    async def while_valid(self, identity: Identity | None, stream: AsyncIterator[T]) -> AsyncIterator[T]:
+        """The stream's messages until its caller's credential is revoked or expires (Unauthenticated then): an
+        open stream never outlives its credential by more than a sweep."""
+        if identity is None:  # open methods (health) need no credential
+            async for item in stream:
+                yield item
+            return
+        with self._watched(identity) as done:
+            ended = asyncio.ensure_future(done.wait())
+            try:
+                while True:
+                    following = asyncio.ensure_future(anext(stream))
+                    await asyncio.wait([following, ended], return_when=asyncio.FIRST_COMPLETED)
+                    if not following.done():
+                        following.cancel()
+                        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                            await following
+                        why = "was revoked" if identity.credential in self.revoked else "has expired"
+                        raise Unauthenticated(f"this credential ({identity.credential}) {why}: the stream ends")
+                    try:
+                        item = following.result()
+                    except StopAsyncIteration:
+                        return
+                    yield item
+            finally:
+                ended.cancel()
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    with contextlib.suppress(Exception):
+                        await aclose()
 
     def caller(self, method: str, context: Any) -> Identity | None:
         """Who calls `method` (None for the open services); Unauthenticated when a closed method has no
@@ -87,7 +164,7 @@ class Guard:
         known = self._tokens.get(token)
         if known is not None and known[1] > time.time():
             return known[0]
-        identity, expires = verify(self.token_key, token)
+        identity, expires = verify(self.token_key, token, self.max_token_seconds)
         if len(self._tokens) >= _CACHE_MAX:
             self._tokens.clear()
         self._tokens[token] = (identity, expires)

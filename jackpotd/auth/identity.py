@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from enum import Enum
 
 from ..domain.errors import InvalidInput
@@ -26,10 +27,17 @@ class Identity:
     role: Role
     actor: str
     via: str  # "certificate" or "token": how the caller proved it
+    credential: str = field(default="", compare=False)  # "jti:<id>" or "serial:<hex>": what `jackpotd revoke` names
+    expires: float = field(default=math.inf, compare=False)  # epoch seconds the credential expires at
 
     @property
     def table_id(self) -> str | None:
         return self.actor if self.role is Role.TABLE else None
+
+    @property
+    def key(self) -> str:
+        """`<role>:<name>` (`table:<id>` for a table): whose a request id is, and who acted in the audit."""
+        return f"{self.role.value}:{self.actor}"
 
 
 # Client certificates name their holder in a URI subject alternative name:

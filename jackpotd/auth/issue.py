@@ -51,7 +51,7 @@ ORGANIZATION = "jackpotd"
 DEV_ROLES: tuple[tuple[Role, str], ...] = ((Role.ADMIN, "dev"), (Role.SUPERVISOR, "floor"), (Role.DISPLAY, "sign"),
                                            (Role.FINANCE, "office"))
 DEV_TABLES = tuple(f"demo-table-{i}" for i in range(1, 7))
-DEV_TOKEN_DAYS = 365
+DEV_TOKEN_DAYS = 30  # the longest a token may live (max_token_days): renewed at a start within a week of expiry
 CREDENTIALS_DIR = "credentials"
 
 
@@ -259,6 +259,7 @@ class Request:
 
 
 RENEW_DAYS = 30
+TOKEN_RENEW_DAYS = 7  # a token is issued again at most this many days before it expires
 Step = tuple[str, Callable[[], None]]  # what a step writes, and the step
 
 
@@ -320,12 +321,13 @@ def _token(root: Path, role: Role, name: str, request: Request, done: Written, a
 
 
 def _valid_token(path: Path, key: bytes) -> bool:
-    """A token already there, signed with `key`, valid for RENEW_DAYS more."""
+    """A token already there, signed with `key`, one the service takes (with an id, living no longer than the
+    default max_token_days), valid for TOKEN_RENEW_DAYS more."""
     try:
         _, expires = verify(key, path.read_text().strip())
     except (OSError, UnicodeDecodeError, Unauthenticated):
         return False
-    return expires > _now().timestamp() + RENEW_DAYS * 86400
+    return expires > _now().timestamp() + TOKEN_RENEW_DAYS * 86400
 
 
 def _authority(root: Path, done: Written) -> Authority:

@@ -1,5 +1,7 @@
 """Bearer tokens for people and devices in a role: JWTs signed with HMAC-SHA256 under a key kept in a file
-(`auth_key_file`). A token names its holder (`sub`), its role and when it expires; nothing else is trusted."""
+(`auth_key_file`). A token names its holder (`sub`, an id of the id grammar), its role, its id (`jti`, which
+`jackpotd revoke` can revoke), when it was issued and when it expires, at most `max_token_days` later (30 by
+default); nothing else is trusted."""
 
 from __future__ import annotations
 
@@ -9,13 +11,17 @@ from pathlib import Path
 
 import jwt
 
+from ..domain.errors import InvalidInput
+from ..domain.ids import require_id
 from .errors import Unauthenticated
 from .identity import Identity, Role
 
 ALGORITHM = "HS256"
 ISSUER = "jackpotd"
 KEY_BYTES = 32
-DEFAULT_TTL = 30 * 24 * 3600  # development credentials; production tokens should live shorter
+DEFAULT_TTL = 30 * 24 * 3600  # what `jackpotd certs` issues unless told otherwise
+MAX_LIFETIME = 30 * 24 * 3600  # a token that lives longer is refused (setting max_token_days)
+CLOCK_SKEW = 300  # seconds a token's issue time may lie ahead of this host's clock
 
 
 def new_key() -> bytes:
@@ -36,18 +42,31 @@ def read_key(path: str | Path) -> bytes:
 
 
 def issue(key: bytes, role: Role, name: str, ttl_seconds: int = DEFAULT_TTL, now: float | None = None) -> str:
-    """A token for `name` in `role`, valid for `ttl_seconds`."""
+    """A token for `name` in `role`, valid for `ttl_seconds`, with an id of its own (`jti`) to revoke it by."""
     issued = int(now if now is not None else time.time())
-    claims = {"iss": ISSUER, "sub": name, "role": role.value, "iat": issued, "exp": issued + ttl_seconds}
+    claims = {"iss": ISSUER, "sub": name, "role": role.value, "iat": issued, "exp": issued + ttl_seconds,
+              "jti": secrets.token_hex(16)}
     return jwt.encode(claims, key, algorithm=ALGORITHM)
 
 
-def verify(key: bytes, token: str) -> tuple[Identity, float]:
+def token_id(token: str) -> str:
+    """The `jti` a token names, read without checking its signature (to revoke a token from its file)."""
+    try:
+        jti = jwt.decode(token, options={"verify_signature": False}).get("jti")
+    except jwt.InvalidTokenError as e:
+        raise ValueError(f"not a token: {e}") from None
+    if not isinstance(jti, str) or not jti:
+        raise ValueError("the token names no jti")
+    return jti
+
+
+def verify(key: bytes, token: str, max_lifetime: int = MAX_LIFETIME) -> tuple[Identity, float]:
     """The identity a token proves and when the token expires (epoch seconds); Unauthenticated if it is
-    expired, tampered with or not ours."""
+    expired, tampered with, not ours, lives longer than `max_lifetime` seconds, names no id or a holder outside
+    the id grammar."""
     try:
         claims = jwt.decode(token, key, algorithms=[ALGORITHM], issuer=ISSUER,
-                            options={"require": ["exp", "sub", "iss"]})
+                            options={"require": ["exp", "iat", "sub", "iss", "jti"]})
     except jwt.ExpiredSignatureError:
         raise Unauthenticated("the bearer token has expired") from None
     except jwt.InvalidTokenError as e:
@@ -56,7 +75,15 @@ def verify(key: bytes, token: str) -> tuple[Identity, float]:
         role = Role(claims.get("role"))
     except ValueError:
         raise Unauthenticated(f"the bearer token names no known role: {claims.get('role')!r}") from None
-    name = claims["sub"]
-    if not isinstance(name, str) or not name:
-        raise Unauthenticated("the bearer token names no holder")
-    return Identity(role, name, "token"), float(claims["exp"])
+    try:
+        name = require_id("sub", claims["sub"])
+    except InvalidInput as e:
+        raise Unauthenticated(f"the bearer token's holder is not an id: {e}") from None
+    issued, expires, jti = claims["iat"], claims["exp"], claims["jti"]
+    if not isinstance(issued, int | float) or not isinstance(jti, str) or not jti:
+        raise Unauthenticated("the bearer token has no valid iat or jti")
+    if issued > time.time() + CLOCK_SKEW or expires - issued > max_lifetime:
+        raise Unauthenticated(f"the bearer token lives {(expires - issued) / 86400:.0f} days from "
+                              f"{'the future' if issued > time.time() + CLOCK_SKEW else 'its issue'}: more than the "
+                              f"{max_lifetime / 86400:g} allowed (max_token_days)")
+    return Identity(role, name, "token", f"jti:{jti}", float(expires)), float(expires)

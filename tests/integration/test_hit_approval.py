@@ -308,7 +308,8 @@ async def test_every_decision_is_on_the_trail_with_its_actor(client: Client, tar
     assert {r.approval_ref for r in rows} == {AUDIT.approval_ref}
     for answer in (await client.pg.fetch("SELECT entry->'audit'->>'actor' AS actor FROM entries WHERE link_id = $1 "
                                          "AND kind IN ('approve_hit', 'reject_hit')", link)):
-        assert answer["actor"] == name  # the ledger's audit names who proved it, not the request's field
+        # the ledger's audit names who proved it, with the role, not the request's field
+        assert answer["actor"] == f"{role.value}:{name}"
     await assert_books(client, link)
 
 

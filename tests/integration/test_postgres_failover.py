@@ -121,7 +121,7 @@ async def test_the_service_rides_through_a_primary_failover(tmp_path: Path) -> N
         new_primary = await asyncpg.connect(dsn)
         try:
             assert await new_primary.fetchval("SELECT inet_server_port()") == standby_port  # the promoted standby
-            held = {r["request_id"]: int(r["seq"]) for r in await new_primary.fetch(
+            held = {r["request_id"].rsplit(":", 1)[-1]: int(r["seq"]) for r in await new_primary.fetch(
                 "SELECT request_id, seq FROM entries WHERE link_id = $1 AND kind = 'commit'", link)}
             assert held == commits.acknowledged  # every acknowledged entry, at the sequence it was told, nothing else
             balances = {k: int(v) for k, v in (await client.redis.hgetall(keys.balances(link))).items()}

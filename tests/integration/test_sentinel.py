@@ -99,7 +99,7 @@ async def test_the_service_follows_a_sentinel_failover(isolated: Isolated, tmp_p
         balances = {k: int(v) for k, v in (await promoted.hgetall(keys.balances(link))).items()}
         seq = int(await promoted.get(keys.seq(link)) or 0)
         await promoted.aclose()
-        held = {r["request_id"]: int(r["seq"]) for r in await client.pg.fetch(
+        held = {r["request_id"].rsplit(":", 1)[-1]: int(r["seq"]) for r in await client.pg.fetch(
             "SELECT request_id, seq FROM entries WHERE link_id = $1 AND kind = 'commit'", link)}
         assert held == commits.acknowledged  # every answer exactly once, at the sequence it was told
         report = await audit_link(client.pg, link, balances, seq)  # the new primary agrees with the ledger

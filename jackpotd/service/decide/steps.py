@@ -16,8 +16,8 @@ def step(link_id: str, req: Request, kind: str, version: str, now_ms: int, *, po
     entry, and the pool deltas the live store applies atomically with `checks` (round, guards, config)."""
     legs = merge(postings)
     require_balanced(legs)  # §10: a movement that does not sum to zero is a bug and must not reach the ledger
-    entry = {"kind": kind, "ts_ms": now_ms, "request_id": req.request_id, "request_hash": req.hash,
+    entry = {"kind": kind, "ts_ms": now_ms, "request_id": req.key, "request_hash": req.hash,
              "postings": [[p.account, p.amount_uc] for p in legs], **(extra or {})}
-    return Step(link_id=link_id, request_id=req.request_id, request_hash=req.hash, identity=req.identity,
+    return Step(link_id=link_id, request_id=req.key, request_hash=req.hash, identity=req.identity,
                 content=req.content, canonical_content=req.canonical, config_version=version, entry=entry,
                 result=result or {}, deltas=pool_legs(legs), **checks)

@@ -51,31 +51,36 @@ class Lookups:
     TIMEOUT = 5.0  # a half-open connection must not hold every commit of the process
     # Subqueries per row are index lookups in any plan; a join may turn into a scan of every round once
     # the prepared statement's generic plan guesses the arrays' size.
+    # A request written before ids were scoped to their caller is found by its bare id and the same content.
     QUERY = ("SELECT q.i, (SELECT e.request_hash FROM entries e WHERE e.link_id = q.link_id "
-             "AND e.request_id = q.request_id) AS request_hash, (SELECT r.state FROM rounds r "
+             "AND e.request_id = q.request_id) AS request_hash, (SELECT e.request_hash FROM entries e "
+             "WHERE e.link_id = q.link_id AND e.request_id = q.legacy AND e.request_hash = q.hash) AS legacy_hash, "
+             "(SELECT r.state FROM rounds r "
              "WHERE r.link_id = q.link_id AND r.table_id = q.table_id AND r.round_id = q.round_id) AS state "
-             "FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY "
-             "AS q(link_id, table_id, round_id, request_id, i)")
+             "FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY "
+             "AS q(link_id, table_id, round_id, request_id, legacy, hash, i)")
 
     def __init__(self, pg: asyncpg.Pool) -> None:
         self.pg = pg
         self._held = HeldConnection(pg)
-        self._batcher: Batcher[tuple[str, str, str, str], Seen] = Batcher(self._send, linger=self.LINGER)
+        self._batcher: Batcher[tuple[str, str, str, str, str, str], Seen] = Batcher(self._send, linger=self.LINGER)
 
-    async def get(self, link_id: str, table_id: str, round_id: str, request_id: str) -> Seen:
-        """What the ledger holds of this request id and round, asked together with the moment's others."""
-        return await self._batcher.call((link_id, table_id, round_id, request_id))
+    async def get(self, link_id: str, table_id: str, round_id: str, key: str, legacy_id: str = "",
+                  request_hash: str = "") -> Seen:
+        """What the ledger holds of this request and round, asked together with the moment's others."""
+        return await self._batcher.call((link_id, table_id, round_id, key, legacy_id, request_hash))
 
     async def close(self) -> None:
         """Stop asking: pending and later questions fail with ConnectionError("shutting down")."""
         await self._batcher.close(ConnectionError("shutting down"))
         await self._held.release()
 
-    async def _send(self, batch: list[tuple[str, str, str, str]]) -> list[Seen]:
+    async def _send(self, batch: list[tuple[str, str, str, str, str, str]]) -> list[Seen]:
         try:
-            rows = await (await self._held.get()).fetch(self.QUERY, *columns(batch, 4), timeout=self.TIMEOUT)
+            rows = await (await self._held.get()).fetch(self.QUERY, *columns(batch, 6), timeout=self.TIMEOUT)
         except Exception:
             await self._held.release()  # the next batch starts on a fresh connection
             raise
-        found = {int(r["i"]) - 1: Seen(r["request_hash"], r["state"]) for r in rows}
+        found = {int(r["i"]) - 1: Seen(r["request_hash"], r["state"]) if r["request_hash"] is not None or
+                 r["legacy_hash"] is None else Seen(r["legacy_hash"], r["state"], legacy=True) for r in rows}
         return [found.get(i, Seen(None, None)) for i in range(len(batch))]

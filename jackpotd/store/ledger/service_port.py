@@ -63,9 +63,11 @@ class PostgresLedger:
         self.lookups = Lookups(pg)
 
     @translated
-    async def seen(self, link_id: str, table_id: str, round_id: str, request_id: str) -> Seen:
-        """The request id's content hash and the round's state, through the batched lookup."""
-        return await self.lookups.get(link_id, table_id, round_id, request_id)
+    async def seen(self, link_id: str, table_id: str, round_id: str, key: str, legacy_id: str = "",
+                   request_hash: str = "") -> Seen:
+        """The request's content hash and the round's state, through the batched lookup; `legacy_id` with this
+        content also counts (the id as a ledger written before ids were scoped holds it)."""
+        return await self.lookups.get(link_id, table_id, round_id, key, legacy_id, request_hash)
 
     @translated
     async def stored_reply(self, link_id: str, request_id: str) -> Reply | None:

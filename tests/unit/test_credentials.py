@@ -1,0 +1,140 @@
+"""Issue 19, credentials: a token names an id of the grammar, carries an id of its own to revoke it by, lives no
+longer than the maximum; a revoked or expired credential is refused, and its open stream ends."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import jwt
+import pytest
+
+from jackpotd.auth.errors import Unauthenticated
+from jackpotd.auth.guard import Guard, identity_of_certificate
+from jackpotd.auth.identity import Role
+from jackpotd.auth.tokens import ALGORITHM, ISSUER, issue, new_key, token_id, verify
+
+from .test_guard import certificate
+
+KEY = new_key()
+DAY = 86400
+
+
+def signed(**claims: Any) -> str:
+    now = int(time.time())
+    return jwt.encode({"iss": ISSUER, "sub": "floor", "role": "supervisor", "iat": now, "exp": now + DAY,
+                       "jti": "j1", **claims}, KEY, algorithm=ALGORITHM)
+
+
+def test_a_token_carries_an_id_and_proves_its_holder() -> None:
+    token = issue(KEY, Role.SUPERVISOR, "floor")
+    identity, expires = verify(KEY, token)
+    assert (identity.role, identity.actor, identity.key) == (Role.SUPERVISOR, "floor", "supervisor:floor")
+    assert identity.credential == f"jti:{token_id(token)}" and expires == identity.expires > time.time()
+    assert issue(KEY, Role.SUPERVISOR, "floor") != token  # each token its own id
+
+
+@pytest.mark.parametrize(("claims", "why"), [
+    ({"sub": " "}, "not an id"),
+    ({"sub": "a:b"}, "not an id"),
+    ({"exp": int(time.time()) + 100 * 365 * DAY}, "more than the 30 allowed"),
+    ({"iat": int(time.time()) + 40 * DAY, "exp": int(time.time()) + 41 * DAY}, "not yet valid"),
+    ({"jti": ""}, "no valid iat or jti"),
+])
+def test_tokens_out_of_bounds_are_refused(claims: dict[str, Any], why: str) -> None:
+    with pytest.raises(Unauthenticated, match=why):
+        verify(KEY, signed(**claims))
+
+
+@pytest.mark.parametrize("missing", ["jti", "iat"])
+def test_a_token_without_an_id_or_an_issue_time_is_refused(missing: str) -> None:
+    now = int(time.time())
+    claims = {"iss": ISSUER, "sub": "floor", "role": "supervisor", "iat": now, "exp": now + DAY, "jti": "j1"}
+    del claims[missing]
+    with pytest.raises(Unauthenticated):
+        verify(KEY, jwt.encode(claims, KEY, algorithm=ALGORITHM))
+
+
+def test_the_maximum_lifetime_is_a_setting() -> None:
+    token = signed(exp=int(time.time()) + 60 * DAY)
+    with pytest.raises(Unauthenticated):
+        verify(KEY, token)
+    assert verify(KEY, token, max_lifetime=90 * DAY)[0].actor == "floor"
+
+
+def test_a_certificate_identity_names_its_serial_and_expiry() -> None:
+    found = identity_of_certificate(certificate("urn:jackpot:table:t-7"))
+    assert found is not None and found.credential.startswith("serial:") and found.expires > time.time()
+
+
+class Context:
+    """What the guard reads of a call: its TLS peer (none) and its metadata."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def auth_context(self) -> dict[str, Any]:
+        return {}
+
+    def invocation_metadata(self) -> list[tuple[str, str]]:
+        return [("authorization", f"Bearer {self.token}")]
+
+
+def test_a_revoked_token_is_refused_at_once() -> None:
+    guard = Guard(KEY, tables_by_token=False)
+    token = issue(KEY, Role.DISPLAY, "sign")
+    assert guard.identify(Context(token)) is not None  # verified and cached
+    guard.revoke([f"jti:{token_id(token)}"])
+    with pytest.raises(Unauthenticated, match="revoked"):
+        guard.identify(Context(token))
+
+
+async def test_an_open_stream_ends_when_its_credential_is_revoked() -> None:
+    guard = Guard(KEY, tables_by_token=False)
+    token = issue(KEY, Role.DISPLAY, "sign")
+    identity = guard.identify(Context(token))
+    assert identity is not None
+    closed = asyncio.Event()
+
+    async def quiet() -> AsyncIterator[int]:
+        try:
+            yield 1
+            await asyncio.Event().wait()  # a stream with nothing more to say
+            yield 2
+        finally:
+            closed.set()
+
+    seen = []
+
+    async def watch() -> None:
+        async for item in guard.while_valid(identity, quiet()):
+            seen.append(item)
+
+    task = asyncio.create_task(watch())
+    while not seen:
+        await asyncio.sleep(0)
+    assert guard.sweep() == 0  # still valid: nothing ends
+    guard.revoke([identity.credential])
+    assert guard.sweep() == 1
+    with pytest.raises(Unauthenticated, match="revoked"):
+        await asyncio.wait_for(task, 5)
+    assert closed.is_set() and seen == [1]
+
+
+async def test_an_open_stream_ends_when_its_credential_expires() -> None:
+    guard = Guard(KEY, tables_by_token=False)
+    identity = guard.identify(Context(issue(KEY, Role.DISPLAY, "sign", ttl_seconds=60)))
+    assert identity is not None
+
+    async def endless() -> AsyncIterator[int]:
+        while True:
+            await asyncio.sleep(3600)
+            yield 0
+
+    task = asyncio.create_task(anext(guard.while_valid(identity, endless())))
+    await asyncio.sleep(0)
+    assert guard.sweep(now=time.time() + 120) == 1
+    with pytest.raises(Unauthenticated, match="expired"):
+        await asyncio.wait_for(task, 5)
