@@ -51,7 +51,7 @@ from .store.durability import DurabilityWatcher
 from .store.leader import LeadingWriter, WriterLease
 from .store.ledger import PostgresLedger
 from .store.ledger.report_port import PostgresReports
-from .store.ledger.revocations import revoked_since
+from .store.ledger.revocations import revoked
 from .store.redis_pools import RedisPools
 from .store.shards import describe, shard_of
 from .store.throttle import Throttled
@@ -90,8 +90,8 @@ async def run_grpc(service: JackpotService, listen: Listener, stop: asyncio.Even
     reporter = HealthReporter(health_servicer, service.redis, service.pg, ("", *SERVICES))
     await reporter.not_serving()  # should the first check fail
     await reporter.update()  # the first caller gets a real answer
-    after = await load_revocations(service.pg, listen.guard)  # before the first call is taken
-    revocations = asyncio.create_task(follow_revocations(service.pg, listen.guard, stop, after), name="revocations")
+    await load_revocations(service.pg, listen.guard)  # before the first call is taken
+    revocations = asyncio.create_task(follow_revocations(service.pg, listen.guard, stop), name="revocations")
     if listen.credentials is None:
         server.add_insecure_port(listen.address)  # loopback only: transport.listener refuses anything else
     else:
@@ -110,25 +110,21 @@ async def run_grpc(service: JackpotService, listen: Listener, stop: asyncio.Even
 REVOCATIONS_EVERY = 1.0  # seconds: a revoked credential is refused, and its streams ended, within about two
 
 
-async def load_revocations(pg: ledger.Pool, guard: Guard) -> int:
-    """The whole revocation list into the guard; the last row read (0 when it could not be read now)."""
+async def load_revocations(pg: ledger.Pool, guard: Guard) -> None:
+    """The revocation list into the guard (an error is logged: it is read again every REVOCATIONS_EVERY s)."""
     try:
-        last, known = await revoked_since(pg, 0)
+        guard.revoke(await revoked(pg))
     except Exception as e:
         log.error("the revocation list could not be read (%s); it is read again every %g s", e, REVOCATIONS_EVERY)
-        return 0
-    guard.revoke(known)
-    return last
 
 
-async def follow_revocations(pg: ledger.Pool, guard: Guard, stop: asyncio.Event, last: int = 0) -> None:
+async def follow_revocations(pg: ledger.Pool, guard: Guard, stop: asyncio.Event) -> None:
     """Keep the guard's revocation list current (`jackpotd revoke`) and end the streams of credentials revoked or
     expired, every REVOCATIONS_EVERY seconds until `stop`. The list only grows: a failed read keeps the last."""
     complain = Throttled(log).warn
     while not stop.is_set():
         try:
-            last, new = await revoked_since(pg, last)
-            guard.revoke(new)
+            guard.revoke(await revoked(pg))
         except Exception as e:  # the database is away: what is known stays revoked, expiry is still enforced
             complain(f"reading the revocation list failed: {e}")
         ended = guard.sweep()
@@ -174,20 +170,21 @@ def _leading_writer(settings: Settings, stores: Stores, clock: Clock) -> Leading
     if not settings.checkpoint_key_file:
         log.warning("no checkpoint_key_file: no anchors of the ledger are kept outside the database, so a truncation "
                     "or a rewrite of it while jackpotd is stopped cannot be told at start (OPERATIONS.md, Anchors)")
+    lease = WriterLease(stores.dsn)
 
     def writer(shards: frozenset[int], member: int) -> LedgerWriter:
         return LedgerWriter(stores.redis, stores.pg, linger=settings.group_commit_ms / 1000,
                             retention_seconds=settings.retention_seconds,
                             checkpoints=checkpoints.checkpointer_of(settings.checkpoint_key_file, settings.checkpoints),
-                            clock=clock, shards=shards, member=member)
+                            clock=clock, shards=shards, member=member, leads=lease.held)
 
     async def recover(shards: frozenset[int]) -> None:
         anchors = checkpoints.checkpointer_of(settings.checkpoint_key_file, settings.checkpoints)
         for a in await recovery.recover(stores.redis, stores.pg, owns=lambda link: shard_of(link) in shards,
-                                        anchor=anchors.newest if anchors is not None else lambda _: None):
+                                        anchors=anchors):
             log.info("recovery: link %s %s", a.link_id, a.action)
 
-    return LeadingWriter(WriterLease(stores.dsn), writer, recover)
+    return LeadingWriter(lease, writer, recover)
 
 
 def with_default_anchor_key(settings: Settings, *, create: bool) -> Settings:

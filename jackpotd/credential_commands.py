@@ -32,10 +32,15 @@ def credential_of(args: argparse.Namespace) -> tuple[str, str]:
         cert = x509.load_pem_x509_certificate(pem)
         identity = identity_of_certificate(pem)
         return f"serial:{cert.serial_number:x}", identity.key if identity is not None else ""
-    value = args.jti or args.serial.lower().removeprefix("0x").replace(":", "")
-    if not _VALUE.fullmatch(value):
-        raise ValueError(f"{value[:80]!r} is not a token id or a serial number")
-    return (f"jti:{value}" if args.jti else f"serial:{value}"), ""
+    if args.jti:
+        if not _VALUE.fullmatch(args.jti):
+            raise ValueError(f"{args.jti[:80]!r} is not a token id")
+        return f"jti:{args.jti}", ""
+    try:  # as the guard writes it: lower-case hex without leading zeros, whatever the spelling given
+        serial = int(args.serial.strip().lower().removeprefix("0x").replace(":", ""), 16)
+    except ValueError:
+        raise ValueError(f"{args.serial[:80]!r} is not a serial number (hex)") from None
+    return f"serial:{serial:x}", ""
 
 
 async def run(stores: Stores, args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from .domain.money import format_cents
 from .settings import Settings
 from .store import checkpoints, ledger, recovery, unfence
 from .store.checkpoints import Checkpointer
+from .store.leader import writers_running
 from .store.ledger.head_guard import Tampered
 from .stores import Stores
 
@@ -30,9 +31,14 @@ def operator() -> str:
 
 
 async def recover(stores: Stores, settings: Settings) -> int:
-    found = anchors(settings)
-    for a in await recovery.recover(stores.redis, stores.pg,
-                                    anchor=found.newest if found is not None else lambda _: None):
+    """`jackpotd recover`: only while no ledger writer runs (a running writer recovers its links itself, and a
+    second one appending beside it would be taken for tampering)."""
+    writers = await writers_running(stores.pg)
+    if writers:
+        print(f"jackpotd: {writers} ledger writer(s) are running: they recover every link by themselves; stop them "
+              "before recovering by hand", file=sys.stderr)
+        return 1
+    for a in await recovery.recover(stores.redis, stores.pg, anchors=anchors(settings)):
         print(f"{a.link_id}: {a.action} (Redis seq {a.redis_seq}, ledger seq {a.ledger_seq})")
     return 0
 

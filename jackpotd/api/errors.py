@@ -118,6 +118,8 @@ def _wrap(path: str, handler: Any, guard: Guard, record: Recorder = _record_noth
             try:
                 CALLER.set(_admitted(guard, path, request, context))
                 response = await inner(request, context)
+            except grpc.aio.AbortError:  # the handler set its own status (health: NOT_FOUND for an unknown name)
+                raise
             except Exception as e:
                 code, message = status_of(e)
                 REQUESTS.labels(method, code.name).inc()

@@ -12,8 +12,18 @@ from typing import Any
 
 import grpc
 
+from ..domain.errors import InvalidInput
+from ..domain.ids import require_id
 from .identity import Role
 from .tokens import issue
+
+
+def _is_id(value: str) -> bool:
+    try:
+        require_id("table_id", value)
+    except InvalidInput:
+        return False
+    return True
 
 TABLE_SERVICE = "/jackpot.v1.TableService/"
 
@@ -70,8 +80,9 @@ class TableTokens:
     def header(self, method: str, request: Any) -> str | None:
         if method.startswith(TABLE_SERVICE):
             table = str(getattr(request, "table_id", ""))
-            if table not in self._tables:
-                self._tables[table] = f"Bearer {issue(self.key, Role.TABLE, table)}" if table else ""
+            if table not in self._tables:  # a table id outside the grammar gets a table's token of another name:
+                holder = table if _is_id(table) else "table-id-not-an-id"  # the service names the field
+                self._tables[table] = f"Bearer {issue(self.key, Role.TABLE, holder)}" if table else ""
             return self._tables[table] or None
         return self.other
 

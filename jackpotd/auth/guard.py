@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from cryptography import x509
 
+from ..domain.ids import require_id
 from .errors import PermissionDenied, Unauthenticated
 from .identity import URN_PREFIX, Identity, Role, from_uri
 from .policy import authorize, is_open
@@ -115,23 +116,27 @@ class Guard:
             return
         with self._watched(identity) as done:
             ended = asyncio.ensure_future(done.wait())
+            following: asyncio.Future[T] | None = None
             try:
                 while True:
                     following = asyncio.ensure_future(anext(stream))
                     await asyncio.wait([following, ended], return_when=asyncio.FIRST_COMPLETED)
                     if not following.done():
-                        following.cancel()
-                        with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                            await following
                         why = "was revoked" if identity.credential in self.revoked else "has expired"
                         raise Unauthenticated(f"this credential ({identity.credential}) {why}: the stream ends")
                     try:
                         item = following.result()
                     except StopAsyncIteration:
                         return
+                    following = None
                     yield item
-            finally:
+            finally:  # revoked, expired, or the call itself ended (cancelled): stop the stream before closing it
                 ended.cancel()
+                if following is not None and not following.done():
+                    following.cancel()
+                    await asyncio.wait([following])
+                if following is not None and not following.cancelled():
+                    following.exception()  # retrieved: the stream's own end is not an error to report
                 aclose = getattr(stream, "aclose", None)
                 if aclose is not None:
                     with contextlib.suppress(Exception):
@@ -155,6 +160,8 @@ class Guard:
         table_id = getattr(request, "table_id", None)
         if identity is not None and identity.role is Role.TABLE and not isinstance(table_id, str):
             raise PermissionDenied(f"a table may not call {method.rsplit('/', 1)[-1]}: it names no table")
+        if identity is not None and identity.role is Role.TABLE and isinstance(table_id, str):
+            require_id("table_id", table_id)  # a malformed id is named as such, before whose table it is
         authorize(method, identity, table_id if identity is not None and identity.role is Role.TABLE else None)
 
     def _token(self, token: str) -> Identity:

@@ -5,6 +5,7 @@ default); nothing else is trusted."""
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ KEY_BYTES = 32
 DEFAULT_TTL = 30 * 24 * 3600  # what `jackpotd certs` issues unless told otherwise
 MAX_LIFETIME = 30 * 24 * 3600  # a token that lives longer is refused (setting max_token_days)
 CLOCK_SKEW = 300  # seconds a token's issue time may lie ahead of this host's clock
+JTI = re.compile(r"[A-Za-z0-9._-]{1,128}")  # what the revocation list can hold (migration 013)
 
 
 def new_key() -> bytes:
@@ -80,8 +82,9 @@ def verify(key: bytes, token: str, max_lifetime: int = MAX_LIFETIME) -> tuple[Id
     except InvalidInput as e:
         raise Unauthenticated(f"the bearer token's holder is not an id: {e}") from None
     issued, expires, jti = claims["iat"], claims["exp"], claims["jti"]
-    if not isinstance(issued, int | float) or not isinstance(jti, str) or not jti:
-        raise Unauthenticated("the bearer token has no valid iat or jti")
+    if not isinstance(issued, int | float) or not isinstance(jti, str) or not JTI.fullmatch(jti):
+        raise Unauthenticated("the bearer token has no valid iat or jti (1-128 of A-Z a-z 0-9 . _ -, so that it "
+                              "can be revoked)")
     if issued > time.time() + CLOCK_SKEW or expires - issued > max_lifetime:
         raise Unauthenticated(f"the bearer token lives {(expires - issued) / 86400:.0f} days from "
                               f"{'the future' if issued > time.time() + CLOCK_SKEW else 'its issue'}: more than the "

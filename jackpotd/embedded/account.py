@@ -64,14 +64,22 @@ def ensure() -> tuple[Account, bool]:
 
 def take_over(path: Path, account: Account) -> None:
     """Give `path` (a data directory, a log) and everything under it to the account when it is not its already (a
-    state directory from a version that ran the server as `nobody`)."""
+    state directory from a version that ran the server as `nobody`). Entries are changed through descriptors of their
+    directories, never following a link, so a name swapped for a symlink meanwhile cannot redirect the change; and
+    the server's own settings file (postgresql.auto.conf, which `nobody` could have written) is emptied, since
+    jackpotd never sets anything there."""
     if not path.exists():
         return
     st = path.lstat()
     if (st.st_uid, st.st_gid) == (account.uid, account.gid):
         return
     os.lchown(path, account.uid, account.gid)
-    if path.is_dir() and not path.is_symlink():
-        for top, dirs, files in os.walk(path):
-            for name in [*dirs, *files]:
-                os.lchown(os.path.join(top, name), account.uid, account.gid)
+    if not path.is_dir() or path.is_symlink():
+        return
+    for _top, dirs, files, fd in os.fwalk(path, follow_symlinks=False):
+        for name in [*dirs, *files]:
+            os.chown(name, account.uid, account.gid, dir_fd=fd, follow_symlinks=False)
+    auto = path / "postgresql.auto.conf"
+    if auto.exists() and not auto.is_symlink():
+        auto.write_text("# Emptied by jackpotd when it gave this data directory to its own account: another account "
+                        "could write it before.\n")

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import orjson
 
@@ -63,9 +63,19 @@ class Acceptance:
 
 
 @dataclass(frozen=True, slots=True)
+class Lift:
+    """An operator's act lifting a link's fence (`jackpotd unfence`): who and why."""
+
+    by: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Checkpoint:
     """A link's chain head at one time (its sequence and that entry's hash), with the marks written since the
-    previous checkpoint and, for an operator's acceptance, the act."""
+    previous checkpoint, and what happened to the link then: the writer fenced it (`fenced`: the fence's kind), an
+    operator lifted the fence (`lifted`) or accepted the ledger as it was (`accepted`). A writer lifts a fence only
+    when the link's newest line is an operator's act: deleting the fence's row in the database is not one."""
 
     link_id: str
     seq: int
@@ -73,6 +83,13 @@ class Checkpoint:
     at_ms: int
     marks: tuple[Anchor, ...] = ()
     accepted: Acceptance | None = None
+    fenced: str = ""
+    lifted: Lift | None = None
+
+    @property
+    def lifts(self) -> bool:
+        """Whether the line is an operator's act that lifts the link's fence."""
+        return self.lifted is not None or self.accepted is not None
 
     @property
     def head(self) -> Anchor:
@@ -126,6 +143,10 @@ def line_of(key: bytes, cp: Checkpoint) -> str:
         fields["marks"] = [[m.seq, m.hash.hex()] for m in cp.marks]
     if cp.accepted is not None:
         fields["accepted"] = cp.accepted.fields()
+    if cp.fenced:
+        fields["fenced"] = cp.fenced
+    if cp.lifted is not None:
+        fields["lifted"] = {"by": cp.lifted.by, "reason": cp.lifted.reason}
     return canonical_json({**fields, "mac": _mac(key, fields)})
 
 
@@ -136,8 +157,10 @@ def parse_line(key: bytes, text: str) -> Checkpoint:
         mac = fields.pop("mac")
         marks = tuple(Anchor(int(s), bytes.fromhex(h)) for s, h in fields.get("marks", ()))
         accepted = _acceptance(fields["accepted"]) if "accepted" in fields else None
+        lifted = (Lift(str(fields["lifted"]["by"]), str(fields["lifted"]["reason"])) if "lifted" in fields
+                  else None)
         cp = Checkpoint(str(fields["link"]), int(fields["seq"]), bytes.fromhex(fields["hash"]), int(fields["at_ms"]),
-                        marks, accepted)
+                        marks, accepted, str(fields.get("fenced", "")), lifted)
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"not a checkpoint ({type(e).__name__}: {e})") from None
     if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(key, fields)):
@@ -205,22 +228,29 @@ def newest(directory: str | Path, key: bytes, link_id: str) -> Checkpoint | None
             f.seek(start)
             data = f.read()
             lines = data.splitlines()[1 if start else 0:]  # the first may be cut
-            found = _last_valid(key, lines)
+            found = _last_valid(key, lines, link_id)
             if found is None and start:  # a tail of lines that do not verify: look at the whole file
                 f.seek(0)
-                found = _last_valid(key, f.read().splitlines())
+                found = _last_valid(key, f.read().splitlines(), link_id)
             return found
     except FileNotFoundError:
         return None
 
 
-def _last_valid(key: bytes, lines: list[bytes]) -> Checkpoint | None:
+def _last_valid(key: bytes, lines: list[bytes], link_id: str) -> Checkpoint | None:
     for raw in reversed(lines):
         try:
-            return parse_line(key, raw.decode())
+            cp = parse_line(key, raw.decode())
         except (ValueError, UnicodeDecodeError):
             continue
+        if cp.link_id == link_id:  # a line copied from another link's file names another link
+            return cp
     return None
+
+
+def anchored_links(directory: str | Path) -> list[str]:
+    """The links that have a file of anchors (a link whose every row was deleted from the database still does)."""
+    return sorted(unquote(path.name.removesuffix(".jsonl")) for path in Path(directory).glob("*.jsonl"))
 
 
 @dataclass
@@ -252,8 +282,30 @@ class Checkpointer:
 
     def reread(self, link_id: str) -> Anchor | None:
         """The link's newest anchor read afresh (an operator's `unfence --accept` appended one)."""
-        self._newest.pop(link_id, None)
-        return self.newest(link_id)
+        cp = self.last_line(link_id)
+        return None if cp is None else cp.head
+
+    def last_line(self, link_id: str) -> Checkpoint | None:
+        """The link's newest line, read afresh: its anchor, and the act it records if any."""
+        cp = newest(self.directory, self.key, link_id)
+        self._newest[link_id] = None if cp is None else cp.head
+        return cp
+
+    def links(self) -> list[str]:
+        """The links with anchors in the directory."""
+        return anchored_links(self.directory)
+
+    def record(self, link_id: str, head: Anchor, *, fenced: str = "", lifted: Lift | None = None,
+               accepted: Acceptance | None = None) -> None:
+        """Append a line of what happened to the link now (a fence, its lifting, an acceptance), at `head`, with
+        the marks pending for it; fsynced before it returns."""
+        pending = self._pending.pop(link_id, None)
+        marks = tuple(pending.marks) if pending is not None else ()
+        before = self.newest(link_id)
+        keep = tuple(m for m in marks if before is None or m.seq > before.seq)
+        self.write([Checkpoint(link_id, head.seq, head.hash, int(time.time() * 1000), keep, accepted, fenced,
+                               lifted)])
+        self._written_at[link_id] = time.monotonic()
 
     def note(self, link_id: str, head: Anchor, marks: Sequence[Anchor] = ()) -> None:
         """The writer left this head (and appended these marks on the way)."""

@@ -40,6 +40,11 @@ MEMBERS = ("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classi
            "AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")
 
 
+async def writers_running(pg: Any) -> int:
+    """How many ledger writer processes hold their membership lock on this database now."""
+    return int(await pg.fetchval(MEMBERS, MEMBER_KEY))
+
+
 class NotNow(Exception):
     """Why this process cannot take part in the leases now: it will ask again."""
 

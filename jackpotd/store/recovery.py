@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from ..service.errors import Unavailable
 from . import ledger
-from .checkpoints import Anchor
+from .checkpoints import Anchor, Checkpointer
 from .ledger import head_guard
-from .ledger.fences import FenceKind
+from .ledger.fences import FenceKind, kind_of
 from .redis_pools import Probe, RedisPools
 
 log = logging.getLogger("jackpotd.recovery")
@@ -48,25 +48,27 @@ class LinkRecovery:
 
 
 async def recover(redis: RedisPools, pg: ledger.Pool, owns: Callable[[str], bool] = lambda _: True,
-                  anchor: Callable[[str], Anchor | None] = lambda _: None) -> list[LinkRecovery]:
+                  anchors: Checkpointer | None = None) -> list[LinkRecovery]:
     """Bring every link's Redis state in line with the ledger (every link this writer `owns`); a link the ledger
-    refuses is fenced alone, and so is a link whose ledger head its `anchor` (the newest checkpoint kept outside
-    the database) does not back: nothing is drained onto it or rebuilt from it."""
+    refuses is fenced alone, and so is a link whose ledger head its newest anchor (kept outside the database) does
+    not back, a link every row of which was deleted included: nothing is drained onto it or rebuilt from it."""
     out = []
-    async with pg.acquire() as conn:
-        heads = await ledger.heads_of(conn, None)
-        owned = [link for link in heads if owns(link)]
-        verdicts = await head_guard.check(conn, {link: anchor(link) for link in owned})
-    for link, verdict in sorted(verdicts.items()):
-        if isinstance(verdict, head_guard.Tampered):
-            await fence(redis, pg, link, verdict.first_seq, verdict.reason, FenceKind(verdict.kind.value))
-    fenced = await ledger.fences(pg)
     try:
         announced = set(await redis.links())
     except Unavailable as e:  # (a cluster node that holds the list is down): the ledger's links, and the writer
         log.error("recovery: the list of links cannot be read (%s); recovering the ledger's links", e)
         announced = set()  # follows new ones once the list is back
-    links = sorted(link for link in set(heads) | announced if owns(link))
+    anchored = set(anchors.links()) if anchors is not None else set()
+    async with pg.acquire() as conn:
+        heads = await ledger.heads_of(conn, None)
+        links = sorted(link for link in set(heads) | announced | anchored if owns(link))
+        verdicts = await head_guard.check(conn, {link: anchors.newest(link) if anchors is not None else None
+                                                 for link in links})
+    for link, verdict in sorted(verdicts.items()):
+        if isinstance(verdict, head_guard.Tampered):
+            await fence(redis, pg, link, verdict.first_seq, verdict.reason, FenceKind(verdict.kind.value))
+    await fence_anchored(redis, pg, anchors, links)  # the rest of the fences the anchors hold
+    fenced = await ledger.fences(pg)
     probes = await redis.probe(links)
     for link in links:
         head = heads.get(link, ledger.Head(0, b"", {}))
@@ -84,7 +86,9 @@ async def recover(redis: RedisPools, pg: ledger.Pool, owns: Callable[[str], bool
                 await redis.set_fence(link, fenced[link].text)
                 action = "fenced"
             elif state == AHEAD:
-                action = await drain(redis, pg, link, head.seq)
+                checked = verdicts.get(link)
+                action = await drain(redis, pg, link, head.seq, head if isinstance(checked, head_guard.Backed)
+                                     and checked.head == Anchor(head.seq, head.hash) else None)
                 if action == FORKED:
                     await rebuild(redis, pg, link)
                     action = "rebuilt"
@@ -102,9 +106,34 @@ async def recover(redis: RedisPools, pg: ledger.Pool, owns: Callable[[str], bool
     return out
 
 
-async def drain(redis: RedisPools, pg: ledger.Pool, link: str, from_seq: int) -> str:
-    """Write every journal entry above `from_seq` into the ledger: "drained"; "forked" when the journal
-    does not continue the ledger; "fenced" when the ledger refuses an entry."""
+REMOVED = "its fence's row was removed from the database without `jackpotd unfence`"
+
+
+async def fence_anchored(redis: RedisPools, pg: ledger.Pool, anchors: Checkpointer | None,
+                         links: list[str]) -> list[str]:
+    """Fence again each link whose anchors say it is fenced (no operator lifted it since) but whose fence row is
+    gone: deleted while no writer ran. Before anything is drained or rebuilt. Returns those links."""
+    if anchors is None:
+        return []
+    rows = await ledger.fences(pg)
+    out = []
+    for link in links:
+        line = anchors.last_line(link) if link not in rows else None
+        if line is not None and line.fenced:
+            log.error("link %s: fenced (%s) at entry %d, and %s: fenced again", link, line.fenced, line.seq, REMOVED)
+            await fence(redis, pg, link, line.seq + 1, REMOVED, kind_of(line.fenced))
+            out.append(link)
+    return out
+
+
+async def drain(redis: RedisPools, pg: ledger.Pool, link: str, from_seq: int, checked: ledger.Head | None) -> str:
+    """Write every journal entry above `from_seq` into the ledger, onto the head just `checked` against its anchors
+    (the append refuses any other): "drained"; "forked" when the journal does not continue the ledger; "fenced"
+    when the ledger refuses an entry; "not drained" without a checked head."""
+    if checked is None:
+        log.error("link %s: its ledger head changed while it was being checked: not drained now", link)
+        return "not drained"
+    cache: ledger.HeadCache = {link: checked}
     head = from_seq
     while True:
         rows = await redis.journal_after(link, head)
@@ -112,7 +141,7 @@ async def drain(redis: RedisPools, pg: ledger.Pool, link: str, from_seq: int) ->
             break
         try:
             async with pg.acquire() as conn:
-                appended = await ledger.write_batch(conn, ledger.journal_entries(link, rows))
+                appended = await ledger.write_batch(conn, ledger.journal_entries(link, rows), cache)
         except Exception as e:
             if not ledger.refuses(e):
                 raise
@@ -145,13 +174,17 @@ async def fence(redis: RedisPools, pg: ledger.Pool | ledger.Connection, link: st
     await redis.announce(link, "fenced", seq, text[:200])
 
 
-async def rebuild(redis: RedisPools, pg: ledger.Pool, link: str) -> int:
-    """Replace the link's Redis keys with the state recorded in the ledger; returns the ledger's head.
+async def rebuild(redis: RedisPools, pg: ledger.Pool, link: str, expect: Anchor | None = None) -> int:
+    """Replace the link's Redis keys with the state recorded in the ledger; returns the ledger's head. With `expect`,
+    only from that very head (the one the writer just checked): a head that moved since is Unavailable.
 
     The config key goes first, so every step and read on the link is refused while the rest is replaced
     in one transaction: nothing applied on the old state can survive into the new one.
     """
     snap = await ledger.snapshot(pg, link)
+    if expect is not None and Anchor(snap.last_seq, snap.last_hash) != expect:
+        raise Unavailable(f"link {link}: the ledger's head moved to {snap.last_seq} while it was being checked; "
+                          "the rebuild waits for the next check")
     await redis.replace_link(snap)
     log.warning("link %s rebuilt from the ledger at sequence %d", link, snap.last_seq)
     return snap.last_seq

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..canonical import canonical_json
 from . import ledger, recovery
-from .checkpoints import Acceptance, Anchor, Checkpoint, Checkpointer
+from .checkpoints import Acceptance, Anchor, Checkpointer, Lift, load_link
 from .ledger import head_guard
 from .ledger.head_guard import Backed, Tamper, Tampered, Verdict
 from .redis_pools import RedisPools
@@ -63,24 +63,36 @@ class Act:
 
 
 async def current(pg: ledger.Pool, link: str, anchors: Checkpointer | None) -> Verdict:
-    """The link's ledger head judged against its newest anchor (Backed when no anchors are kept)."""
-    anchor = anchors.reread(link) if anchors is not None else None
-    return (await head_guard.check(pg, {link: anchor}))[link]
+    """The link's ledger head judged against its newest anchor (Backed when no anchors are kept). After a fence, the
+    ledger must be exactly the head the writer anchored with it: nothing appends to a fenced link, so entries after
+    it were written by something else."""
+    line = anchors.last_line(link) if anchors is not None else None
+    verdict = (await head_guard.check(pg, {link: None if line is None else line.head}))[link]
+    if line is not None and line.fenced:
+        verdict = head_guard.held_to(line.head, verdict)
+    return verdict
 
 
 async def unfence(redis: RedisPools, pg: ledger.Pool, link: str, act: Act, anchors: Checkpointer | None) -> Outcome:
     """Lift the link's fence if its ledger is backed by its anchors (after `restore` or `accept` when asked);
-    record the act in the audit trail whatever the outcome."""
+    record the act in the audit trail whatever the outcome, a failure included."""
     fences = await ledger.fences(pg)
     if link not in fences:
         return NotFenced(link)
-    outcome = await _lift(redis, pg, link, act, anchors, fences[link])
-    detail = (outcome.advice[:500] if isinstance(outcome, StillTampered) else
-              f"{outcome.how}; head {outcome.head}" if isinstance(outcome, Lifted) else "not fenced")
-    await ledger.record_admin_act(pg, {"actor": act.actor.removeprefix("operator:"), "role": "operator",
-                                       "method": "Unfence", "link_id": link,
-                                       "reason": act.reason, "outcome": "OK" if isinstance(outcome, Lifted) else
-                                       "FAILED_PRECONDITION", "detail": detail})
+    outcome: Outcome | None = None
+    detail = "failed"
+    try:
+        outcome = await _lift(redis, pg, link, act, anchors, fences[link])
+        detail = (outcome.advice[:500] if isinstance(outcome, StillTampered) else
+                  f"{outcome.how}; head {outcome.head}" if isinstance(outcome, Lifted) else "not fenced")
+    except Exception as e:
+        detail = f"failed: {type(e).__name__}: {e}"[:500]
+        raise
+    finally:
+        await ledger.record_admin_act(pg, {"actor": act.actor.removeprefix("operator:"), "role": "operator",
+                                           "method": "Unfence", "link_id": link, "reason": act.reason,
+                                           "outcome": "OK" if isinstance(outcome, Lifted) else "FAILED_PRECONDITION",
+                                           "detail": detail})
     return outcome
 
 
@@ -88,34 +100,59 @@ async def _lift(redis: RedisPools, pg: ledger.Pool, link: str, act: Act, anchors
                 fence: ledger.Fence) -> Outcome:
     verdict = await current(pg, link, anchors)
     how = "fence lifted"
-    if isinstance(verdict, Tampered) and act.restore and verdict.kind is Tamper.TRUNCATED:
-        restored = await _restore(redis, pg, link, verdict)
-        if restored:
-            verdict = await current(pg, link, anchors)
-            how = f"entries {verdict_range(fence, verdict)} put back from Redis's journal; fence lifted"
+    restorable = isinstance(verdict, Tampered) and act.restore and verdict.kind is Tamper.TRUNCATED
+    if restorable and isinstance(verdict, Tampered) and await _restore(redis, pg, link, verdict):
+        verdict = await current(pg, link, anchors)
+        how = f"entries {verdict_range(fence, verdict)} put back from Redis's journal; fence lifted"
+    if isinstance(verdict, Backed) or verdict.kind is Tamper.TRUNCATED:  # every anchor up to the head must hold
+        head = verdict.head if isinstance(verdict, Backed) else verdict.found
+        altered = await _anchored_mismatch(pg, link, anchors, head.seq)
+        if altered is not None and isinstance(verdict, Tampered):  # truncated, and rewritten before: no accepting
+            return StillTampered(verdict, f"{verdict.reason}; and entry {altered.seq}, which the anchors name, was "
+                                          "rewritten too: restore the database from a backup (OPERATIONS.md, A "
+                                          "fenced link after tampering)")
+        if altered is not None:
+            verdict = Tampered(Tamper.REWRITTEN, altered, head, altered.seq)
     if isinstance(verdict, Tampered) and act.accept:
-        if verdict.kind is Tamper.HEAD_EDITED:
+        if verdict.kind is Tamper.HEAD_EDITED or anchors is None:
             return StillTampered(verdict, "the link's head row (table links) is not its last entry: restore the "
                                           "database from a backup (OPERATIONS.md, A fenced link after tampering)")
-        assert anchors is not None  # a Tampered verdict needs an anchor
-        head = await _accept(pg, link, verdict, act)
-        anchors.write([Checkpoint(link, head.seq, head.hash, int(time.time() * 1000), accepted=Acceptance(
+        accepted = await _accept(pg, link, verdict, act)
+        anchors.record(link, accepted, accepted=Acceptance(
             act.actor, act.reason, verdict.kind.value, verdict.anchor,
-            (verdict.first_seq, verdict.anchor.seq) if verdict.kind is Tamper.TRUNCATED else None))])
-        verdict = Backed(head)
-        how = ("the ledger accepted as it is" + (f", entries {verdict_range(fence, verdict)} recorded as lost"
-                                                  if fence.kind is ledger.FenceKind.TRUNCATED else "")
-               + "; Redis rebuilt from the ledger; fence lifted")
+            (verdict.first_seq, verdict.anchor.seq) if verdict.kind is Tamper.TRUNCATED else None))
+        lost = fence.kind is ledger.FenceKind.TRUNCATED and verdict.kind is Tamper.TRUNCATED
+        recorded = f", entries {verdict.first_seq}..{verdict.anchor.seq} recorded as lost" if lost else ""
+        how = f"the ledger accepted as it is{recorded}; Redis rebuilt from the ledger; fence lifted"
+        verdict = Backed(accepted)
     if isinstance(verdict, Tampered):
         return StillTampered(verdict, advice(verdict))
     if act.discard or act.accept:  # Redis goes back to what the ledger holds: entries it never took are dropped
         await recovery.rebuild(redis, pg, link)
         if how == "fence lifted":
             how = "Redis rebuilt from the ledger (entries it never took discarded); fence lifted"
+    if anchors is not None and not act.accept:  # the writer lifts a fence only on an operator's line
+        anchors.record(link, verdict.head, lifted=Lift(act.actor, act.reason))
     await ledger.clear_fence(pg, link)
     await redis.set_fence(link, None)
     log.warning("link %s: %s by %s: %s", link, how, act.actor, act.reason)
     return Lifted(verdict.head.seq, how)
+
+
+async def _anchored_mismatch(pg: ledger.Pool, link: str, anchors: Checkpointer | None, upto: int) -> Anchor | None:
+    """The first point the anchors name at or before entry `upto` whose entry has another hash in the ledger (points
+    from before an operator's last acceptance do not count: it accepted what it found), or None."""
+    if anchors is None:
+        return None
+    lines = load_link(anchors.directory, anchors.key, link)
+    since = max((n for n, cp in enumerate(lines) if cp.accepted is not None), default=0)
+    points = {p.seq: p.hash for cp in lines[since:] for p in cp.points() if 0 < p.seq <= upto}
+    if not points:
+        return None
+    found = {int(r["seq"]): bytes(r["hash"]) for r in await pg.fetch(
+        "SELECT seq, hash FROM entries WHERE link_id = $1 AND seq = ANY($2::bigint[])", link, list(points))}
+    bad = sorted(seq for seq, digest in points.items() if found.get(seq) != digest)
+    return Anchor(bad[0], points[bad[0]]) if bad else None
 
 
 def verdict_range(fence: ledger.Fence, verdict: Verdict) -> str:
@@ -129,7 +166,7 @@ def advice(verdict: Tampered) -> str:
                 "`jackpotd unfence LINK --restore --reason ...` if they are still in Redis's journal; or accept "
                 "their loss with `--accept --reason ...` (they are recorded as lost entries, sequence numbers are "
                 "never reused). OPERATIONS.md, A fenced link after tampering")
-    if verdict.kind is Tamper.REWRITTEN:
+    if verdict.kind in (Tamper.REWRITTEN, Tamper.EXTENDED):
         return (f"{verdict.reason}. Restore the database from a backup, then `jackpotd unfence LINK --reason ...`; "
                 "`jackpotd audit` names the first altered entry. Or accept the rewritten ledger with `--accept "
                 "--reason ...`. OPERATIONS.md, A fenced link after tampering")
@@ -165,14 +202,21 @@ class _Rollback(Exception):
 async def _accept(pg: ledger.Pool, link: str, verdict: Tampered, act: Act) -> Anchor:
     """Accept the ledger as it is: a truncation's removed sequence numbers become `lost` entries chained onto the
     head (so none is ever reused), the balances are what the postings make them, and rounds whose entries were
-    removed go back to their state at the head (LOST when none is left). Returns the new head."""
+    removed go back to their state at the head (LOST when none is left). In one transaction that holds the link's
+    head, judged again inside it. Returns the new head."""
     async with pg.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT 1 FROM links WHERE link_id = $1 FOR UPDATE", link)
+        now = (await head_guard.found_heads(conn, {link: verdict.anchor}))[link]
+        if now.head != verdict.found:
+            raise RuntimeError(f"link {link}: its ledger head moved to {now.head.seq} while it was being accepted")
         if verdict.kind is Tamper.TRUNCATED:
             balances = await _pool_balances(conn, link)
-            now = int(time.time() * 1000)
-            lost = [_lost_entry(link, seq, now, act, verdict, balances)
+            at = int(time.time() * 1000)
+            lost = [_lost_entry(link, seq, at, act, verdict, balances)
                     for seq in range(verdict.first_seq, verdict.anchor.seq + 1)]
-            await ledger.write_batch(conn, lost)
+            appended = await ledger.write_batch(conn, lost)
+            if [w.seq for w in appended.written.get(link, [])] != [e.seq for e in lost]:
+                raise RuntimeError(f"link {link}: the lost entries could not be written ({appended.refused})")
             await _repair_projections(conn, link, verdict.found.seq)
         found = (await head_guard.found_heads(conn, {link: None}))[link]
     return found.head

@@ -16,22 +16,33 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..clock import Clock, now_ms
-from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS
+from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_REBUILDS, POOL_CENTS
 from ..service.errors import Unavailable
 from . import ledger, recovery
 from .checkpoints import Anchor, Checkpointer
 from .ledger.fences import FenceKind
-from .ledger.head_guard import Tampered
+from .ledger.head_guard import Tamper, Tampered
 from .redis_pools import Durable, Journal, RedisPools
 from .shards import ALL, shard_of
 from .throttle import Throttled
 from .writer_batches import isolate
+from .writer_fences import WriterFences
 from .writer_heads import WriterHeads
 
 log = logging.getLogger("jackpotd.writer")
+Leads = Callable[[], Awaitable[bool]]  # whether this process still holds its shards' leases
+
+
+class LeaseLost(Exception):
+    """A link's head moved past the one this writer left, and its lease is gone: another writer has the link."""
+
+
+async def _always() -> bool:
+    return True
 
 
 class LedgerWriter:
@@ -44,11 +55,10 @@ class LedgerWriter:
     REBUILDS_BEFORE_FENCE = 3  # rebuilds of one link within REBUILD_WINDOW seconds: stop rebuilding, fence it
     REBUILD_WINDOW = 60.0
     STOP_WAIT = 5.0  # seconds stop() lets the current pass finish
-    FENCED_LOG_EVERY = 60.0  # a fenced link is said again at ERROR this often
 
     def __init__(self, redis: RedisPools, pg: ledger.Pool, batch: int = 2000, linger: float = 0.005,
                  retention_seconds: int = 60, checkpoints: Checkpointer | None = None, clock: Clock = now_ms,
-                 shards: frozenset[int] = ALL, member: int = 0) -> None:
+                 shards: frozenset[int] = ALL, member: int = 0, leads: Leads = _always) -> None:
         self.redis = redis
         self.shards = shards  # the writer shards whose links this writer writes (its process holds their leases)
         self.member = member  # its process's number among the writers: which heartbeat key is its
@@ -58,7 +68,6 @@ class LedgerWriter:
         self.linger = linger  # group commit: a batch with company waits this long for more
         self.retention_seconds = retention_seconds
         self.durable: dict[str, int] = {}  # each link's ledger head, as announced
-        self.fenced: dict[str, str] = {}  # link -> which entry the ledger refused, and why
         self.problems: dict[str, str] = {}  # link -> why it cannot be served right now (a failed rebuild)
         self.unreachable: dict[str, str] = {}  # link -> why its Redis (a cluster node) cannot be probed now
         self._complain = Throttled(log).warn  # for what is tried several times a second
@@ -74,19 +83,23 @@ class LedgerWriter:
         self._rebuilt_at: dict[str, list[float]] = {}
         self.checkpoints = checkpoints  # heads anchored outside the database (store/checkpoints.py)
         self.heads = WriterHeads(checkpoints)  # what each link's ledger head is held to (store/writer_heads.py)
-        self.fence_kinds: dict[str, FenceKind] = {}
-        self._said_fenced: dict[str, float] = {}  # link -> when its fence was last logged
+        self.fences = WriterFences(redis, pg, self.heads)  # the links stopped for a person (store/writer_fences.py)
+        self.leads = leads  # asked before a head moved past this writer's is called tampering
+
+    @property
+    def fenced(self) -> dict[str, str]:
+        """The fenced links of this writer, and what calls on them are told."""
+        return self.fences.why
 
     async def start(self) -> None:
         """Load the heads and fences from PostgreSQL, fence every link whose head its anchors do not back, and start
         the loop."""
         self._heads = await ledger.heads_of(self.pg, None)
-        fences = await ledger.fences(self.pg)
-        self.fenced = {link: f.text for link, f in fences.items() if self.owns(link)}
-        self.fence_kinds = {link: f.kind for link, f in fences.items() if self.owns(link)}
-        for link in self.fenced:
-            LINK_FENCED.labels(link).set(1)
-        await self._guard([link for link in self._heads if self.owns(link) and link not in self.fenced])
+        self.fences.load(f for link, f in (await ledger.fences(self.pg)).items() if self.owns(link))
+        anchored = self.checkpoints.links() if self.checkpoints is not None else []
+        known = sorted(link for link in {*self._heads, *anchored} if self.owns(link))
+        await self.fences.restore_anchored(known)
+        await self._guard([link for link in known if link not in self.fenced])
         self.durable = {link: head.seq for link, head in self._heads.items()}
         self._task = asyncio.create_task(self._run(), name="ledger-writer")
 
@@ -98,7 +111,10 @@ class LedgerWriter:
         for link, verdict in verdicts.items():
             if isinstance(verdict, Tampered):
                 self._heads.pop(link, None)
-                await self._fence(link, verdict.first_seq, verdict.reason, FenceKind(verdict.kind.value))
+                if verdict.kind is Tamper.EXTENDED and not await self.leads():  # another writer has it now
+                    raise LeaseLost(f"link {link}: its head moved past this writer's and its lease is gone")
+                await self._fence(link, verdict.first_seq, verdict.reason, FenceKind(verdict.kind.value),
+                                  verdict.found)
             else:
                 backed.append(link)
         return backed
@@ -199,8 +215,7 @@ class LedgerWriter:
         started = time.perf_counter()
         unread = sorted({e.link_id for e in batch if e.link_id not in self._heads})
         if unread:  # heads read afresh (a start, a rebuild, a moved head) must be the ones left: never written onto
-            backed = await self._guard(unread)
-            self._heads.update(await ledger.heads_of(self.pg, backed))
+            await self._read_heads(await self._guard(unread))
             batch = [e for e in batch if e.link_id not in self.fenced]
             if not batch:
                 return
@@ -250,14 +265,16 @@ class LedgerWriter:
         return Durable(written[0].seq, [w.identity for w in written], [w.request_id for w in written],
                        [w.finished_round for w in written if w.finished_round is not None])
 
-    async def _fence(self, link: str, seq: int, reason: str, kind: FenceKind = FenceKind.REFUSED) -> None:
-        self.fenced[link] = ledger.fence_text(kind, seq, reason)
-        self.fence_kinds[link] = kind
-        self._said_fenced[link] = time.monotonic()
-        LINK_FENCED.labels(link).set(1)
-        if kind.tampered:
-            self.heads.evidence(link)
-        await recovery.fence(self.redis, self.pg, link, seq, reason, kind)
+    async def _read_heads(self, links: list[str]) -> None:
+        """Cache the ledger's heads of these links (with their balances), each only if it is the very head just
+        checked: a head changed between the check and this read waits for the next check."""
+        for link, head in (await ledger.heads_of(self.pg, links)).items():
+            if self.heads.left.get(link) == Anchor(head.seq, head.hash):
+                self._heads[link] = head
+
+    async def _fence(self, link: str, seq: int, reason: str, kind: FenceKind = FenceKind.REFUSED,
+                     found: Anchor | None = None) -> None:
+        await self.fences.fence(link, seq, reason, kind, found)
 
     async def _rebuild(self, link: str, why: str, detail: str) -> None:
         now = time.monotonic()
@@ -271,11 +288,12 @@ class LedgerWriter:
             return
         if link not in await self._guard([link]):  # never rebuild Redis from a ledger its anchors do not back
             return
+        expect = self.heads.left.get(link)
         LINK_REBUILDS.labels(link, why).inc()
         log.error("link %s: Redis %s (%s); rebuilding it from the ledger", link, why, detail)
         self.problems[link] = f"Redis {why}; rebuilding from the ledger"
         try:
-            head = await recovery.rebuild(self.redis, self.pg, link)
+            head = await recovery.rebuild(self.redis, self.pg, link, expect)
         except Exception as e:
             self.problems[link] = f"Redis {why}; the rebuild failed and is retried: {e}"
             log.error("link %s: rebuild failed: %s", link, e)
@@ -293,14 +311,18 @@ class LedgerWriter:
         await self.heads.flush()
         resolved = set(self.fenced) - set(await ledger.fences(self.pg))  # self.fenced: this writer's links only
         for link in resolved:  # `jackpotd unfence` removed the fence: follow the link again, if its head is backed
-            await self._lift(link)
+            lifted = await self.fences.lift(link, self.durable.get(link, 0) + 1)
+            if lifted is not None:
+                self._rebuilt_at.pop(link, None)
+                self._heads.pop(link, None)
+                self.durable[link] = lifted.seq
         links = await self._links()
         await self._guard(links)  # a head that went back or changed is fenced within a probe
         links = [link for link in links if link not in self.fenced]
-        self._say_fenced()
+        self.fences.say()
         unknown = [link for link in links if link not in self._heads]
         if unknown:
-            self._heads.update(await ledger.heads_of(self.pg, unknown))
+            await self._read_heads(unknown)
         probes = await self.redis.probe([*links, *self.fenced])
         self.unreachable = {link: "its Redis node does not answer" for link in links if link not in probes}
         for link in links:
@@ -310,15 +332,7 @@ class LedgerWriter:
             state = recovery.classify(probes[link], head.seq, head.identity)
             if state in (recovery.LOST, recovery.BEHIND, recovery.FORKED):
                 await self._rebuild(link, state, f"Redis at sequence {probes[link].seq}, the ledger at {head.seq}")
-        for link in self.fenced:  # Redis may have lost the fence with the rest: say it again every time
-            try:
-                if link not in probes:  # its cluster node cannot be asked now: said again at the next probe
-                    continue
-                if not probes[link].has_config and self.durable.get(link, 0) > 0:
-                    await recovery.rebuild(self.redis, self.pg, link)  # the fence comes back with the link
-                await self.redis.set_fence(link, self.fenced[link])
-            except Exception as e:  # one link's trouble must not silence the heartbeat of all
-                log.error("link %s: restating its fence failed: %s", link, e)
+        await self.fences.restate(probes, self.durable)
         report: dict[str, Any] = {"at_ms": now_ms(), "shards": sorted(self.shards), "problems": {
             **self.unreachable, **{link: f"fenced: {why}" for link, why in self.fenced.items()}, **self.problems}}
         stalled = self.stalled()
@@ -328,35 +342,6 @@ class LedgerWriter:
             await self.redis.set_health(self.member, report, every_link=self.shards == ALL)
         except Unavailable as e:  # (the cluster node of the heartbeats is down): appending goes on regardless
             self._complain(f"writing the heartbeat failed: {e}")
-
-    async def _lift(self, link: str) -> None:
-        """The fence row is gone: lift the fence if the ledger's head is backed (by the head left here, or by an
-        anchor an operator's `jackpotd unfence` wrote); otherwise fence the link again and say so."""
-        verdicts = await self.heads.check(self.pg, [link], {link: self.heads.accepted(link)})
-        verdict = verdicts[link]
-        if isinstance(verdict, Tampered):
-            log.error("link %s: its fence was removed from the database, but the ledger's head is still not the one "
-                      "its anchors back (%s): fenced again; lift it with `jackpotd unfence`", link, verdict.reason)
-            self.fenced.pop(link)
-            await self._fence(link, verdict.first_seq, verdict.reason, FenceKind(verdict.kind.value))
-            return
-        log.warning("link %s: fence lifted", link)
-        self.fenced.pop(link)
-        self.fence_kinds.pop(link, None)
-        self._rebuilt_at.pop(link, None)
-        LINK_FENCED.labels(link).set(0)
-        await self.redis.set_fence(link, None)
-        self._heads.pop(link, None)
-        self.durable[link] = verdict.head.seq
-
-    def _say_fenced(self) -> None:
-        """Each fenced link at ERROR, once a minute: a fence waits for a person."""
-        now = time.monotonic()
-        for link, why in self.fenced.items():
-            if now - self._said_fenced.get(link, -1e9) >= self.FENCED_LOG_EVERY:
-                self._said_fenced[link] = now
-                log.error("link %s is fenced: nothing is written or answered for it until an operator acts "
-                          "(`jackpotd fenced`; OPERATIONS.md, A fenced link): %s", link, why)
 
     @staticmethod
     def _entries(rows: Journal, after: dict[str, int]) -> list[ledger.JournalEntry]:

@@ -1,6 +1,7 @@
-"""What the ledger writer holds a link's head to (issue 19): the head it left, or the newest anchor kept outside the
-database, whichever is further along. The writer checks the ledger against it before every append, rebuild and
-drain, and every half second besides; a head that went back or changed is `Tampered` and the link is fenced."""
+"""What the ledger writer holds a link's head to (issue 19): the head it left, or, until it has seen the link, the
+newest anchor kept outside the database. The writer checks the ledger against it before every append, rebuild
+and drain, and every half second besides. A head that went back or changed is `Tampered`, and so is a head moved on
+past the one this writer left while it holds the link's lease (nobody else may write it then)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .checkpoints import MARK_EVERY, Anchor, Checkpointer
+from .checkpoints import MARK_EVERY, Anchor, Checkpoint, Checkpointer
 from .ledger import head_guard
 from .ledger.head_guard import Backed, Verdict
 
@@ -21,34 +22,40 @@ class WriterHeads:
 
     def __init__(self, checkpoints: Checkpointer | None) -> None:
         self.checkpoints = checkpoints
-        self.left: dict[str, Anchor] = {}
+        self.left: dict[str, Anchor] = {}  # set once this writer has seen the link: then only it moves the head
+        self._flushing: asyncio.Task[None] | None = None
 
     def expected(self, link: str) -> Anchor | None:
-        """The head the ledger must hold (or continue from): the one left here, or a newer anchor."""
-        anchor = self.checkpoints.newest(link) if self.checkpoints is not None else None
-        return head_guard.newer(self.left.get(link), anchor)
+        """The head the ledger must hold: the one left here; before this writer has seen the link, the newest
+        anchor (which the ledger may have moved on from: the writer before this one wrote after its last line)."""
+        if link in self.left:
+            return self.left[link]
+        return self.checkpoints.newest(link) if self.checkpoints is not None else None
 
-    def accepted(self, link: str) -> Anchor | None:
-        """After `jackpotd unfence`: the newest anchor read afresh, which wins over the head left here when it is
-        at or past it (an operator's signed acceptance of the ledger as it is, or a checkpoint of a restored one)."""
+    def lifting(self, link: str) -> tuple[Anchor | None, bool]:
+        """After a fence's row went away: what the head must be now, and whether an operator lifted the fence
+        (`jackpotd unfence` appended a line that lifts it: restored, or accepted as it is). Without anchors the
+        row's deletion is all there is to go by."""
         if self.checkpoints is None:
-            return self.left.get(link)
-        anchor = self.checkpoints.reread(link)
-        left = self.left.get(link)
-        if anchor is not None and (left is None or anchor.seq >= left.seq):
-            return anchor
-        return left
+            return self.left.get(link), True
+        line = self.checkpoints.last_line(link)
+        if line is None or not line.lifts:
+            return self.left.get(link), False
+        return line.head, True
 
     async def check(self, conn: Any, links: Iterable[str], against: dict[str, Anchor | None] | None = None
                     ) -> dict[str, Verdict]:
-        """Each link's ledger head judged against what it is held to (`against` overrides); a backed head is
-        the link's head from now on."""
+        """Each link's ledger head judged against what it is held to (`against`: an operator's lifting, which the
+        head is adopted from); a backed head is the link's head from now on."""
+        links = list(links)
         expected = {link: self.expected(link) for link in links}
         expected.update(against or {})
         if not expected:
             return {}
         verdicts = await head_guard.check(conn, expected)
         for link, verdict in verdicts.items():
+            if link in self.left and not (against and link in against):
+                verdict = verdicts[link] = head_guard.held_to(self.left[link], verdict)
             if isinstance(verdict, Backed):
                 self.left[link] = verdict.head
         return verdicts
@@ -60,26 +67,42 @@ class WriterHeads:
         if self.checkpoints is not None:
             self.checkpoints.note(link, head, [a for a in hashes if a.seq % MARK_EVERY == 0])
 
-    def evidence(self, link: str) -> None:
-        """A link is fenced for tampering: anchor the head this writer left now, so the fence outlives a restart
-        even if the database's record of it is removed."""
-        left = self.left.get(link)
-        if self.checkpoints is None or left is None:
+    def fenced(self, link: str, kind: str, found: Anchor | None) -> None:
+        """The link is fenced: a line saying so at the head this writer left (the one the ledger showed when it
+        left none), so the fence outlives a restart even when its row in the database is deleted."""
+        head = self.left.get(link) or found
+        if self.checkpoints is None or head is None:
             return
-        self.checkpoints.note(link, left)
         try:
-            self.checkpoints.write(self.checkpoints.due(force=True))
+            self.checkpoints.record(link, head, fenced=kind)
         except OSError as e:
-            log.error("anchoring link %s's head at %d failed: %s", link, left.seq, e)
+            log.error("anchoring link %s's fence at entry %d failed: %s", link, head.seq, e)
+
+    def fenced_by_anchor(self, link: str) -> Checkpoint | None:
+        """The link's newest line when it says the link is fenced (no operator has lifted it since)."""
+        if self.checkpoints is None:
+            return None
+        line = self.checkpoints.last_line(link)
+        return line if line is not None and line.fenced else None
 
     async def flush(self, force: bool = False) -> None:
-        """Write the checkpoints due (each link's head at most once every Checkpointer.INTERVAL seconds; when
-        forced, all). A failure to write is logged: the ledger goes on, and the next flush tries again."""
+        """Write the checkpoints due (each link's head at most once every Checkpointer.INTERVAL seconds; forced,
+        all) in the background: the writer's loop does not wait for the disk, except when forced (at stop)."""
         if self.checkpoints is None:
             return
+        if self._flushing is not None and not self._flushing.done():
+            if not force:
+                return
+            await self._flushing
         due = self.checkpoints.due(force)
-        if not due:
-            return
+        if due:
+            self._flushing = asyncio.create_task(self._write(due), name="checkpoints")
+            if force:
+                await self._flushing
+
+    async def _write(self, due: list[Checkpoint]) -> None:
+        """A failure to write is logged: the ledger goes on, and the next flush tries again."""
+        assert self.checkpoints is not None
         try:
             await asyncio.to_thread(self.checkpoints.write, due)
         except OSError as e:

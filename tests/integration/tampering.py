@@ -59,3 +59,23 @@ async def rewrite_reply(conn: asyncpg.Connection, link: str, seq: int) -> None:
         await recompute_chain(conn, link)
     finally:
         await unguarded(conn, False)
+
+
+async def append_forged(conn: asyncpg.Connection, link: str) -> int:
+    """Append a copy of the link's last entry (under another request id) after it, chained and with the head moved
+    on: what a superuser who wants an entry of its own in the books does. Returns its sequence."""
+    await unguarded(conn, True)
+    try:
+        seq = int(await conn.fetchval("SELECT last_seq FROM links WHERE link_id = $1", link))
+        await conn.execute("INSERT INTO entries (link_id, seq, kind, request_id, request_hash, created_at, entry, "
+                           "reply, prev_hash, hash, chain_version) SELECT link_id, seq + 1, kind, request_id || "
+                           "'-forged', request_hash, created_at, entry, reply, hash, hash, chain_version FROM entries "
+                           "WHERE link_id = $1 AND seq = $2", link, seq)
+        await conn.execute("INSERT INTO postings (link_id, seq, idx, account, amount_uc, balance_after_uc) "
+                           "SELECT link_id, seq + 1, idx, account, amount_uc, balance_after_uc + amount_uc "
+                           "FROM postings WHERE link_id = $1 AND seq = $2", link, seq)
+        await conn.execute("UPDATE links SET last_seq = $2 WHERE link_id = $1", link, seq + 1)
+        await recompute_chain(conn, link)
+    finally:
+        await unguarded(conn, False)
+    return seq + 1

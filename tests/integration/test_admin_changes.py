@@ -34,7 +34,7 @@ async def audited_config(client: Client, link: str, answer: admin_pb2.LinkRespon
     that entry (and checks it is the configuration version it made)."""
     entry = await client.entry(link, answer.sequence)
     assert entry["kind"] == kind
-    assert entry["audit"] == {"actor": ADMIN, "reason": who.reason, "approval_ref": who.approval_ref}
+    assert entry["audit"] == {"actor": f"admin:{ADMIN}", "reason": who.reason, "approval_ref": who.approval_ref}
     assert answer.config_version == answer.sequence
     stored = await client.pg.fetchval("SELECT config::text FROM link_configs WHERE link_id = $1 AND version = $2",
                                       link, answer.sequence)

@@ -95,7 +95,8 @@ async def test_combining_moves_major_and_minor_into_jackpot_to_the_microcent(cli
                                                                 "pool:JACKPOT": major + minor}
     entry = await client.entry(link, answer.sequence)
     assert entry["kind"] == "combine_pools" and entry["config"]["mode"] == "COMBINED"
-    assert entry["audit"] == {"actor": ADMIN, "reason": APPROVED.reason, "approval_ref": APPROVED.approval_ref}
+    assert entry["audit"] == {"actor": f"admin:{ADMIN}", "reason": APPROVED.reason,
+                              "approval_ref": APPROVED.approval_ref}
     # the combined profile (§4), for every game of the link: a flush, and three of a kind at three card
     # poker, are paid from JACKPOT
     three = unique("t3")

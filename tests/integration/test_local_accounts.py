@@ -84,10 +84,15 @@ def test_a_data_directory_nobody_ran_is_taken_over(tmp_path: Path) -> None:
     data = tmp_path / "data"
     (data / "base").mkdir(parents=True)
     (data / "base" / "1").write_text("x")
+    (data / "postgresql.auto.conf").write_text("archive_command = 'sh /tmp/planted'\n")  # what `nobody` could plant
+    os.symlink("/etc/passwd", data / "base" / "link")  # a link is changed itself, never what it points to
+    passwd = os.stat("/etc/passwd")
     nobody = 65534
     for p in (data, data / "base", data / "base" / "1"):
         os.chown(p, nobody, nobody)
     who = account.server_account()
     account.take_over(data, who)
-    assert {(os.lstat(p).st_uid, os.lstat(p).st_gid) for p in (data, data / "base", data / "base" / "1")} == {
-        (who.uid, who.gid)}
+    assert {(os.lstat(p).st_uid, os.lstat(p).st_gid) for p in (data, data / "base", data / "base" / "1",
+                                                                data / "base" / "link")} == {(who.uid, who.gid)}
+    assert (os.stat("/etc/passwd").st_uid, os.stat("/etc/passwd").st_gid) == (passwd.st_uid, passwd.st_gid)
+    assert "archive_command" not in (data / "postgresql.auto.conf").read_text()

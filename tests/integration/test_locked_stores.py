@@ -54,7 +54,8 @@ PROJECTIONS = ("links", "account_balances", "rounds", "tables")
 PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER")
 # Exactly what the service's statements need (chain.py _APPEND, fences.py, reads, audit, recovery).
 GRANTED = {**{t: {"SELECT", "INSERT"} for t in (*LEDGER, *PROJECTIONS)},
-           "link_fences": {"SELECT", "INSERT", "DELETE"}, "schema_migrations": {"SELECT"}}
+           "link_fences": {"SELECT", "INSERT", "DELETE"}, "schema_migrations": {"SELECT"},
+           "admin_audit": {"SELECT", "INSERT"}, "revoked_credentials": {"SELECT", "INSERT"}}  # append-only too
 UPDATABLE = {"links": {"last_seq", "last_hash"}, "account_balances": {"balance_uc"},
              "rounds": {"state", "rev", "data"}}
 AUDIT = Audit("test", "locked-down stores", "TEST-APPROVAL-1")

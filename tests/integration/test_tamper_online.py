@@ -25,7 +25,8 @@ from jackpotd.store.redis_pools import RedisPools
 from ..conftest import Isolated, unique
 from .conftest import Private, open_private, start_private
 from .harness import Client, eventually, rid, while_unavailable
-from .tampering import rewrite_reply, truncate
+from .tampering import append_forged, rewrite_reply, truncate
+from .test_redis_loss import REFUSE
 
 S = grpc.StatusCode
 ROUNDS = 5  # entries: 1 create, 2 register, 3 fund, 4..8 the rounds' commits
@@ -207,3 +208,56 @@ async def test_an_accepted_truncation_never_reuses_a_sequence_and_its_rounds_sta
     audit = _cli(p, isolated, key_file, "audit")
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert "entries 7..8 recorded as lost" in audit.stdout
+
+
+async def test_an_entry_appended_behind_the_writers_back_is_fenced_not_followed(
+        served: Private, isolated: Isolated, key_file: Path) -> None:
+    """A superuser appends an entry of its own after the head the writer left, chained and with the head moved on:
+    while the writer holds the link's lease nobody else may write it, so the link is fenced, never written onto."""
+    p, c = served, served.client
+    link, table = await _played(c)
+    conn = await _superuser(isolated)
+    try:
+        forged = await append_forged(conn, link)
+        assert forged == 9
+        why = await eventually(lambda: _fenced_for(c, link, "appended"), 5, "the extended link fenced")
+        assert "entries 9..9 were appended" in why, why
+        await _refused_commit(c, table, "after")
+        assert await _last_seq(c, link) == 9  # nothing chained onto the forged entry
+        listed = _cli(p, isolated, key_file, "fenced")
+        assert listed.returncode == 1 and "(extended)" in listed.stdout, listed
+        refused = _cli(p, isolated, key_file, "unfence", link, "--reason", "looks fine to me")
+        assert refused.returncode == 1 and "stays fenced" in refused.stderr, refused
+    finally:
+        await conn.close()
+
+
+async def test_a_refused_entrys_fence_row_deleted_by_a_dba_is_put_back(
+        served: Private, isolated: Isolated, key_file: Path) -> None:
+    """Only `jackpotd unfence` lifts a fence: the writer puts a fence's row back when a DBA deletes it, while it runs
+    and at its next start."""
+    p, c = served, served.client
+    link, table = await _played(c)
+    conn = await _superuser(isolated)
+    try:
+        await conn.execute(REFUSE.format(link=link))
+        with pytest.raises(grpc.aio.AioRpcError):
+            await c.fund(link, "MAJOR", 700)
+        await eventually(lambda: _fenced_for(c, link, "refused"), 5, "the link fenced for its refused entry")
+        await conn.execute("DROP TRIGGER test_refuse ON entries")
+        await conn.execute("DELETE FROM link_fences WHERE link_id = $1", link)
+        await eventually(lambda: conn.fetchval("SELECT kind FROM link_fences WHERE link_id = $1", link), 5,
+                         "the fence's row put back")
+        assert await _fenced_for(c, link, "fenced")
+        p.stop.set()
+        await p.task
+        await conn.execute("DELETE FROM link_fences WHERE link_id = $1", link)  # and while nothing runs
+        p.task, p.stop = await start_private(p.settings)
+        await eventually(lambda: _fenced_for(c, link, "without `jackpotd unfence`"), 5, "fenced again at start")
+        lifted = _cli(p, isolated, key_file, "unfence", link, "--reason", "the trigger was dropped")
+        assert lifted.returncode == 0, lifted
+    finally:
+        await conn.close()
+    retried = rid()
+    await while_unavailable(lambda: c.commit(table, "after-unfence", [1], request_id=retried), 10,
+                            "a commit once unfenced")

@@ -51,7 +51,7 @@ def test_a_truncation_is_named_from_its_exact_first_missing_entry() -> None:
 
 
 def test_a_rewrite_whose_rows_agree_is_placed_between_two_anchors() -> None:
-    anchors = [Checkpoint("L", 64, b"64", 1), Checkpoint("L", 100, b"100", 2, (Anchor(128, b"128"),))]
+    anchors = [Checkpoint("L", 64, b"64", 1), Checkpoint("L", 100, b"100", 2)]
     recomputed = {**chain(100), **{s: b"x" for s in range(90, 101)}}
     found = compare(recomputed, 100, {}, anchors)
     assert (found.first_altered, found.range_end) == (65, 100)
@@ -80,3 +80,31 @@ def test_the_default_key_is_made_once_and_private(tmp_path: Path) -> None:
     made = checkpoints.default_key_file(tmp_path, create=True)
     assert made is not None and (made.stat().st_mode & 0o777) == 0o600
     assert checkpoints.default_key_file(tmp_path, create=True) == made and len(made.read_text()) == 64
+
+
+def test_an_acceptance_counts_by_its_place_in_the_file_not_its_clock() -> None:
+    """A host whose clock is behind still accepts what came before its line, and nothing after."""
+    act = Acceptance("op", "ok", "rewritten", Anchor(8, b"8"))
+    recomputed = {**chain(7), 8: b"new-8"}
+    found = compare(recomputed, 8, {}, [Checkpoint("L", 8, b"8", 5_000), Checkpoint("L", 8, b"new-8", 1, accepted=act)])
+    assert not found.problems
+    later = compare(recomputed, 8, {}, [Checkpoint("L", 8, b"new-8", 5_000, accepted=act),
+                                        Checkpoint("L", 8, b"8", 1)])  # an anchor written after the acceptance
+    assert later.problems
+
+
+def test_accepting_a_truncation_does_not_hide_a_rewrite_before_it() -> None:
+    before = [Checkpoint("L", 64, b"64", 1), Checkpoint("L", 200, b"200", 2, (Anchor(128, b"128"),))]
+    act = Acceptance("op", "ok", "truncated", Anchor(200, b"200"), (151, 200))
+    recomputed = {**{s: b"x" for s in range(10, 151)}, **{s: str(s).encode() for s in range(1, 10)},
+                  **{s: b"lost" for s in range(151, 201)}}
+    found = compare(recomputed, 200, {}, [*before, Checkpoint("L", 200, b"lost", 3, accepted=act)])
+    assert found.problems and found.first_altered == 1 and found.range_end == 64
+
+
+def test_a_truncation_after_a_rewrite_is_told_as_well() -> None:
+    anchors = [Checkpoint("L", 64, b"64", 1, (Anchor(32, b"32"),)), Checkpoint("L", 100, b"100", 2)]
+    recomputed = {**chain(31), **{s: b"x" for s in range(32, 91)}}
+    found = compare(recomputed, 90, {}, anchors)
+    assert found.first_altered == 1 and found.range_end == 32
+    assert any("entries 91..100 were removed" in p for p in found.problems), found.problems

@@ -138,3 +138,33 @@ async def test_an_open_stream_ends_when_its_credential_expires() -> None:
     assert guard.sweep(now=time.time() + 120) == 1
     with pytest.raises(Unauthenticated, match="expired"):
         await asyncio.wait_for(task, 5)
+
+
+async def test_a_cancelled_call_stops_and_closes_its_stream() -> None:
+    """A client that goes away (the call cancelled) leaves no task behind and the stream's own cleanup runs."""
+    guard = Guard(KEY, tables_by_token=False)
+    identity = guard.identify(Context(issue(KEY, Role.DISPLAY, "sign")))
+    assert identity is not None
+    closed = asyncio.Event()
+
+    async def quiet() -> AsyncIterator[int]:
+        try:
+            yield 1
+            await asyncio.Event().wait()
+            yield 2
+        finally:
+            closed.set()
+
+    async def watch() -> None:
+        async for _ in guard.while_valid(identity, quiet()):
+            pass
+
+    before = len(asyncio.all_tasks())
+    task = asyncio.create_task(watch())
+    for _ in range(20):
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert closed.is_set()
+    assert len(asyncio.all_tasks()) == before and not guard._streams

@@ -52,8 +52,17 @@ def compare(recomputed: Mapping[int, bytes], head: int, altered: Mapping[int, li
     points = [Point(p.seq, p.hash, cp.at_ms, n) for n, cp in enumerate(checkpoints) for p in cp.points()]
     acceptances = [(n, cp) for n, cp in enumerate(checkpoints) if cp.accepted is not None]
 
-    def superseded(p: Point) -> bool:  # an operator accepted the ledger after this anchor, at or past its entry
-        return any(n != p.line and cp.at_ms >= p.at_ms and cp.seq >= p.seq for n, cp in acceptances)
+    def superseded(p: Point) -> bool:
+        """An operator accepted the ledger after this anchor was written (later in the file: the order the lines
+        were appended in, not the clocks of the hosts that wrote them) and the acceptance covers its entry: a
+        truncation's, from the first entry lost on; a rewrite's, any up to the head accepted."""
+        for n, cp in acceptances:
+            a = cp.accepted
+            if a is None or n <= p.line or p.seq > cp.seq:
+                continue
+            if a.lost is None or p.seq >= a.lost[0]:
+                return True
+        return False
 
     matching = sorted({p.seq for p in points if recomputed.get(p.seq) == p.hash})
     bad = sorted((p for p in points if recomputed.get(p.seq) != p.hash and not superseded(p)), key=lambda p: p.seq)
@@ -61,12 +70,15 @@ def compare(recomputed: Mapping[int, bytes], head: int, altered: Mapping[int, li
         return out
     first = bad[0]
     backed = max((s for s in matching if s < first.seq), default=0)
-    if first.seq > head:  # everything anchored up to the head matches: entries after the head were removed
+    beyond = [p for p in bad if p.seq > head]
+    if beyond:  # entries the anchors name are gone: removed from the first the ledger no longer holds
+        unanchored = (f" (entries {backed + 1}..{head} are not covered by an anchor that matches: they may have "
+                      "been altered too)" if backed < min(head, first.seq - 1) else "")
+        out.problems.append(f"the ledger was truncated: it ends at entry {head}, but entry {beyond[0].seq} was "
+                            f"anchored on {_when(beyond[0].at_ms)}: entries {head + 1}..{max(p.seq for p in beyond)} "
+                            f"were removed{unanchored}")
+    if first.seq > head:
         out.first_altered = head + 1
-        unanchored = f"; entries {backed + 1}..{head} are after the last anchor that matches" if backed < head else ""
-        out.problems.append(f"the ledger was truncated: it ends at entry {head}, but entry {first.seq} was anchored "
-                            f"on {_when(first.at_ms)}: entries {head + 1}..{max(p.seq for p in bad)} were removed"
-                            f"{unanchored}")
         return out
     told = sorted(s for s in altered if backed < s <= first.seq)
     if told:  # the rows name the entry

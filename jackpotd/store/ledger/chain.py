@@ -4,6 +4,7 @@ head and written as ledger rows in one statement."""
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,12 @@ from ..replies import pairs
 from .summaries import Summaries, buckets_upsert, entry_flows, ms_of, time_of, totals_upsert
 from .unnest import columns
 
+log = logging.getLogger("jackpotd.ledger")
 CHAIN_VERSION = 3  # the version new entries are written with (entries.chain_version)
+# An account's balance as its last posting leaves it (what the chain covers), not as the account_balances projection
+# says: a projection edited outside jackpotd must not flow into new postings or into Redis. An index lookup each.
+LAST_BALANCE = ("coalesce((SELECT p.balance_after_uc FROM postings p WHERE p.link_id = b.link_id "
+                "AND p.account = b.account ORDER BY p.seq DESC LIMIT 1), 0)")
 FUTURE_SLACK_MS = 1_000  # an entry is never dated later than this past the writer's clock
 
 
@@ -175,10 +181,10 @@ async def heads_of(conn: Any, link_ids: Sequence[str] | None) -> HeadCache:
     args = [] if link_ids is None else [list(link_ids)]
     rows = await conn.fetch(
         "SELECT l.link_id, l.last_seq, l.last_hash, e.request_id, e.request_hash, e.created_at, "
-        "NULL::text AS account, NULL::bigint AS balance_uc FROM links l LEFT JOIN entries e ON e.link_id = l.link_id "
-        "AND e.seq = l.last_seq " + where.format(t="l") + " UNION ALL "
-        "SELECT b.link_id, NULL, NULL, NULL, NULL, NULL, b.account, b.balance_uc FROM account_balances b "
-        + where.format(t="b"), *args)
+        "NULL::text AS account, NULL::bigint AS balance_uc, NULL::bigint AS stored_uc FROM links l "
+        "LEFT JOIN entries e ON e.link_id = l.link_id AND e.seq = l.last_seq " + where.format(t="l") + " UNION ALL "
+        "SELECT b.link_id, NULL, NULL, NULL, NULL, NULL, b.account, " + LAST_BALANCE + ", b.balance_uc "
+        "FROM account_balances b " + where.format(t="b"), *args)
     for r in rows:
         if r["account"] is None:
             created = r["created_at"]
@@ -187,6 +193,10 @@ async def heads_of(conn: Any, link_ids: Sequence[str] | None) -> HeadCache:
     for r in rows:
         if r["account"] is not None:
             out.setdefault(r["link_id"], Head(0, b"", {})).balances[r["account"]] = int(r["balance_uc"])
+            if r["balance_uc"] != r["stored_uc"]:
+                log.error("link %s: account_balances holds %s µ¢ for %s but its last posting leaves %s µ¢ (changed "
+                          "outside jackpotd?): the postings' balance is used, and written back with the next entry",
+                          r["link_id"], r["stored_uc"], r["account"], r["balance_uc"])
     return out
 
 

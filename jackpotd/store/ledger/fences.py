@@ -17,6 +17,7 @@ class FenceKind(Enum):
     TRUNCATED = "truncated"
     REWRITTEN = "rewritten"
     HEAD_EDITED = "head-edited"
+    EXTENDED = "extended"
 
     @property
     def tampered(self) -> bool:

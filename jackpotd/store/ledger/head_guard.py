@@ -34,6 +34,7 @@ class Tamper(Enum):
     TRUNCATED = "truncated"  # entries the anchor backs are gone: the ledger ends before it
     REWRITTEN = "rewritten"  # the anchored entry has another hash: it, or an entry before it, was changed
     HEAD_EDITED = "head-edited"  # the link's head row is not its last entry
+    EXTENDED = "extended"  # entries appended after the head this writer left, by something else, while it led
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,9 @@ class Tampered:
             return (f"the ledger was rewritten outside jackpotd: the anchored head {was} has another hash in the "
                     f"ledger now; that entry or one before it was changed (the ledger's head: entry "
                     f"{self.found.seq}, hash {self.found.hash.hex()[:16]})")
+        if self.kind is Tamper.EXTENDED:
+            return (f"entries {self.anchor.seq + 1}..{self.found.seq} were appended to the ledger after {was}, which "
+                    "this writer left, by something other than this writer while it held the link's lease")
         return (f"the ledger's head row of the link (entry {self.found.seq}) is not its last entry: it was edited "
                 "outside jackpotd")
 
@@ -83,6 +87,14 @@ def judge(anchor: Anchor | None, found: Found) -> Verdict:
     if found.at_anchor != anchor.hash:
         return Tampered(Tamper.REWRITTEN, anchor, found.head, anchor.seq)
     return Backed(found.head)
+
+
+def held_to(left: Anchor, verdict: Verdict) -> Verdict:
+    """A backed verdict against the head this very writer left, which nobody else may move while it holds the
+    lease: a head further along was extended behind its back."""
+    if isinstance(verdict, Backed) and verdict.head != left:
+        return Tampered(Tamper.EXTENDED, left, verdict.head, left.seq + 1)
+    return verdict
 
 
 def newer(*anchors: Anchor | None) -> Anchor | None:

@@ -11,9 +11,15 @@ import asyncpg
 
 from ...domain.rounds import OPEN
 from ...service.ports import HitRecord, LastHit
-from .chain import identity_of
+from .chain import LAST_BALANCE, identity_of
 from .fences import fence_text, kind_of
 from .summaries import ms_of
+
+# A link's newest config whose entry the ledger holds: a config row outliving its entry, removed by a truncation an
+# operator accepted (store/unfence.py: its sequence number is a `lost` entry now), must not come back.
+CURRENT_CONFIG = ("SELECT c.version, c.config::text AS config FROM link_configs c WHERE c.link_id = $1 AND EXISTS "
+                  "(SELECT 1 FROM entries e WHERE e.link_id = c.link_id AND e.seq = c.version AND e.kind <> 'lost') "
+                  "ORDER BY c.version DESC LIMIT 1")
 
 
 async def heads(conn: asyncpg.Connection | asyncpg.Pool) -> dict[str, int]:
@@ -28,6 +34,7 @@ class LinkSnapshot:
     link_id: str
     last_seq: int
     last_identity: str
+    last_hash: bytes
     config_version: int
     config: str
     pool_balances: dict[str, int]
@@ -48,24 +55,22 @@ async def snapshot(pool: asyncpg.Connection | asyncpg.Pool, link_id: str) -> Lin
 
 
 async def _snapshot(conn: Any, link_id: str) -> LinkSnapshot:
-    head = await conn.fetchrow("SELECT l.last_seq, e.request_id, e.request_hash FROM links l LEFT JOIN "
+    head = await conn.fetchrow("SELECT l.last_seq, l.last_hash, e.request_id, e.request_hash FROM links l LEFT JOIN "
                                "entries e ON e.link_id = l.link_id AND e.seq = l.last_seq WHERE l.link_id = $1",
                                link_id)
-    # the newest config whose entry the ledger holds (a config row outliving its entry, lost to a truncation an
-    # operator accepted, must not come back)
-    cfg = await conn.fetchrow("SELECT c.version, c.config::text AS config FROM link_configs c WHERE c.link_id = $1 "
-                              "AND EXISTS (SELECT 1 FROM entries e WHERE e.link_id = c.link_id AND e.seq = c.version) "
-                              "ORDER BY c.version DESC LIMIT 1", link_id)
+    cfg = await conn.fetchrow(CURRENT_CONFIG, link_id)
     assert head is not None and cfg is not None
     balances = {r["account"][5:]: int(r["balance_uc"]) for r in await conn.fetch(
-        "SELECT account, balance_uc FROM account_balances WHERE link_id = $1 AND account LIKE 'pool:%'", link_id)}
+        f"SELECT b.account, {LAST_BALANCE} AS balance_uc FROM account_balances b WHERE b.link_id = $1 "
+        "AND b.account LIKE 'pool:%'", link_id)}  # as the postings leave them: the projection may be edited
     rounds = [(r["table_id"], r["round_id"], r["state"], int(r["rev"]), r["data"]) for r in await conn.fetch(
         "SELECT table_id, round_id, state, rev, data FROM rounds WHERE link_id = $1 AND state IN "  # the index's
         f"({', '.join(repr(s) for s in OPEN)})", link_id)]
     tables = [r["table_id"] for r in await conn.fetch("SELECT table_id FROM tables WHERE link_id = $1", link_id)]
     fenced = await conn.fetchrow("SELECT seq, reason, kind FROM link_fences WHERE link_id = $1", link_id)
     fence = None if fenced is None else fence_text(kind_of(fenced["kind"]), int(fenced["seq"]), fenced["reason"])
-    return LinkSnapshot(link_id, int(head["last_seq"]), identity_of(head), int(cfg["version"]), cfg["config"],
+    return LinkSnapshot(link_id, int(head["last_seq"]), identity_of(head), bytes(head["last_hash"]),
+                        int(cfg["version"]), cfg["config"],
                         balances, rounds, tables, fence)
 
 

@@ -12,7 +12,7 @@ import orjson
 from ...domain.flows import Flow
 from ...domain.postings import PENDING_PAYOUTS, POOL_PREFIX
 from ...service.ports import ExportedEntry, HitRecord, LiabilityData, PeriodData
-from .reads import DATED_HITS, HIT_STATUS, hit_record
+from .reads import CURRENT_CONFIG, DATED_HITS, HIT_STATUS, hit_record
 from .summaries import BUCKET_MS, bucket_of, entry_flows, ms_of, time_of
 
 CHART_BUCKETS = 1_000  # at most about this many points per pool between a period's hits
@@ -25,9 +25,8 @@ def _ceil_bucket(ms: int) -> int:
 
 async def latest_config(conn: Any, link_id: str) -> str | None:
     """The link's current configuration as stored (JSON), or None for a link the ledger does not hold."""
-    v: str | None = await conn.fetchval("SELECT config::text FROM link_configs WHERE link_id = $1 "
-                                        "ORDER BY version DESC LIMIT 1", link_id)
-    return v
+    row = await conn.fetchrow(CURRENT_CONFIG, link_id)
+    return None if row is None else str(row["config"])
 
 
 async def _edge(conn: Any, link_id: str, start: int, end: int) -> tuple[list[tuple[int, int]], list[Flow]]:

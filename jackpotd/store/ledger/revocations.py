@@ -19,13 +19,14 @@ class Revocation:
     revoked_at: datetime
 
 
-async def revoked_since(pool: asyncpg.Pool | asyncpg.Connection, after: int) -> tuple[int, list[str]]:
-    """The credentials revoked after row `after`, and the last row's id (`after` when none is new)."""
+async def revoked(pool: asyncpg.Pool | asyncpg.Connection) -> set[str]:
+    """Every revoked credential. The whole list every time: it is small (credentials expire within a month or a
+    year), and reading only rows after the last id seen would miss one committed out of id order, or every one
+    after a restore of the database rewound the sequence."""
     try:
-        rows = await pool.fetch("SELECT id, credential FROM revoked_credentials WHERE id > $1 ORDER BY id", after)
+        return {r["credential"] for r in await pool.fetch("SELECT credential FROM revoked_credentials")}
     except DRIVER_ERRORS as error:
         raise unavailable(error) from error
-    return (int(rows[-1]["id"]) if rows else after), [r["credential"] for r in rows]
 
 
 async def revoke(pool: asyncpg.Pool | asyncpg.Connection, credential: str, holder: str, reason: str,
