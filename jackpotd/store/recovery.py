@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..service.errors import Unavailable
 from . import ledger
-from .checkpoints import Anchor, Checkpointer
+from .checkpoints import MARK_EVERY, Anchor, Checkpointer
 from .ledger import head_guard
 from .ledger.fences import FenceKind, kind_of
 from .redis_pools import Probe, RedisPools
@@ -88,7 +88,7 @@ async def recover(redis: RedisPools, pg: ledger.Pool, owns: Callable[[str], bool
             elif state == AHEAD:
                 checked = verdicts.get(link)
                 action = await drain(redis, pg, link, head.seq, head if isinstance(checked, head_guard.Backed)
-                                     and checked.head == Anchor(head.seq, head.hash) else None)
+                                     and checked.head == Anchor(head.seq, head.hash) else None, anchors)
                 if action == FORKED:
                     await rebuild(redis, pg, link)
                     action = "rebuilt"
@@ -126,10 +126,11 @@ async def fence_anchored(redis: RedisPools, pg: ledger.Pool, anchors: Checkpoint
     return out
 
 
-async def drain(redis: RedisPools, pg: ledger.Pool, link: str, from_seq: int, checked: ledger.Head | None) -> str:
+async def drain(redis: RedisPools, pg: ledger.Pool, link: str, from_seq: int, checked: ledger.Head | None,
+                anchors: Checkpointer | None = None) -> str:
     """Write every journal entry above `from_seq` into the ledger, onto the head just `checked` against its anchors
-    (the append refuses any other): "drained"; "forked" when the journal does not continue the ledger; "fenced"
-    when the ledger refuses an entry; "not drained" without a checked head."""
+    (the append refuses any other), anchoring what it wrote: "drained"; "forked" when the journal does not
+    continue the ledger; "fenced" when the ledger refuses an entry; "not drained" without a checked head."""
     if checked is None:
         log.error("link %s: its ledger head changed while it was being checked: not drained now", link)
         return "not drained"
@@ -157,6 +158,11 @@ async def drain(redis: RedisPools, pg: ledger.Pool, link: str, from_seq: int, ch
         if appended.heads.get(link, head) == head:
             break  # a gap in the journal: what follows cannot be recorded in order
         head = appended.heads[link]
+        if anchors is not None and link in cache:
+            written = appended.written.get(link, [])
+            anchors.note(link, Anchor(cache[link].seq, cache[link].hash),
+                         [Anchor(w.seq, w.hash) for w in written if w.seq % MARK_EVERY == 0])
+            anchors.write(anchors.due(force=True))
     if head < await redis.seq(link):
         log.error("link %s: the journal ends at %d but Redis is at %d; rebuilding", link, head, await redis.seq(link))
         return FORKED
