@@ -76,13 +76,12 @@ async def current(pg: ledger.Pool, link: str, anchors: Checkpointer | None) -> V
 async def unfence(redis: RedisPools, pg: ledger.Pool, link: str, act: Act, anchors: Checkpointer | None) -> Outcome:
     """Lift the link's fence if its ledger is backed by its anchors (after `restore` or `accept` when asked);
     record the act in the audit trail whatever the outcome, a failure included."""
-    fences = await ledger.fences(pg)
-    if link not in fences:
+    if link not in await ledger.fences(pg):
         return NotFenced(link)
     outcome: Outcome | None = None
     detail = "failed"
     try:
-        outcome = await _lift(redis, pg, link, act, anchors, fences[link])
+        outcome = await _lift(redis, pg, link, act, anchors)
         detail = (outcome.advice[:500] if isinstance(outcome, StillTampered) else
                   f"{outcome.how}; head {outcome.head}" if isinstance(outcome, Lifted) else "not fenced")
     except Exception as e:
@@ -96,14 +95,14 @@ async def unfence(redis: RedisPools, pg: ledger.Pool, link: str, act: Act, ancho
     return outcome
 
 
-async def _lift(redis: RedisPools, pg: ledger.Pool, link: str, act: Act, anchors: Checkpointer | None,
-                fence: ledger.Fence) -> Outcome:
+async def _lift(redis: RedisPools, pg: ledger.Pool, link: str, act: Act, anchors: Checkpointer | None) -> Outcome:
     verdict = await current(pg, link, anchors)
     how = "fence lifted"
     restorable = isinstance(verdict, Tampered) and act.restore and verdict.kind is Tamper.TRUNCATED
     if restorable and isinstance(verdict, Tampered) and await _restore(redis, pg, link, verdict):
+        removed = f"{verdict.first_seq}..{verdict.anchor.seq}"
         verdict = await current(pg, link, anchors)
-        how = f"entries {verdict_range(fence, verdict)} put back from Redis's journal; fence lifted"
+        how = f"entries {removed} put back from Redis's journal; fence lifted"
     if isinstance(verdict, Backed) or verdict.kind is Tamper.TRUNCATED:  # every anchor up to the head must hold
         head = verdict.head if isinstance(verdict, Backed) else verdict.found
         altered = await _anchored_mismatch(pg, link, anchors, head.seq)
@@ -121,7 +120,7 @@ async def _lift(redis: RedisPools, pg: ledger.Pool, link: str, act: Act, anchors
         anchors.record(link, accepted, accepted=Acceptance(
             act.actor, act.reason, verdict.kind.value, verdict.anchor,
             (verdict.first_seq, verdict.anchor.seq) if verdict.kind is Tamper.TRUNCATED else None))
-        lost = fence.kind is ledger.FenceKind.TRUNCATED and verdict.kind is Tamper.TRUNCATED
+        lost = verdict.kind is Tamper.TRUNCATED
         recorded = f", entries {verdict.first_seq}..{verdict.anchor.seq} recorded as lost" if lost else ""
         how = f"the ledger accepted as it is{recorded}; Redis rebuilt from the ledger; fence lifted"
         verdict = Backed(accepted)
@@ -153,10 +152,6 @@ async def _anchored_mismatch(pg: ledger.Pool, link: str, anchors: Checkpointer |
         "SELECT seq, hash FROM entries WHERE link_id = $1 AND seq = ANY($2::bigint[])", link, list(points))}
     bad = sorted(seq for seq, digest in points.items() if found.get(seq) != digest)
     return Anchor(bad[0], points[bad[0]]) if bad else None
-
-
-def verdict_range(fence: ledger.Fence, verdict: Verdict) -> str:
-    return f"{fence.seq}..{verdict.head.seq if isinstance(verdict, Backed) else verdict.found.seq}"
 
 
 def advice(verdict: Tampered) -> str:
