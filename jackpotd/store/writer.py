@@ -216,7 +216,7 @@ class LedgerWriter:
         unread = sorted({e.link_id for e in batch if e.link_id not in self._heads})
         if unread:  # heads read afresh (a start, a rebuild, a moved head) must be the ones left: never written onto
             await self._read_heads(await self._guard(unread))
-            batch = [e for e in batch if e.link_id not in self.fenced]
+            batch = [e for e in batch if e.link_id in self._heads]  # fenced, or moved since: not now
             if not batch:
                 return
         conn = await self._held.get()
