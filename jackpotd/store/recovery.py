@@ -18,7 +18,8 @@ from . import ledger
 from .checkpoints import MARK_EVERY, Anchor, Checkpointer
 from .ledger import head_guard
 from .ledger.fences import FenceKind, kind_of
-from .redis_pools import Probe, RedisPools
+from .redis_journal import Probe
+from .redis_pools import RedisPools
 
 log = logging.getLogger("jackpotd.recovery")
 

@@ -26,7 +26,9 @@ from . import ledger, recovery
 from .checkpoints import Anchor, Checkpointer
 from .ledger.fences import FenceKind
 from .ledger.head_guard import Tamper, Tampered
-from .redis_pools import Durable, Journal, RedisPools
+from .redis_announcements import Durable
+from .redis_journal import Journal
+from .redis_pools import RedisPools
 from .shards import ALL, shard_of
 from .throttle import Throttled
 from .writer_batches import isolate

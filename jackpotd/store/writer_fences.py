@@ -13,7 +13,8 @@ from . import ledger, recovery
 from .checkpoints import Anchor
 from .ledger.fences import Fence, FenceKind
 from .ledger.head_guard import Tampered
-from .redis_pools import Probe, RedisPools
+from .redis_journal import Probe
+from .redis_pools import RedisPools
 from .writer_heads import WriterHeads
 
 log = logging.getLogger("jackpotd.writer")
