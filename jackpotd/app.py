@@ -122,7 +122,10 @@ async def follow_revocations(pg: ledger.Pool, guard: Guard, stop: asyncio.Event)
     """Keep the guard's revocation list current (`jackpotd revoke`) and end the streams of credentials revoked or
     expired, every REVOCATIONS_EVERY seconds until `stop`. The list only grows: a failed read keeps the last."""
     complain = Throttled(log).warn
-    while not stop.is_set():
+    while True:  # load_revocations has read it just before
+        await wait_set(stop, REVOCATIONS_EVERY)
+        if stop.is_set():
+            return
         try:
             guard.revoke(await revoked(pg))
         except Exception as e:  # the database is away: what is known stays revoked, expiry is still enforced
@@ -130,7 +133,6 @@ async def follow_revocations(pg: ledger.Pool, guard: Guard, stop: asyncio.Event)
         ended = guard.sweep()
         if ended:
             log.warning("ended %d stream(s) whose credential was revoked or expired", ended)
-        await wait_set(stop, REVOCATIONS_EVERY)
 
 
 @dataclass(frozen=True, slots=True)

@@ -280,11 +280,6 @@ class Checkpointer:
             self._newest[link_id] = None if cp is None else cp.head
         return self._newest[link_id]
 
-    def reread(self, link_id: str) -> Anchor | None:
-        """The link's newest anchor read afresh (an operator's `unfence --accept` appended one)."""
-        cp = self.last_line(link_id)
-        return None if cp is None else cp.head
-
     def last_line(self, link_id: str) -> Checkpoint | None:
         """The link's newest line, read afresh: its anchor, and the act it records if any."""
         cp = newest(self.directory, self.key, link_id)

@@ -10,12 +10,12 @@ is repaired within seconds, without a restart.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..service.errors import Unavailable
 from . import ledger
-from .checkpoints import MARK_EVERY, Anchor, Checkpointer
+from .checkpoints import MARK_EVERY, Anchor, Checkpoint, Checkpointer
 from .ledger import head_guard
 from .ledger.fences import FenceKind, kind_of
 from .redis_journal import Probe
@@ -63,12 +63,13 @@ async def recover(redis: RedisPools, pg: ledger.Pool, owns: Callable[[str], bool
     async with pg.acquire() as conn:
         heads = await ledger.heads_of(conn, None)
         links = sorted(link for link in set(heads) | announced | anchored if owns(link))
-        verdicts = await head_guard.check(conn, {link: anchors.newest(link) if anchors is not None else None
-                                                 for link in links})
+        lines = {link: anchors.last_line(link) for link in links} if anchors is not None else {}
+        newest = {link: None if (line := lines.get(link)) is None else line.head for link in links}
+        verdicts = await head_guard.check(conn, newest)
     for link, verdict in sorted(verdicts.items()):
         if isinstance(verdict, head_guard.Tampered):
             await fence(redis, pg, link, verdict.first_seq, verdict.reason, FenceKind(verdict.kind.value))
-    await fence_anchored(redis, pg, anchors, links)  # the rest of the fences the anchors hold
+    await fence_anchored(redis, pg, lines)  # the rest of the fences the anchors hold
     fenced = await ledger.fences(pg)
     probes = await redis.probe(links)
     for link in links:
@@ -110,17 +111,13 @@ async def recover(redis: RedisPools, pg: ledger.Pool, owns: Callable[[str], bool
 REMOVED = "its fence's row was removed from the database without `jackpotd unfence`"
 
 
-async def fence_anchored(redis: RedisPools, pg: ledger.Pool, anchors: Checkpointer | None,
-                         links: list[str]) -> list[str]:
-    """Fence again each link whose anchors say it is fenced (no operator lifted it since) but whose fence row is
-    gone: deleted while no writer ran. Before anything is drained or rebuilt. Returns those links."""
-    if anchors is None:
-        return []
+async def fence_anchored(redis: RedisPools, pg: ledger.Pool, lines: Mapping[str, Checkpoint | None]) -> list[str]:
+    """Fence again each link whose newest anchor line (`lines`) says it is fenced (no operator lifted it since) but
+    whose fence row is gone: deleted while no writer ran. Before anything is drained or rebuilt. Returns those."""
     rows = await ledger.fences(pg)
     out = []
-    for link in links:
-        line = anchors.last_line(link) if link not in rows else None
-        if line is not None and line.fenced:
+    for link, line in lines.items():
+        if link not in rows and line is not None and line.fenced:
             log.error("link %s: fenced (%s) at entry %d, and %s: fenced again", link, line.fenced, line.seq, REMOVED)
             await fence(redis, pg, link, line.seq + 1, REMOVED, kind_of(line.fenced))
             out.append(link)

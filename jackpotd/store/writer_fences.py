@@ -53,7 +53,9 @@ class WriterFences:
     async def restore_anchored(self, links: Iterable[str]) -> None:
         """At start: a link whose anchors say it is fenced, with no fence row (deleted while no writer ran), is
         fenced again."""
-        for link in await recovery.fence_anchored(self.redis, self.pg, self.heads.checkpoints, list(links)):
+        anchors = self.heads.checkpoints
+        lines = {link: anchors.last_line(link) for link in links if link not in self.why} if anchors else {}
+        for link in await recovery.fence_anchored(self.redis, self.pg, lines):
             self.why[link] = ledger.fence_text(FenceKind.REFUSED, 0, recovery.REMOVED)
             self.kinds[link] = FenceKind.REFUSED
             LINK_FENCED.labels(link).set(1)

@@ -78,13 +78,6 @@ class WriterHeads:
         except OSError as e:
             log.error("anchoring link %s's fence at entry %d failed: %s", link, head.seq, e)
 
-    def fenced_by_anchor(self, link: str) -> Checkpoint | None:
-        """The link's newest line when it says the link is fenced (no operator has lifted it since)."""
-        if self.checkpoints is None:
-            return None
-        line = self.checkpoints.last_line(link)
-        return line if line is not None and line.fenced else None
-
     async def flush(self, force: bool = False) -> None:
         """Write the checkpoints due (each link's head at most once every Checkpointer.INTERVAL seconds; forced,
         all) in the background: the writer's loop does not wait for the disk, except when forced (at stop)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jackpotd.store.checkpoints import Anchor
-from jackpotd.store.ledger.head_guard import NONE, Backed, Found, Tamper, Tampered, judge, newer
+from jackpotd.store.ledger.head_guard import NONE, Backed, Found, Tamper, Tampered, held_to, judge
 
 H5, H8 = Anchor(5, b"five"), Anchor(8, b"eight")
 
@@ -49,7 +49,10 @@ def test_a_head_row_that_is_not_the_last_entry_is_an_edit_whatever_the_anchor() 
     assert isinstance(verdict, Tampered) and verdict.kind is Tamper.HEAD_EDITED and verdict.first_seq == 6
 
 
-def test_newer_takes_the_highest_sequence_and_the_first_of_equals() -> None:
-    assert newer(None, H5, H8) == H8
-    assert newer(H8, Anchor(8, b"x")) == H8
-    assert newer(None, None) is None
+def test_a_head_moved_past_the_one_this_writer_left_is_an_extension() -> None:
+    verdict = held_to(H5, judge(H5, found(H8, b"five")))  # backed by the anchor, but not the head left
+    assert isinstance(verdict, Tampered) and verdict.kind is Tamper.EXTENDED and verdict.first_seq == 6
+    assert "entries 6..8 were appended" in verdict.reason
+    assert held_to(H8, judge(H8, found(H8, b"eight"))) == Backed(H8)
+    truncated = judge(H8, found(H5, None))
+    assert held_to(H8, truncated) == truncated  # a tampered verdict stays what it was

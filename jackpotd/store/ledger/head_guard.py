@@ -97,12 +97,6 @@ def held_to(left: Anchor, verdict: Verdict) -> Verdict:
     return verdict
 
 
-def newer(*anchors: Anchor | None) -> Anchor | None:
-    """The anchor with the highest sequence (the first of equals), or None."""
-    known = [a for a in anchors if a is not None]
-    return max(known, key=lambda a: a.seq) if known else None
-
-
 # One row per link asked: its head row, its last entry (a backward index scan), and the entry at the anchor.
 _FOUND = """
 SELECT q.link_id, l.last_seq, l.last_hash, m.seq AS last_entry_seq, m.hash AS last_entry_hash,
