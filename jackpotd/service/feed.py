@@ -185,7 +185,7 @@ class CommittedFeed:
     async def _read(self, link_id: str, state: _Link) -> None:
         upto = state.target
         after = max(state.shown, upto - RANGE_MAX)
-        entries = await self.links.ledger.committed(link_id, after, upto)
+        entries = await self.links.ledger.entries(link_id, after, upto)
         FEED_READS.labels(link_id).inc()
         if any(e.kind in CONFIG_KINDS for e in entries):
             self.links.changed(link_id)  # a suspension, new pools: shown from this read on

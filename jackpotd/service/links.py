@@ -31,10 +31,8 @@ class Links:
             if await self.ledger.link_known(link_id):  # the live store forgot it
                 raise lost(link_id)
             raise NotFound("link_id", link_id, "no such link")
-        version, raw = found
-        cached = (version, LinkConfig.from_dict(raw))
-        self._configs[link_id] = cached
-        return cached
+        self._configs[link_id] = found
+        return found
 
     async def of_table(self, table_id: str) -> str:
         """The link a table belongs to."""

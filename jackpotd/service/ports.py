@@ -10,18 +10,8 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """What the atomic step stored for a request: identical on every retry, kept by Redis for the retention
-    and by the ledger forever."""
-
-    seq: int
-    result: Mapping[str, Any]
-    balances: dict[str, int]
-    content: Mapping[str, Any]  # the request content the id was first used for
-    hash: str
-
+from ..domain.link import LinkConfig
+from .replies import Reply, Result
 
 ROUND_ABSENT = "absent"  # Step.round_expect: the round must not exist yet (a commit)
 NEW_LINK = "new"  # Step.config_version: the link must not exist yet (a create)
@@ -39,7 +29,7 @@ class Step:
     canonical_content: str
     config_version: str  # the version the step was decided on; NEW_LINK to create the link
     entry: Mapping[str, Any]
-    result: Mapping[str, Any]
+    result: Result
     round: tuple[str, str] | None = None  # (table_id, round_id)
     round_expect: str = ""  # "": no round; ROUND_ABSENT; or the state the round must be in
     round_rev: str = ""
@@ -164,7 +154,7 @@ class HitRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class Committed:
+class LedgerEntry:
     """An entry the ledger holds, as signs need it: its kind, and its reply when it announces something (a hit
     paid or decided) or is the last of a range (the pools then)."""
 
@@ -224,8 +214,9 @@ class LiabilityData:
 
 
 @dataclass(frozen=True, slots=True)
-class Verified:
-    """VerifyLedger: what the audit of one link found (the chain, balances, projections, summaries, Redis)."""
+class AuditReport:
+    """What the audit of one link found (the chain, balances, projections, summaries, Redis): VerifyLedger's
+    answer and `jackpotd audit`'s."""
 
     link_id: str
     entries: int
@@ -260,7 +251,7 @@ class ReportStore(Protocol):
 
     async def liability(self, link_id: str) -> LiabilityData: ...
 
-    async def verify(self, link_id: str) -> Verified: ...
+    async def verify(self, link_id: str) -> AuditReport: ...
 
 
 class LiveStore(Protocol):
@@ -272,7 +263,7 @@ class LiveStore(Protocol):
 
     async def record(self, link_id: str, request_id: str) -> Reply | None: ...
 
-    async def config(self, link_id: str) -> tuple[str, dict[str, Any]] | None: ...
+    async def config(self, link_id: str) -> tuple[str, LinkConfig] | None: ...
 
     async def link_of_table(self, table_id: str) -> str | None: ...
 
@@ -306,7 +297,7 @@ class Ledger(Protocol):
 
     async def hit(self, link_id: str, table_id: str, round_id: str, seat: int) -> HitRecord | None: ...
 
-    async def committed(self, link_id: str, after: int, upto: int) -> list[Committed]: ...
+    async def entries(self, link_id: str, after: int, upto: int) -> list[LedgerEntry]: ...
 
     async def close(self) -> None: ...
 
@@ -322,6 +313,6 @@ class Durability(Protocol):
         """Call `listener(link, mark)` whenever the ledger's durable mark of a link moves (or a rebuild sets it)."""
 
 
-__all__ = ["NEW_LINK", "ROUND_ABSENT", "Applied", "Committed", "Durability", "HitRecord", "IdReused", "LastHit",
-           "Ledger", "LinkExists", "LinkRead", "LiveRound", "LiveStore", "Moved", "Outcome", "Reply", "RoundNotOpen",
-           "RoundsOpen", "Seen", "Step"]
+__all__ = ["NEW_LINK", "ROUND_ABSENT", "Applied", "AuditReport", "Durability", "HitRecord", "IdReused", "LastHit",
+           "Ledger", "LedgerEntry", "LinkExists", "LinkRead", "LiveRound", "LiveStore", "Moved", "Outcome", "Reply",
+           "RoundNotOpen", "RoundsOpen", "Seen", "Step"]

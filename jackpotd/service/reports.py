@@ -21,7 +21,7 @@ from ..domain.money import floor_cents
 from ..domain.pools import VISIBLE
 from ..domain.rates import RateSet, rate_set_of
 from ..domain.reconciliation import Reconciliation, reconcile
-from .ports import ExportedEntry, HitRecord, ReportStore, Verified
+from .ports import AuditReport, ExportedEntry, HitRecord, ReportStore
 
 DAY_MS = 86_400_000
 MAX_PERIOD_MS = 366 * DAY_MS  # a year (and a leap day) at most in one report
@@ -184,7 +184,7 @@ class ReportQueries:
     def export(self, link_id: str, first: int, last: int) -> AsyncIterator[list[ExportedEntry]]:
         return self.store.export(link_id, first, last)
 
-    async def verify(self, link_id: str) -> Verified:
+    async def verify(self, link_id: str) -> AuditReport:
         require_id("link_id", link_id)
         _config(link_id, await self.store.config(link_id))
         async with self._verifying:

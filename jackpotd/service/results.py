@@ -1,37 +1,31 @@
-"""Typed results, and their stored form: the reply of a request is stored as plain JSON (Redis for the
-retention, the ledger forever) and decoded here, in one place, into these objects."""
+"""What each operation answers, built from its stored reply (service/replies.py holds the stored form and its
+codec), and what signs and meters are sent."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..domain.link import LinkConfig
 from ..domain.money import floor_cents
 from ..domain.pricing import Reset
-from .ports import Reply
+from .replies import (
+    Accepted,
+    CommitResult,
+    HitDecision,
+    HitResult,
+    LinkResult,
+    Payout,
+    Refund,
+    Reply,
+    Result,
+    SeatResult,
+    SettleResult,
+    VoidResult,
+)
 
-T = TypeVar("T")
-
-
-def stored(item: Any) -> dict[str, Any]:
-    """A result row as stored: its fields by name (the stored keys are the field names; rows are leaf
-    slotted dataclasses, so __slots__ lists every field)."""
-    return {name: getattr(item, name) for name in item.__slots__}
-
-
-def stored_seat(seat: SeatResult) -> dict[str, Any]:
-    """A seat of a settle as stored: `no_hand` only for a seat without a hand, so a seat with cards is stored as
-    it always was."""
-    row = stored(seat)
-    if not seat.no_hand:
-        del row["no_hand"]
-    return row
-
-
-def _rows(kind: type[T], rows: Any) -> tuple[T, ...]:
-    return tuple(kind(**row) for row in rows)
+_R = TypeVar("_R", bound=Result)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,42 +36,6 @@ class PoolView:
     amount_cents: int
     reset_cents: int
     balance_ucents: int
-
-
-# ---- rows of stored results (field names are the stored keys) --------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class Accepted:
-    seat: int
-    amount_cents: int
-    contributed_uc: int  # what this wager put into the pools, µ¢
-    overflow_uc: int
-
-
-@dataclass(frozen=True, slots=True)
-class Payout:
-    seat: int
-    hand: str
-    amount_cents: int
-    pool: str
-    funded_by_operator_cents: int
-    hit_id: str
-    status: str  # PAID, or PENDING above the verification threshold (§7)
-    pool_before_uc: int
-    rule: str
-
-
-@dataclass(frozen=True, slots=True)
-class SeatResult:
-    seat: int
-    hand: str  # the category evaluated; "" for a seat without a hand
-    no_hand: str = ""  # FOLDED, MUCKED or DEAD: why the table said it had none (replies before it: "")
-
-
-@dataclass(frozen=True, slots=True)
-class Refund:
-    seat: int
-    amount_cents: int
 
 
 # ---- what each operation answers -----------------------------------------------------------------
@@ -110,19 +68,6 @@ class Voided(Answer):
 
 
 @dataclass(frozen=True, slots=True)
-class HitDecision:
-    """§7: a PENDING hit approved (PAID) or rejected (REJECTED), and what a rejection gave back."""
-
-    hit_id: str
-    status: str
-    hand: str
-    amount_cents: int
-    pool: str
-    returned_to_pool_uc: int
-    returned_to_operator_cents: int
-
-
-@dataclass(frozen=True, slots=True)
 class HitDecided(Answer):
     hit: HitDecision
 
@@ -142,36 +87,42 @@ def pool_views(config: LinkConfig, balances: Mapping[str, int], include_hidden: 
                  for spec in config.pools if spec.visible or include_hidden)
 
 
+def _expect(reply: Reply, kind: type[_R]) -> _R:
+    """The reply's result, which must be of `kind`: a request id replayed for another kind of call is refused
+    before this (its content differs), so a mismatch here is a bug."""
+    if not isinstance(reply.result, kind):
+        raise TypeError(f"reply {reply.seq}: expected a {kind.__name__}, found {type(reply.result).__name__}")
+    return reply.result
+
+
 def committed(reply: Reply, config: LinkConfig) -> Committed:
     return Committed(reply.seq, config.link_id, pool_views(config, reply.balances),
-                     _rows(Accepted, reply.result["accepted"]))
+                     _expect(reply, CommitResult).accepted)
 
 
 def payouts_of(reply: Reply) -> tuple[Payout, ...]:
     """The payouts a stored reply holds (a settle's; none for other replies)."""
-    return _rows(Payout, reply.result.get("payouts", ()))
+    return reply.result.payouts if isinstance(reply.result, SettleResult) else ()
 
 
 def settled(reply: Reply, config: LinkConfig) -> Settled:
-    r = reply.result
-    return Settled(reply.seq, config.link_id, pool_views(config, reply.balances), payouts_of(reply),
-                   _rows(Reset, r["resets"]), _rows(SeatResult, r["seats"]), tuple(r.get("unwagered", ())))
+    r = _expect(reply, SettleResult)
+    return Settled(reply.seq, config.link_id, pool_views(config, reply.balances), r.payouts, r.resets, r.seats,
+                   r.unwagered)
 
 
 def voided(reply: Reply, config: LinkConfig) -> Voided:
-    return Voided(reply.seq, config.link_id, pool_views(config, reply.balances),
-                  _rows(Refund, reply.result["refunds"]))
+    return Voided(reply.seq, config.link_id, pool_views(config, reply.balances), _expect(reply, VoidResult).refunds)
 
 
 def hit_decided(reply: Reply, config: LinkConfig) -> HitDecided:
-    return HitDecided(reply.seq, config.link_id, pool_views(config, reply.balances),
-                      HitDecision(**reply.result["hit"]))
+    return HitDecided(reply.seq, config.link_id, pool_views(config, reply.balances), _expect(reply, HitResult).hit)
 
 
 def pools_changed(reply: Reply, config: LinkConfig) -> PoolsChanged:
     """The stored mode is the act's; the config is the one in force now (the pools it names)."""
     return PoolsChanged(reply.seq, config.link_id, pool_views(config, reply.balances, include_hidden=True),
-                        reply.result["mode"])
+                        _expect(reply, LinkResult).mode or "")
 
 
 def answered(reply: Reply, config: LinkConfig) -> Answer:

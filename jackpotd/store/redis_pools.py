@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 import orjson
 
 from ..canonical import canonical_json
+from ..domain.link import LinkConfig
 from ..service.ports import (
     Applied,
     IdReused,
@@ -27,6 +27,7 @@ from ..service.ports import (
     RoundsOpen,
     Step,
 )
+from ..service.replies import decode_reply, encode_result, pairs
 from . import keys
 from .redis_announcements import RedisAnnouncements
 from .redis_errors import refusal, translated
@@ -34,7 +35,6 @@ from .redis_health import RedisHealth
 from .redis_journal import RedisJournal
 from .redis_rebuild import RedisRebuild
 from .redis_scripts import Verdict
-from .replies import pairs, parse_reply
 
 SAFETY_TTL_SECONDS = 24 * 3600  # until the writer shortens it to the retention once the entry is durable
 
@@ -55,7 +55,7 @@ class RedisPools(RedisJournal, RedisAnnouncements, RedisHealth, RedisRebuild):
         args: list[str | int] = [
             step.request_hash, step.config_version, step.round_expect, step.round_rev, step.round_new_state,
             step.round_data, step.new_config, canonical_json(step.entry),
-            canonical_json(step.result), SAFETY_TTL_SECONDS, step.canonical_content, floor,
+            encode_result(step.result), SAFETY_TTL_SECONDS, step.canonical_content, floor,
             step.identity, "1" if step.between_rounds else "", len(step.guards)]
         for pool, bal in sorted(step.guards.items()):
             args += [pool, str(bal)]
@@ -71,9 +71,9 @@ class RedisPools(RedisJournal, RedisAnnouncements, RedisHealth, RedisRebuild):
             return Applied(Reply(int(seq), step.result, pairs(orjson.loads(balances)), step.content,
                                  step.request_hash), first=True)
         if verdict is Verdict.DUP:
-            return Applied(parse_reply(payload), first=False)
+            return Applied(decode_reply(payload), first=False)
         if verdict is Verdict.CONFLICT:
-            return IdReused(parse_reply(payload))
+            return IdReused(decode_reply(payload))
         if verdict is Verdict.ROUND_STATE:
             return RoundNotOpen(payload)
         if verdict is Verdict.ROUNDS_OPEN:
@@ -106,7 +106,7 @@ class RedisPools(RedisJournal, RedisAnnouncements, RedisHealth, RedisRebuild):
     async def record(self, link_id: str, request_id: str) -> Reply | None:
         """The stored reply of a request id, while Redis keeps it."""
         raw: str | None = await self.client.get(keys.record(link_id, request_id))
-        return None if raw is None else parse_reply(raw)
+        return None if raw is None else decode_reply(raw)
 
     @translated
     async def mark_online(self, table_id: str, ttl_ms: int) -> None:
@@ -125,12 +125,12 @@ class RedisPools(RedisJournal, RedisAnnouncements, RedisHealth, RedisRebuild):
         return {t for t, n in zip(table_ids, found, strict=True) if n}
 
     @translated
-    async def config(self, link_id: str) -> tuple[str, dict[str, Any]] | None:
+    async def config(self, link_id: str) -> tuple[str, LinkConfig] | None:
         """(version, config) of a link, or None if Redis does not hold it."""
         version, raw = await self.client.hmget(keys.config(link_id), ["version", "config"])
         if version is None or raw is None:
             return None
-        return version, json.loads(raw)
+        return version, LinkConfig.from_dict(json.loads(raw))
 
     @translated
     async def link_of_table(self, table_id: str) -> str | None:

@@ -12,6 +12,7 @@ import pytest_asyncio
 from jackpotd.canonical import canonical_json
 from jackpotd.service.errors import Unavailable
 from jackpotd.service.ports import LastHit, Ledger, Reply, Seen
+from jackpotd.service.replies import NoResult
 from jackpotd.store import ledger
 from jackpotd.store.ledger import JournalEntry
 
@@ -67,7 +68,7 @@ async def test_answers_come_from_the_written_ledger(pool: asyncpg.Pool) -> None:
     try:
         assert await port.link_known(link) is True
         assert await port.table_link("t-" + link) == link
-        assert await port.stored_reply(link, "r2") == Reply(2, {}, {"MAJOR": 300 * UC}, {"n": 2}, "h2")
+        assert await port.stored_reply(link, "r2") == Reply(2, NoResult(), {"MAJOR": 300 * UC}, {"n": 2}, "h2")
         assert await port.seen(link, "t1", "g1", "r1") == Seen("h1", None)
         assert await port.last_hit(link) == LastHit(link + "-a", "t1", 3, "ROYAL_FLUSH", 200, "MAJOR", 2, "PAID")
     finally:

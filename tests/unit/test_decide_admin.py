@@ -24,6 +24,7 @@ from jackpotd.service.commands import (
 )
 from jackpotd.service.decide.admin import AdminState, decide_config, decide_fund, require_approval
 from jackpotd.service.ports import NEW_LINK as NEW
+from jackpotd.service.replies import stored_form as stored
 
 from .test_decide_table import NOW, UC, link
 
@@ -57,7 +58,7 @@ def test_create_link_expects_no_config_and_is_refused_when_the_ledger_holds_it()
     config = link()
     step = decide_config(CreateLink(req(), config, AUDIT), config, NEW, STATE)
     assert step.config_version == NEW and step.entry["kind"] == "create_link"
-    assert new_config(step.new_config) == config and step.result == {"link_id": "L"}
+    assert new_config(step.new_config) == config and stored(step.result) == {"link_id": "L"}
     with pytest.raises(FailedPrecondition, match="already exists"):
         decide_config(CreateLink(req(), config, AUDIT), config, NEW, AdminState(NOW, link_known=True))
 

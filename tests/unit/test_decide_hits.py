@@ -14,6 +14,7 @@ from jackpotd.service.decide.hits import HitPlace, HitState, decide_hit
 from jackpotd.service.decide.table import TableState, decide_commit, decide_settle
 from jackpotd.service.errors import Unavailable
 from jackpotd.service.ports import LiveRound, Step
+from jackpotd.service.replies import stored_form as stored
 from jackpotd.service.round_record import RoundRecord
 from jackpotd.store.ledger.audit import decision_problem
 
@@ -45,7 +46,7 @@ def decide(approve: bool, rnd: LiveRound | None, *, seat: int = 1, ledger: str |
 
 def test_a_settle_holds_the_prize_above_the_threshold_and_leaves_the_round_pending() -> None:
     step, _ = pending_round(major_uc=1_500_000 * UC)
-    royal, flush = step.result["payouts"][1], step.result["payouts"][0]
+    royal, flush = stored(step.result)["payouts"][1], stored(step.result)["payouts"][0]
     assert (royal["status"], flush["status"]) == ("PENDING", "PAID")
     moved = legs(step)
     assert moved["pending_payouts"] == royal["amount_cents"] * UC  # §7: held, not paid
@@ -63,24 +64,24 @@ def test_no_threshold_pays_everything_at_once() -> None:
 
 def test_an_approval_pays_the_held_prize_and_finishes_the_round() -> None:
     settled, rnd = pending_round()
-    amount = settled.result["payouts"][1]["amount_cents"]
+    amount = stored(settled.result)["payouts"][1]["amount_cents"]
     step = decide(True, rnd)
     assert legs(step) == {"pending_payouts": -amount * UC, "payouts": amount * UC}
     assert step.deltas == [] and step.round_expect == PENDING and step.round_rev == "7"
     assert step.round_new_state == SETTLED
-    assert step.result["hit"]["status"] == "PAID" and step.entry["decision"]["seat"] == 1
+    assert stored(step.result)["hit"]["status"] == "PAID" and step.entry["decision"]["seat"] == 1
     assert RoundRecord.decode(step.round_data).decided == {1: "PAID"}
 
 
 def test_a_rejection_returns_the_pools_part_to_the_pool_and_the_shortfall_to_the_operator() -> None:
     # MAJOR $8,200 with a $10,000 royal: the operator advanced $1,800 (§5.7), then reset MAJOR (§5.8).
     settled, rnd = pending_round(major_uc=820_000 * UC)
-    royal = settled.result["payouts"][1]
+    royal = stored(settled.result)["payouts"][1]
     assert (royal["amount_cents"], royal["funded_by_operator_cents"]) == (1_000_000, 180_000)
     step = decide(False, rnd, reason="cards fouled")
     assert legs(step) == {"pending_payouts": -1_000_000 * UC, f"pool:{MAJOR}": 820_000 * UC,
                           "operator_funding": 180_000 * UC}
-    assert step.result["hit"] == {"hit_id": "L:T:r1:1", "status": "REJECTED", "hand": "royal_flush",
+    assert stored(step.result)["hit"] == {"hit_id": "L:T:r1:1", "status": "REJECTED", "hand": "royal_flush",
                                   "amount_cents": 1_000_000,
                                   "pool": MAJOR, "returned_to_pool_uc": 820_000 * UC,
                                   "returned_to_operator_cents": 180_000}

@@ -12,6 +12,7 @@ from jackpotd.service.decide.reads import announcements, hits_of
 from jackpotd.service.errors import Unavailable
 from jackpotd.service.feed import BACKLOG_MAX, Watcher
 from jackpotd.service.ports import Reply
+from jackpotd.service.replies import decode_result
 from jackpotd.service.results import HitAnnouncement, LinkUpdate, pool_views
 
 from .test_decide_table import UC, link
@@ -21,8 +22,8 @@ PAYOUT = {"seat": 3, "hand": "royal_flush", "amount_cents": 1_000_000, "pool": M
 
 
 def reply(seq: int, payouts: list[dict[str, object]] | None = None) -> Reply:
-    result = {"payouts": payouts} if payouts is not None else {"accepted": []}
-    return Reply(seq, result, {MAJOR: 1_000_000 * UC + 999_999, MINOR: 5 * UC}, {"table_id": "T"}, "h")
+    result = {"payouts": payouts, "resets": [], "seats": []} if payouts is not None else {"accepted": []}
+    return Reply(seq, decode_result(result), {MAJOR: 1_000_000 * UC + 999_999, MINOR: 5 * UC}, {"table_id": "T"}, "h")
 
 
 def test_pools_show_floored_cents_and_hide_reserve() -> None:
@@ -42,7 +43,7 @@ def test_every_hit_is_announced_with_its_pool_after() -> None:
 def test_a_decision_is_announced_with_the_hits_new_status() -> None:
     hit = {"hit_id": "L:T:r:3", "status": "REJECTED", "hand": "royal_flush", "amount_cents": 1_000_000,
            "pool": MAJOR, "returned_to_pool_uc": 0, "returned_to_operator_cents": 0}
-    (a,) = announcements("reject_hit", Reply(12, {"hit": hit}, {MAJOR: 7 * UC}, {}, "h"))
+    (a,) = announcements("reject_hit", Reply(12, decode_result({"hit": hit}), {MAJOR: 7 * UC}, {}, "h"))
     assert (a.table_id, a.seat, a.hand, a.status, a.pool_amount_after_cents, a.sequence) == (
         "T", 3, "royal_flush", "REJECTED", 7, 12)
     (held,) = announcements("settle", reply(9, [{**PAYOUT, "status": "PENDING"}]))

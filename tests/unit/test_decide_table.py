@@ -17,6 +17,7 @@ from jackpotd.service.commands import Commit, Request, Settle, Void
 from jackpotd.service.decide.table import TableState, decide_commit, decide_settle, decide_void
 from jackpotd.service.errors import Unavailable
 from jackpotd.service.ports import LiveRound, Reply, Step
+from jackpotd.service.replies import stored_form as stored
 from jackpotd.service.results import Accepted, committed
 from jackpotd.service.round_record import RoundRecord
 
@@ -64,7 +65,7 @@ def test_commit_feeds_each_pool_its_rate_and_records_the_round() -> None:
     assert step.round == ("T", "r1") and step.round_expect == "absent" and step.round_new_state == COMMITTED
     assert dict(step.deltas) == {MAJOR: 2 * 20 * UC, MINOR: 2 * 7_500_000, RESERVE: 2 * 2_500_000}
     assert balanced(step) == 0 and step.entry["kind"] == "commit" and step.entry["ts_ms"] == NOW
-    assert step.result["accepted"] == [
+    assert stored(step.result)["accepted"] == [
         {"seat": s, "amount_cents": 100, "contributed_uc": 30 * UC, "overflow_uc": 0} for s in (1, 3)]
     record = RoundRecord.decode(step.round_data)
     assert record.active == [1, 3] and record.rates_version == 1 and record.game == "caribbean-stud"
@@ -86,7 +87,7 @@ def test_commit_guards_the_capped_pool_it_read() -> None:
 def test_commit_overflow_of_a_full_capped_pool_goes_to_reserve() -> None:
     step = decide_commit(commit(1), link(major_cap=1_000_000), "v1", fresh({MAJOR: 1_000_000 * UC}))
     assert MAJOR not in dict(step.deltas) and dict(step.deltas)[RESERVE] == 2_500_000 + 20 * UC
-    assert step.result["accepted"][0]["overflow_uc"] == 20 * UC
+    assert stored(step.result)["accepted"][0]["overflow_uc"] == 20 * UC
 
 
 def test_commit_on_a_suspended_table_is_refused() -> None:
@@ -137,11 +138,11 @@ def test_settle_pays_a_royal_flush_the_major_pool_and_resets_it() -> None:
     config, rnd = committed_round(1, 2)
     balances = {MAJOR: 1_200_000 * UC, MINOR: 150_000 * UC, RESERVE: 50_000 * UC}
     step = decide_settle(settle({1: ROYAL, 2: NOTHING}), config, "v1", TableState(NOW, balances, rnd, None))
-    (payout,) = step.result["payouts"]
+    (payout,) = stored(step.result)["payouts"]
     assert (payout["seat"], payout["hand"], payout["pool"], payout["amount_cents"]) == (1, "royal_flush", MAJOR,
                                                                                         1_200_000)
     assert payout["hit_id"] == "L:T:r1:1" and payout["status"] == "PAID"
-    assert step.result["seats"] == [{"seat": 1, "hand": "royal_flush"}, {"seat": 2, "hand": "high_card"}]
+    assert stored(step.result)["seats"] == [{"seat": 1, "hand": "royal_flush"}, {"seat": 2, "hand": "high_card"}]
     assert step.guards == balances and step.round_expect == COMMITTED and step.round_rev == "1"
     assert step.round_new_state == SETTLED
     assert RoundRecord.decode(step.round_data).hands == {1: "royal_flush", 2: "high_card"}
@@ -154,21 +155,22 @@ def test_settle_above_the_verification_threshold_is_pending() -> None:
     config = link(threshold=500_000)
     rnd = live_round(decide_commit(commit(1), config, "v1", fresh()))
     step = decide_settle(settle({1: ROYAL}), config, "v1", TableState(NOW, {MAJOR: 1_000_000 * UC}, rnd, None))
-    assert step.result["payouts"][0]["status"] == "PENDING"  # §7
+    assert stored(step.result)["payouts"][0]["status"] == "PENDING"  # §7
 
 
 def test_settle_without_a_hit_moves_nothing_and_guards_nothing() -> None:
     config, rnd = committed_round(1)
     step = decide_settle(settle({1: NOTHING}), config, "v1", TableState(NOW, {MAJOR: 5}, rnd, None))
-    assert step.deltas == [] and step.guards == {} and step.result["payouts"] == []
+    assert step.deltas == [] and step.guards == {} and stored(step.result)["payouts"] == []
 
 
 def test_settle_checks_a_seat_without_a_wager_never_pays_it_and_names_it() -> None:
     config, rnd = committed_round(1, 3)
     step = decide_settle(settle({1: NOTHING, 2: ROYAL, 3: NoHand.FOLDED}), config, "v1", TableState(NOW, {}, rnd, None))
-    assert step.result["payouts"] == []
-    assert step.result["seats"] == [{"seat": 1, "hand": "high_card"}, {"seat": 3, "hand": "", "no_hand": "FOLDED"}]
-    assert step.result["unwagered"] == [2]
+    assert stored(step.result)["payouts"] == []
+    assert stored(step.result)["seats"] == [{"seat": 1, "hand": "high_card"},
+                                            {"seat": 3, "hand": "", "no_hand": "FOLDED"}]
+    assert stored(step.result)["unwagered"] == [2]
 
 
 def test_a_royal_flush_on_a_wrong_seat_is_refused_naming_the_wagered_seats_left_out() -> None:
@@ -191,9 +193,9 @@ def test_one_wagered_seat_left_out_is_refused_even_when_the_others_are_there() -
 def test_every_reason_for_no_hand_is_a_loss(why: NoHand) -> None:
     config, rnd = committed_round(1, 2)
     step = decide_settle(settle({1: why, 2: FLUSH}), config, "v1", TableState(NOW, {}, rnd, None))
-    assert [p["seat"] for p in step.result["payouts"]] == [2]
-    assert step.result["seats"][0] == {"seat": 1, "hand": "", "no_hand": why.value}
-    assert "unwagered" not in step.result
+    assert [p["seat"] for p in stored(step.result)["payouts"]] == [2]
+    assert stored(step.result)["seats"][0] == {"seat": 1, "hand": "", "no_hand": why.value}
+    assert "unwagered" not in stored(step.result)
 
 
 def test_a_seat_with_neither_cards_nor_a_reason_is_refused() -> None:
@@ -215,7 +217,7 @@ def test_a_voided_seat_is_not_asked_for_and_its_cards_are_never_paid() -> None:
     voided = decide_void(Void(req("v1"), "T", "r1", "absent", [2]), config, "v1", TableState(NOW, {}, rnd, None))
     rnd = live_round(voided, "2")
     step = decide_settle(settle({1: NOTHING, 2: ROYAL}), config, "v1", TableState(NOW, {}, rnd, None))
-    assert step.result["payouts"] == [] and step.result["unwagered"] == [2]
+    assert stored(step.result)["payouts"] == [] and stored(step.result)["unwagered"] == [2]
 
 
 @pytest.mark.parametrize(("ledger_round", "error"), [(None, NotFound), (SETTLED, FailedPrecondition),
@@ -247,7 +249,7 @@ def test_void_of_the_whole_round_reverses_every_contribution_exactly() -> None:
     step = decide_void(Void(req("v1"), "T", "r1", "misdeal"), config, "v1",
                        TableState(NOW, pools, live_round(made), None))
     assert dict(step.deltas) == {p: -v for p, v in pools.items()}
-    assert step.result["refunds"] == [{"seat": 1, "amount_cents": 100}, {"seat": 2, "amount_cents": 100}]
+    assert stored(step.result)["refunds"] == [{"seat": 1, "amount_cents": 100}, {"seat": 2, "amount_cents": 100}]
     assert step.round_new_state == VOIDED and step.entry["reason"] == "misdeal" and balanced(step) == 0
 
 

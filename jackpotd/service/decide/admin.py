@@ -28,6 +28,7 @@ from ..commands import (
     UpdateLink,
 )
 from ..ports import Step
+from ..replies import LinkResult
 from .steps import step
 
 RETROACTIVE_SLACK_MS = 1000  # a rate change "effective now" may arrive a moment late
@@ -126,7 +127,7 @@ def decide_config(cmd: ConfigCommand, config: LinkConfig, version: str, state: A
     table = cmd.table.table_id if isinstance(cmd, RegisterTable) else None
     return step(config.link_id, cmd.request, kind_of(cmd), version, state.now_ms, new_config=canonical_json(as_dict),
                 extra={"config": as_dict, "audit": cmd.audit.as_dict(), "table": table},
-                result={"link_id": config.link_id})
+                result=LinkResult(config.link_id))
 
 
 def decide_restructure(cmd: Restructure, config: LinkConfig, version: str, state: AdminState) -> Step:
@@ -146,5 +147,5 @@ def decide_restructure(cmd: Restructure, config: LinkConfig, version: str, state
     moved = {pool for pool, _ in pool_legs(legs)}  # zero legs too: a pool that held nothing must still hold nothing
     return step(config.link_id, cmd.request, kind, version, state.now_ms, postings=legs,
                 new_config=canonical_json(as_dict), extra={"config": as_dict, "audit": cmd.audit.as_dict()},
-                result={"link_id": config.link_id, "mode": new.mode},
+                result=LinkResult(config.link_id, new.mode),
                 guards={p: state.balances.get(p, 0) for p in moved}, between_rounds=True)

@@ -13,6 +13,7 @@ from ...domain.rounds import PENDING, SETTLED
 from ..commands import DecideHit
 from ..errors import Unavailable
 from ..ports import LiveRound, Step
+from ..replies import HitDecision, HitResult
 from ..round_record import RoundRecord
 from .steps import step
 from .table import round_entry
@@ -62,10 +63,8 @@ def decide_hit(cmd: DecideHit, where: HitPlace, config: LinkConfig, version: str
     round_data = after.encode()
     returned_uc = 0 if cmd.approve else cents_to_uc(hit.amount_cents - hit.funded_by_operator_cents)
     hand = (record.hands or {}).get(where.seat, "")
-    result = {"hit": {"hit_id": hit.hit_id, "status": status, "hand": hand, "amount_cents": hit.amount_cents,
-                      "pool": hit.pool,
-                      "returned_to_pool_uc": returned_uc,
-                      "returned_to_operator_cents": 0 if cmd.approve else hit.funded_by_operator_cents}}
+    result = HitResult(HitDecision(hit.hit_id, status, hand, hit.amount_cents, hit.pool, returned_uc,
+                                   0 if cmd.approve else hit.funded_by_operator_cents))
     return step(where.link_id, cmd.request, "approve_hit" if cmd.approve else "reject_hit", version, state.now_ms,
                 postings=legs, result=result,
                 extra={"round": round_entry(where.table_id, where.round_id, new_state, round_data),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...domain.ids import parse_hit_id
 from ...domain.money import floor_cents
-from ..ports import Reply
+from ..replies import HitResult, Reply
 from ..results import HitAnnouncement, payouts_of
 
 METER_INTERVAL = 0.1  # ARCHITECTURE.md, Reads: at most ten updates a second per link
@@ -23,9 +23,9 @@ def hits_of(reply: Reply) -> tuple[HitAnnouncement, ...]:
 def announcements(kind: str, reply: Reply) -> tuple[HitAnnouncement, ...]:
     """What an entry announces on every sign (§8): a settle its hits, a hit decision (§7) the hit's new status
     (PAID, or REJECTED with its pool's amount after the return)."""
-    if kind not in DECISIONS:
+    if kind not in DECISIONS or not isinstance(reply.result, HitResult):
         return hits_of(reply)
-    hit = reply.result["hit"]
-    _, table_id, _, seat = parse_hit_id(hit["hit_id"])
-    return (HitAnnouncement(table_id, seat, hit["hand"], hit["amount_cents"], hit["pool"], hit["hit_id"], reply.seq,
-                            floor_cents(reply.balances.get(hit["pool"], 0)), hit["status"]),)
+    hit = reply.result.hit
+    _, table_id, _, seat = parse_hit_id(hit.hit_id)
+    return (HitAnnouncement(table_id, seat, hit.hand, hit.amount_cents, hit.pool, hit.hit_id, reply.seq,
+                            floor_cents(reply.balances.get(hit.pool, 0)), hit.status),)

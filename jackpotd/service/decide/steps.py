@@ -8,10 +8,11 @@ from typing import Any
 from ...domain.postings import Posting, merge, pool_legs, require_balanced
 from ..commands import Request
 from ..ports import Step
+from ..replies import NoResult, Result
 
 
 def step(link_id: str, req: Request, kind: str, version: str, now_ms: int, *, postings: Sequence[Posting] = (),
-         extra: Mapping[str, Any] | None = None, result: Mapping[str, Any] | None = None, **checks: Any) -> Step:
+         extra: Mapping[str, Any] | None = None, result: Result | None = None, **checks: Any) -> Step:
     """The step of one request: its legs merged per account and balanced (double entry, §10), its journal
     entry, and the pool deltas the live store applies atomically with `checks` (round, guards, config)."""
     legs = merge(postings)
@@ -20,4 +21,4 @@ def step(link_id: str, req: Request, kind: str, version: str, now_ms: int, *, po
              "postings": [[p.account, p.amount_uc] for p in legs], **(extra or {})}
     return Step(link_id=link_id, request_id=req.key, request_hash=req.hash, identity=req.identity,
                 content=req.content, canonical_content=req.canonical, config_version=version, entry=entry,
-                result=result or {}, deltas=pool_legs(legs), **checks)
+                result=result or NoResult(), deltas=pool_legs(legs), **checks)

@@ -28,7 +28,7 @@ from ...domain.verification import PAID, held, status_of
 from ..commands import Commit, Settle, Void
 from ..errors import Unavailable
 from ..ports import ROUND_ABSENT, LiveRound, Step
-from ..results import Payout, SeatResult, stored, stored_seat
+from ..replies import Accepted, CommitResult, Payout, Refund, SeatResult, SettleResult, VoidResult
 from ..round_record import HeldHit, RoundRecord, new_round
 from .steps import step
 
@@ -60,9 +60,7 @@ def decide_commit(cmd: Commit, config: LinkConfig, version: str, state: TableSta
     for s in c.seats:
         if s.postings not in pooled:
             pooled[s.postings] = s.to_pools_uc
-    # The stored form of results.Accepted, written out: the hot path's one result (tests/unit check the match).
-    result = {"accepted": [{"seat": s.seat, "amount_cents": s.wager_cents, "contributed_uc": pooled[s.postings],
-                            "overflow_uc": s.overflow_uc} for s in c.seats]}
+    result = CommitResult(tuple(Accepted(s.seat, s.wager_cents, pooled[s.postings], s.overflow_uc) for s in c.seats))
     round_data = record.encode()
     extra: dict[str, Any] = {"round": round_entry(cmd.table_id, cmd.round_id, COMMITTED, round_data)}
     if c.overflows:  # §10: which pool's cap passed how much to which, for reconciliation
@@ -97,7 +95,7 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
     for p, status in zip(price.payouts, statuses, strict=True):
         payout = Payout(p.seat, p.category, p.amount_cents, p.pool, p.funded_by_operator_cents,
                         hit_id(config.link_id, cmd.table_id, cmd.round_id, p.seat), status, p.pool_before_uc, p.rule)
-        payouts.append(stored(payout))
+        payouts.append(payout)
         hit_rows.append({"hit_id": payout.hit_id, "table_id": cmd.table_id, "round_id": cmd.round_id,
                          "seat": p.seat, "hand": p.category, "cards": cards.get(p.seat, []), "pool": p.pool,
                          "amount_cents": p.amount_cents, "funded_by_operator_cents": p.funded_by_operator_cents,
@@ -107,11 +105,8 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
             waiting[p.seat] = HeldHit(payout.hit_id, p.pool, p.amount_cents, p.funded_by_operator_cents)
     categories = {x.seat: x.category for x in hits}
     seats = [SeatResult(s, categories.get(s, ""), folded.get(s, "")) for s in sorted(wagered)]
-    result: dict[str, Any] = {"payouts": payouts,
-                              "resets": [stored(r) for r in price.resets],
-                              "seats": [stored_seat(s) for s in seats]}
-    if unwagered:  # hands sent for seats without a jackpot wager: checked with the deck, never paid
-        result["unwagered"] = unwagered
+    # hands sent for seats without a jackpot wager (`unwagered`): checked with the deck, never paid
+    result = SettleResult(tuple(payouts), price.resets, tuple(seats), tuple(unwagered))
     round_data = replace(record, hands={x.seat: x.category for x in hits}, held=waiting or None).encode()
     new_state = PENDING if waiting else SETTLED  # §7: the round stays open until its held hits are decided
     return step(config.link_id, cmd.request, "settle", version, state.now_ms,
@@ -136,7 +131,7 @@ def decide_void(cmd: Void, config: LinkConfig, version: str, state: TableState) 
                     void_reasons=(*record.void_reasons, {"seats": chosen, "reason": cmd.reason}))
     new_state = VOIDED if set(after.voided) >= set(record.seats) else COMMITTED
     round_data = after.encode()
-    result = {"refunds": [{"seat": s, "amount_cents": record.seats[s].wager_cents} for s in chosen]}
+    result = VoidResult(tuple(Refund(s, record.seats[s].wager_cents) for s in chosen))
     return step(config.link_id, cmd.request, "void", version, state.now_ms, postings=undo, result=result,
                 extra={"round": round_entry(cmd.table_id, cmd.round_id, new_state, round_data),
                        "reason": cmd.reason},

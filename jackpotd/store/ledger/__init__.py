@@ -8,7 +8,7 @@ lookup · fences · audit · admin_audit: the trail of administrative acts · se
 """
 
 from .admin_audit import AdminAct, AdminActFilter, admin_acts, record_admin_act
-from .audit import AuditReport, audit_link
+from .audit import audit_link
 from .chain import (
     Appended,
     Head,
@@ -54,7 +54,6 @@ __all__ = [
     "AdminAct",
     "AdminActFilter",
     "Appended",
-    "AuditReport",
     "Connection",
     "Fence",
     "FenceKind",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -14,6 +13,7 @@ import orjson
 from ...domain.money import cents_to_uc
 from ...domain.postings import PAYOUTS, PENDING_PAYOUTS, merge
 from ...domain.verification import approval, rejection
+from ...service.ports import AuditReport
 from ..checkpoints import Checkpoint
 from . import anchor_audit
 from .chain import chain_hash, decision_row
@@ -21,28 +21,6 @@ from .reads import HIT_DECISION, HIT_STATUS
 from .summaries import Summaries, entry_flows, ms_of, time_of
 
 PROBLEMS_MAX = 200
-
-
-@dataclass(frozen=True, slots=True)
-class AuditReport:
-    """What `jackpotd audit` found for one link."""
-
-    link_id: str
-    entries: int
-    chain_ok: bool
-    balanced: bool
-    ledger_pools: dict[str, int]
-    redis_pools: dict[str, int]
-    problems: list[str]
-    first_altered: int | None = None  # the first entry whose stored rows disagree with it or with a checkpoint
-    checkpoints: int = 0  # how many checkpoints were checked
-    summaries_ok: bool = True  # finance's summaries (migration 011) are what the entries make them
-    altered_range_end: int | None = None  # the first altered entry is known only to be in first_altered..this
-    notes: list[str] = field(default_factory=list)  # accepted incidents: operators' acts, not problems
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
 
 
 _HIT = ("hit_id", "table_id", "round_id", "seat", "hand", "cards", "pool", "amount_cents",
@@ -219,8 +197,8 @@ async def audit_link(conn: Any, link_id: str, redis_pools: dict[str, int],
         problems[:0] = anchored.problems
     if len(problems) > PROBLEMS_MAX:  # a reply must stay readable (gRPC's 4 MB): the first ones name the damage
         problems[PROBLEMS_MAX:] = [f"... and {len(problems) - PROBLEMS_MAX} more problems"]
-    return AuditReport(link_id, count, chain_ok, balanced, ledger_pools, redis_pools, problems, first,
-                       len(checkpoints), summaries_ok, range_end, anchored.notes)
+    return AuditReport(link_id, count, chain_ok, balanced, summaries_ok, ledger_pools, redis_pools, redis_seq,
+                       problems, first, len(checkpoints), range_end, anchored.notes)
 
 
 async def _summaries_match(conn: Any, link_id: str, derived: Summaries, problems: list[str]) -> bool:

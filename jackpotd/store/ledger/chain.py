@@ -15,7 +15,7 @@ from ...canonical import canonical_json, request_identity
 from ...clock import Clock, now_ms
 from ...domain.postings import pool_account
 from ...metrics import FUTURE_DATED, HITS
-from ..replies import pairs
+from ...service.replies import pairs
 from .summaries import Summaries, buckets_upsert, entry_flows, ms_of, time_of, totals_upsert
 from .unnest import columns
 

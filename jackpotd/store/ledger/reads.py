@@ -151,7 +151,7 @@ _COMMITTED = (
     "FROM entries e WHERE e.link_id = $1 AND e.seq > $2 AND e.seq <= $3 ORDER BY e.seq")
 
 
-async def committed(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, after: int,
+async def entries_between(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, after: int,
                     upto: int) -> list[tuple[int, str, str | None]]:
     """(seq, kind, reply or None) of the link's entries after `after` up to `upto`, as the ledger holds them."""
     return [(int(r["seq"]), r["kind"], r["reply"]) for r in await conn.fetch(_COMMITTED, link_id, after, upto)]

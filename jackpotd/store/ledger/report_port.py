@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 import asyncpg
 
 from ...service.errors import Unavailable
-from ...service.ports import ExportedEntry, LiabilityData, PeriodData, ReportStore, Verified
+from ...service.ports import AuditReport, ExportedEntry, LiabilityData, PeriodData, ReportStore
 from ..checkpoints import Checkpoint
 from . import reports
 from .audit import audit_link
@@ -59,7 +59,7 @@ class PostgresReports(ReportStore):
         return await reports.liability(self.pg, link_id)
 
     @translated
-    async def verify(self, link_id: str) -> Verified:
+    async def verify(self, link_id: str) -> AuditReport:
         """The audit of one link in one snapshot of the ledger, compared with Redis at the same sequence: a link in
         play has entries in flight (Redis ahead by them), so wait for a moment the two agree on the head (up to
         QUIET_S; after that Redis's difference is reported as it is)."""
@@ -75,10 +75,9 @@ class PostgresReports(ReportStore):
                         pools, seq = await self.live(link_id)  # after the snapshot: Redis is at or ahead of it
                         if seq == (head or 0) or time.monotonic() > deadline:
                             anchors = await asyncio.to_thread(self.anchors, link_id)  # files: off the event loop
-                            r = await audit_link(conn, link_id, pools, seq, anchors)
+                            report = await audit_link(conn, link_id, pools, seq, anchors)
                             break
                     await asyncio.sleep(0.02)
             finally:
                 await conn.fetchval("SELECT pg_advisory_unlock($1)", VERIFY_LOCK)
-        return Verified(link_id, r.entries, r.chain_ok, r.balanced, r.summaries_ok, r.ledger_pools, r.redis_pools,
-                        seq, r.problems, r.first_altered, r.checkpoints, r.altered_range_end, r.notes)
+        return report

@@ -10,8 +10,8 @@ from typing import Any, ParamSpec, TypeVar
 import asyncpg
 
 from ...service.errors import Unavailable
-from ...service.ports import Committed, HitRecord, LastHit, Reply, Seen
-from ..replies import parse_reply
+from ...service.ports import HitRecord, LastHit, LedgerEntry, Reply, Seen
+from ...service.replies import decode_reply
 from . import reads
 from .lookups import Lookups
 
@@ -73,7 +73,7 @@ class PostgresLedger:
     async def stored_reply(self, link_id: str, request_id: str) -> Reply | None:
         """The reply recorded forever for a request id."""
         raw = await reads.stored_reply(self.pg, link_id, request_id)
-        return None if raw is None else parse_reply(raw)
+        return None if raw is None else decode_reply(raw)
 
     @translated
     async def link_known(self, link_id: str) -> bool:
@@ -101,10 +101,10 @@ class PostgresLedger:
         return await reads.hit(self.pg, link_id, table_id, round_id, seat)
 
     @translated
-    async def committed(self, link_id: str, after: int, upto: int) -> list[Committed]:
+    async def entries(self, link_id: str, after: int, upto: int) -> list[LedgerEntry]:
         """The link's entries after `after` up to `upto`: what signs are sent (issue 11)."""
-        return [Committed(seq, kind, None if raw is None else parse_reply(raw))
-                for seq, kind, raw in await reads.committed(self.pg, link_id, after, upto)]
+        return [LedgerEntry(seq, kind, None if raw is None else decode_reply(raw))
+                for seq, kind, raw in await reads.entries_between(self.pg, link_id, after, upto)]
 
     @translated
     async def close(self) -> None:

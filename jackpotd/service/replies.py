@@ -1,0 +1,207 @@
+"""Stored replies: what a request's atomic step answered, typed, and its one codec.
+
+apply.lua stores a reply as JSON (Redis for the retention, the ledger's `entries.reply` forever):
+`{"seq", "result", "balances", "content", "hash"}`, where `result` is the text `encode_result` made. Retries
+are answered from it byte for byte, and the ledger's hash chain covers it, so the stored keys never change:
+each type below is written and read field by field here, and nowhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, assert_never
+
+import orjson
+
+from ..canonical import canonical_json
+from ..domain.pricing import Reset
+
+# ---- rows of results ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    """A commit's wager (§3): what it put into the pools and passed on over a cap, µ¢."""
+
+    seat: int
+    amount_cents: int
+    contributed_uc: int
+    overflow_uc: int
+
+
+@dataclass(frozen=True, slots=True)
+class Payout:
+    """A settle's hit, priced (§5), and its status: PAID, or PENDING above the verification threshold (§7)."""
+
+    seat: int
+    hand: str
+    amount_cents: int
+    pool: str
+    funded_by_operator_cents: int
+    hit_id: str
+    status: str
+    pool_before_uc: int
+    rule: str
+
+
+@dataclass(frozen=True, slots=True)
+class SeatResult:
+    """A wagered seat of a settle: the category evaluated ("" without a hand), or why it had none."""
+
+    seat: int
+    hand: str
+    no_hand: str = ""  # FOLDED, MUCKED or DEAD (replies stored before it: absent, read as "")
+
+
+@dataclass(frozen=True, slots=True)
+class Refund:
+    """A void's refunded wager (§6)."""
+
+    seat: int
+    amount_cents: int
+
+
+@dataclass(frozen=True, slots=True)
+class HitDecision:
+    """§7: a PENDING hit approved (PAID) or rejected (REJECTED), and what a rejection gave back."""
+
+    hit_id: str
+    status: str
+    hand: str
+    amount_cents: int
+    pool: str
+    returned_to_pool_uc: int
+    returned_to_operator_cents: int
+
+
+# ---- what each kind of step answers ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CommitResult:
+    accepted: tuple[Accepted, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SettleResult:
+    payouts: tuple[Payout, ...]
+    resets: tuple[Reset, ...]  # §5.8, as the domain priced them
+    seats: tuple[SeatResult, ...]
+    unwagered: tuple[int, ...] = ()  # seats whose hands were sent without a jackpot wager: never paid
+
+
+@dataclass(frozen=True, slots=True)
+class VoidResult:
+    refunds: tuple[Refund, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HitResult:
+    hit: HitDecision
+
+
+@dataclass(frozen=True, slots=True)
+class LinkResult:
+    """A configuration act: the link, and its new mode when the act changed the pools (NZ 11.6A/B)."""
+
+    link_id: str
+    mode: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NoResult:
+    """A funding: the sequence and pools say it all."""
+
+
+Result = CommitResult | SettleResult | VoidResult | HitResult | LinkResult | NoResult
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What the atomic step stored for a request: identical on every retry, kept by Redis for the retention
+    and by the ledger forever."""
+
+    seq: int
+    result: Result
+    balances: dict[str, int]
+    content: Mapping[str, Any]  # the request content the id was first used for
+    hash: str
+
+
+# ---- the codec ------------------------------------------------------------------------------------
+
+
+def stored_form(result: Result) -> dict[str, Any]:
+    """A result as stored: its JSON object, field by field."""
+    match result:
+        case CommitResult(accepted):
+            return {"accepted": [{"seat": a.seat, "amount_cents": a.amount_cents, "contributed_uc": a.contributed_uc,
+                                  "overflow_uc": a.overflow_uc} for a in accepted]}
+        case SettleResult(payouts, resets, seats, unwagered):
+            fields: dict[str, Any] = {
+                "payouts": [{"seat": p.seat, "hand": p.hand, "amount_cents": p.amount_cents, "pool": p.pool,
+                             "funded_by_operator_cents": p.funded_by_operator_cents, "hit_id": p.hit_id,
+                             "status": p.status, "pool_before_uc": p.pool_before_uc, "rule": p.rule}
+                            for p in payouts],
+                "resets": [{"pool": r.pool, "from_reserve_cents": r.from_reserve_cents,
+                            "from_operator_cents": r.from_operator_cents} for r in resets],
+                # `no_hand` only for a seat without a hand: a seat with cards is stored as it always was
+                "seats": [{"seat": s.seat, "hand": s.hand, **({"no_hand": s.no_hand} if s.no_hand else {})}
+                          for s in seats]}
+            if unwagered:
+                fields["unwagered"] = list(unwagered)
+            return fields
+        case VoidResult(refunds):
+            return {"refunds": [{"seat": r.seat, "amount_cents": r.amount_cents} for r in refunds]}
+        case HitResult(h):
+            return {"hit": {"hit_id": h.hit_id, "status": h.status, "hand": h.hand, "amount_cents": h.amount_cents,
+                            "pool": h.pool, "returned_to_pool_uc": h.returned_to_pool_uc,
+                            "returned_to_operator_cents": h.returned_to_operator_cents}}
+        case LinkResult(link_id, mode):
+            return {"link_id": link_id} if mode is None else {"link_id": link_id, "mode": mode}
+        case NoResult():
+            return {}
+        case _:
+            assert_never(result)
+
+
+def encode_result(result: Result) -> str:
+    """The stored text of a result (canonical JSON), as apply.lua embeds it in the reply."""
+    return canonical_json(stored_form(result))
+
+
+def decode_result(d: Mapping[str, Any]) -> Result:
+    """A stored result, by the keys it holds (each kind's are distinct); ValueError for a shape none has."""
+    if "accepted" in d:
+        return CommitResult(tuple(Accepted(a["seat"], a["amount_cents"], a["contributed_uc"], a["overflow_uc"])
+                                  for a in d["accepted"]))
+    if "payouts" in d:
+        return SettleResult(
+            tuple(Payout(p["seat"], p["hand"], p["amount_cents"], p["pool"], p["funded_by_operator_cents"],
+                         p["hit_id"], p["status"], p["pool_before_uc"], p["rule"]) for p in d["payouts"]),
+            tuple(Reset(r["pool"], r["from_reserve_cents"], r["from_operator_cents"]) for r in d["resets"]),
+            tuple(SeatResult(s["seat"], s["hand"], s.get("no_hand", "")) for s in d["seats"]),
+            tuple(d.get("unwagered", ())))
+    if "refunds" in d:
+        return VoidResult(tuple(Refund(r["seat"], r["amount_cents"]) for r in d["refunds"]))
+    if "hit" in d:
+        h = d["hit"]
+        return HitResult(HitDecision(h["hit_id"], h["status"], h["hand"], h["amount_cents"], h["pool"],
+                                     h["returned_to_pool_uc"], h["returned_to_operator_cents"]))
+    if "link_id" in d:
+        return LinkResult(d["link_id"], d.get("mode"))
+    if not d:
+        return NoResult()
+    raise ValueError(f"a stored result of no known kind: keys {sorted(d)}")
+
+
+def pairs(flat: Sequence[str]) -> dict[str, int]:
+    """A flat [k, v, k, v] of integer strings (HGETALL's shape; cjson writes an empty one as {})."""
+    return {flat[i]: int(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+
+def decode_reply(raw: str | bytes) -> Reply:
+    """A stored reply: result, balances and content embedded as JSON (since e98de99; see DECISIONS)."""
+    d = orjson.loads(raw)
+    return Reply(int(d["seq"]), decode_result(d["result"]), pairs(d["balances"]), d["content"], d["hash"])
