@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..domain.link import LinkConfig
+from .entries import Entry
 from .replies import Reply, Result
 
 ROUND_ABSENT = "absent"  # Step.round_expect: the round must not exist yet (a commit)
@@ -28,7 +29,7 @@ class Step:
     content: Mapping[str, Any]
     canonical_content: str
     config_version: str  # the version the step was decided on; NEW_LINK to create the link
-    entry: Mapping[str, Any]
+    entry: Entry
     result: Result
     round: tuple[str, str] | None = None  # (table_id, round_id)
     round_expect: str = ""  # "": no round; ROUND_ABSENT; or the state the round must be in

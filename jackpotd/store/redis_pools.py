@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import orjson
 
-from ..canonical import canonical_json
 from ..domain.link import LinkConfig
+from ..service.entries import encode_entry
 from ..service.ports import (
     Applied,
     IdReused,
@@ -54,7 +54,7 @@ class RedisPools(RedisJournal, RedisAnnouncements, RedisHealth, RedisRebuild):
         rkey = keys.round_(link, *step.round) if step.round else keys.no_round(link)
         args: list[str | int] = [
             step.request_hash, step.config_version, step.round_expect, step.round_rev, step.round_new_state,
-            step.round_data, step.new_config, canonical_json(step.entry),
+            step.round_data, step.new_config, encode_entry(step.entry),
             encode_result(step.result), SAFETY_TTL_SECONDS, step.canonical_content, floor,
             step.identity, "1" if step.between_rounds else "", len(step.guards)]
         for pool, bal in sorted(step.guards.items()):

@@ -23,6 +23,7 @@ from jackpotd.service.commands import (
     UpdateLink,
 )
 from jackpotd.service.decide.admin import AdminState, decide_config, decide_fund, require_approval
+from jackpotd.service.entries import entry_form
 from jackpotd.service.ports import NEW_LINK as NEW
 from jackpotd.service.replies import stored_form as stored
 
@@ -43,10 +44,10 @@ def new_config(step_config: str) -> LinkConfig:
 def test_fund_moves_operator_money_into_the_pool_with_its_audit() -> None:
     step = decide_fund(Fund(req(), "L", MINOR, 12_345, AUDIT), link(), "v1", STATE)
     assert dict(step.deltas) == {MINOR: 12_345 * UC}
-    assert dict((a, v) for a, v in step.entry["postings"]) == {"operator_funding": -12_345 * UC,
+    assert dict((a, v) for a, v in entry_form(step.entry)["postings"]) == {"operator_funding": -12_345 * UC,
                                                                  "pool:MINOR": 12_345 * UC}
-    assert step.entry["audit"] == {"actor": "sup", "reason": "why", "approval_ref": "APP-9"}
-    assert step.entry["kind"] == "fund" and step.config_version == "v1"
+    assert entry_form(step.entry)["audit"] == {"actor": "sup", "reason": "why", "approval_ref": "APP-9"}
+    assert entry_form(step.entry)["kind"] == "fund" and step.config_version == "v1"
 
 
 def test_fund_of_an_unknown_pool_names_it() -> None:
@@ -57,7 +58,7 @@ def test_fund_of_an_unknown_pool_names_it() -> None:
 def test_create_link_expects_no_config_and_is_refused_when_the_ledger_holds_it() -> None:
     config = link()
     step = decide_config(CreateLink(req(), config, AUDIT), config, NEW, STATE)
-    assert step.config_version == NEW and step.entry["kind"] == "create_link"
+    assert step.config_version == NEW and entry_form(step.entry)["kind"] == "create_link"
     assert new_config(step.new_config) == config and stored(step.result) == {"link_id": "L"}
     with pytest.raises(FailedPrecondition, match="already exists"):
         decide_config(CreateLink(req(), config, AUDIT), config, NEW, AdminState(NOW, link_known=True))
@@ -66,18 +67,18 @@ def test_create_link_expects_no_config_and_is_refused_when_the_ledger_holds_it()
 def test_register_table_adds_it() -> None:
     step = decide_config(RegisterTable(req(), "L", TableConfig("T2", "caribbean-stud", 5), AUDIT), link(), "v1",
                          STATE)
-    assert new_config(step.new_config).tables["T2"].seats == 5 and step.entry["table"] == "T2"
+    assert new_config(step.new_config).tables["T2"].seats == 5 and entry_form(step.entry)["table"] == "T2"
 
 
 def test_suspend_then_resume_which_needs_the_approval() -> None:
     step = decide_config(SuspendTable(req(), "T", True, Audit("sup", "fault", "")), link(), "v1", STATE)
-    assert new_config(step.new_config).tables["T"].suspended and step.entry["kind"] == "suspend_table"
+    assert new_config(step.new_config).tables["T"].suspended and entry_form(step.entry)["kind"] == "suspend_table"
     suspended = link(suspended=True)
     with pytest.raises(InvalidInput, match=r"audit\.approval_ref"):
         require_approval(SuspendTable(req(), "T", False, Audit("sup", "fixed", "")))
     require_approval(SuspendTable(req(), "T", True, Audit("sup", "fault", "")))  # suspending needs none
     step = decide_config(SuspendTable(req(), "T", False, AUDIT), suspended, "v2", STATE)
-    assert not new_config(step.new_config).tables["T"].suspended and step.entry["kind"] == "resume_table"
+    assert not new_config(step.new_config).tables["T"].suspended and entry_form(step.entry)["kind"] == "resume_table"
 
 
 def test_suspend_of_an_unknown_table_is_not_found() -> None:

@@ -12,6 +12,7 @@ from jackpotd.domain.rounds import PENDING, SETTLED
 from jackpotd.service.commands import Audit, DecideHit, Request
 from jackpotd.service.decide.hits import HitPlace, HitState, decide_hit
 from jackpotd.service.decide.table import TableState, decide_commit, decide_settle
+from jackpotd.service.entries import entry_form
 from jackpotd.service.errors import Unavailable
 from jackpotd.service.ports import LiveRound, Step
 from jackpotd.service.replies import stored_form as stored
@@ -25,7 +26,7 @@ FOUR = ("9c", "9d", "9h", "9s", "2c")
 
 
 def legs(step: Step) -> dict[str, int]:
-    return {account: amount for account, amount in step.entry["postings"]}
+    return {account: amount for account, amount in entry_form(step.entry)["postings"]}
 
 
 def pending_round(threshold: int = 500_000, major_uc: int = 1_000_000 * UC) -> tuple[Step, LiveRound]:
@@ -69,7 +70,7 @@ def test_an_approval_pays_the_held_prize_and_finishes_the_round() -> None:
     assert legs(step) == {"pending_payouts": -amount * UC, "payouts": amount * UC}
     assert step.deltas == [] and step.round_expect == PENDING and step.round_rev == "7"
     assert step.round_new_state == SETTLED
-    assert stored(step.result)["hit"]["status"] == "PAID" and step.entry["decision"]["seat"] == 1
+    assert stored(step.result)["hit"]["status"] == "PAID" and entry_form(step.entry)["decision"]["seat"] == 1
     assert RoundRecord.decode(step.round_data).decided == {1: "PAID"}
 
 
@@ -85,7 +86,7 @@ def test_a_rejection_returns_the_pools_part_to_the_pool_and_the_shortfall_to_the
                                   "amount_cents": 1_000_000,
                                   "pool": MAJOR, "returned_to_pool_uc": 820_000 * UC,
                                   "returned_to_operator_cents": 180_000}
-    assert step.entry["decision"]["reason"] == "cards fouled"
+    assert entry_form(step.entry)["decision"]["reason"] == "cards fouled"
 
 
 def test_a_round_with_two_held_hits_stays_pending_until_both_are_decided() -> None:

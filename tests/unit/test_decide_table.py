@@ -15,6 +15,7 @@ from jackpotd.domain.rates import RateSet
 from jackpotd.domain.rounds import COMMITTED, SETTLED, VOIDED, NoHand, SeatHand, Wager
 from jackpotd.service.commands import Commit, Request, Settle, Void
 from jackpotd.service.decide.table import TableState, decide_commit, decide_settle, decide_void
+from jackpotd.service.entries import entry_form
 from jackpotd.service.errors import Unavailable
 from jackpotd.service.ports import LiveRound, Reply, Step
 from jackpotd.service.replies import stored_form as stored
@@ -55,7 +56,7 @@ def live_round(step: Step, rev: str = "1") -> LiveRound:
 
 
 def balanced(step: Step) -> int:
-    return sum(amount for _, amount in step.entry["postings"])
+    return sum(amount for _, amount in entry_form(step.entry)["postings"])
 
 
 # ---- commit (§3) -----------------------------------------------------------------------------------
@@ -64,7 +65,7 @@ def test_commit_feeds_each_pool_its_rate_and_records_the_round() -> None:
     step = decide_commit(commit(1, 3), link(), "v1", fresh())
     assert step.round == ("T", "r1") and step.round_expect == "absent" and step.round_new_state == COMMITTED
     assert dict(step.deltas) == {MAJOR: 2 * 20 * UC, MINOR: 2 * 7_500_000, RESERVE: 2 * 2_500_000}
-    assert balanced(step) == 0 and step.entry["kind"] == "commit" and step.entry["ts_ms"] == NOW
+    assert balanced(step) == 0 and entry_form(step.entry)["kind"] == "commit" and entry_form(step.entry)["ts_ms"] == NOW
     assert stored(step.result)["accepted"] == [
         {"seat": s, "amount_cents": 100, "contributed_uc": 30 * UC, "overflow_uc": 0} for s in (1, 3)]
     record = RoundRecord.decode(step.round_data)
@@ -147,7 +148,7 @@ def test_settle_pays_a_royal_flush_the_major_pool_and_resets_it() -> None:
     assert step.round_new_state == SETTLED
     assert RoundRecord.decode(step.round_data).hands == {1: "royal_flush", 2: "high_card"}
     assert balanced(step) == 0
-    (hit,) = step.entry["hits"]
+    (hit,) = entry_form(step.entry)["hits"]
     assert hit["cards"] == list(ROYAL) and hit["pool_before_uc"] == 1_200_000 * UC
 
 
@@ -250,7 +251,7 @@ def test_void_of_the_whole_round_reverses_every_contribution_exactly() -> None:
                        TableState(NOW, pools, live_round(made), None))
     assert dict(step.deltas) == {p: -v for p, v in pools.items()}
     assert stored(step.result)["refunds"] == [{"seat": 1, "amount_cents": 100}, {"seat": 2, "amount_cents": 100}]
-    assert step.round_new_state == VOIDED and step.entry["reason"] == "misdeal" and balanced(step) == 0
+    assert step.round_new_state == VOIDED and entry_form(step.entry)["reason"] == "misdeal" and balanced(step) == 0
 
 
 def test_partial_void_leaves_the_round_open_and_a_second_void_of_the_seat_is_refused() -> None:
@@ -271,7 +272,7 @@ def test_void_after_the_pool_paid_out_is_made_up_by_operator_funding() -> None:
     made = decide_commit(commit(1), config, "v1", fresh())
     step = decide_void(Void(req("v1"), "T", "r1", "misdeal"), config, "v1",
                        TableState(NOW, {MAJOR: 0, MINOR: 7_500_000, RESERVE: 2_500_000}, live_round(made), None))
-    postings = dict((a, v) for a, v in step.entry["postings"])
+    postings = dict((a, v) for a, v in entry_form(step.entry)["postings"])
     assert postings["operator_funding"] == -20 * UC and balanced(step) == 0  # §5.7 reading, whole cents
 
 
@@ -291,7 +292,10 @@ def test_round_record_round_trips_and_stores_equal_legs_once() -> None:
 
 def test_a_step_that_does_not_balance_never_leaves_the_decision() -> None:
     from jackpotd.domain.postings import Posting
+    from jackpotd.service.commands import Audit
     from jackpotd.service.decide.steps import step
+    from jackpotd.service.entries import FundDetail
 
     with pytest.raises(AssertionError, match="do not balance"):
-        step("L", req(), "fund", "v1", NOW, postings=[Posting("operator_funding", -5), Posting("pool:MAJOR", 4)])
+        step("L", req(), "fund", "v1", NOW, postings=[Posting("operator_funding", -5), Posting("pool:MAJOR", 4)],
+             detail=FundDetail(Audit()))

@@ -16,6 +16,7 @@ from jackpotd.domain.rates import RateSet, rates_in_force
 from jackpotd.domain.restructure import combine, split
 from jackpotd.service.commands import Audit, CombinePools, Request, SplitPools
 from jackpotd.service.decide.admin import AdminState, decide_restructure, require_approval
+from jackpotd.service.entries import entry_form
 from jackpotd.service.replies import stored_form as stored
 
 from .test_decide_table import NOW, UC, link
@@ -91,7 +92,7 @@ def test_the_step_guards_the_moved_pools_and_needs_the_link_between_rounds() -> 
     step = decide_restructure(restructure(), link(), "v1", AdminState(NOW, balances={**BALANCES, MINOR: 0}))
     # every pool it moves must hold what was read, an empty one included (the new JACKPOT, MINOR here)
     assert step.between_rounds and step.guards == {MAJOR: BALANCES[MAJOR], MINOR: 0, JACKPOT: 0}
-    assert step.entry["kind"] == "combine_pools" and step.entry["config"]["mode"] == COMBINED
+    assert entry_form(step.entry)["kind"] == "combine_pools" and entry_form(step.entry)["config"]["mode"] == COMBINED
     assert step.new_config and stored(step.result) == {"link_id": "L", "mode": COMBINED}
 
 

@@ -27,6 +27,7 @@ from ..commands import (
     SuspendTable,
     UpdateLink,
 )
+from ..entries import ConfigDetail, FundDetail, RestructureDetail
 from ..ports import Step
 from ..replies import LinkResult
 from .steps import step
@@ -49,7 +50,7 @@ def decide_fund(cmd: Fund, config: LinkConfig, version: str, state: AdminState) 
     amount_uc = cmd.amount_cents * 1_000_000
     legs = [Posting(OPERATOR_FUNDING, -amount_uc), Posting(pool_account(cmd.pool), amount_uc)]
     return step(config.link_id, cmd.request, "fund", version, state.now_ms, postings=legs,
-                extra={"audit": cmd.audit.as_dict()})
+                detail=FundDetail(cmd.audit))
 
 
 def kind_of(cmd: ConfigCommand) -> str:
@@ -126,7 +127,7 @@ def decide_config(cmd: ConfigCommand, config: LinkConfig, version: str, state: A
     as_dict = new.to_dict()
     table = cmd.table.table_id if isinstance(cmd, RegisterTable) else None
     return step(config.link_id, cmd.request, kind_of(cmd), version, state.now_ms, new_config=canonical_json(as_dict),
-                extra={"config": as_dict, "audit": cmd.audit.as_dict(), "table": table},
+                detail=ConfigDetail(as_dict, cmd.audit, table),
                 result=LinkResult(config.link_id))
 
 
@@ -146,6 +147,6 @@ def decide_restructure(cmd: Restructure, config: LinkConfig, version: str, state
     as_dict = new.to_dict()
     moved = {pool for pool, _ in pool_legs(legs)}  # zero legs too: a pool that held nothing must still hold nothing
     return step(config.link_id, cmd.request, kind, version, state.now_ms, postings=legs,
-                new_config=canonical_json(as_dict), extra={"config": as_dict, "audit": cmd.audit.as_dict()},
+                new_config=canonical_json(as_dict), detail=RestructureDetail(as_dict, cmd.audit),
                 result=LinkResult(config.link_id, new.mode),
                 guards={p: state.balances.get(p, 0) for p in moved}, between_rounds=True)

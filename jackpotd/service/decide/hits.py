@@ -11,12 +11,12 @@ from ...domain.link import LinkConfig
 from ...domain.money import cents_to_uc
 from ...domain.rounds import PENDING, SETTLED
 from ..commands import DecideHit
+from ..entries import DecisionDetail, DecisionEntry, RoundEntry
 from ..errors import Unavailable
 from ..ports import LiveRound, Step
 from ..replies import HitDecision, HitResult
 from ..round_record import RoundRecord
 from .steps import step
-from .table import round_entry
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +67,8 @@ def decide_hit(cmd: DecideHit, where: HitPlace, config: LinkConfig, version: str
                                    0 if cmd.approve else hit.funded_by_operator_cents))
     return step(where.link_id, cmd.request, "approve_hit" if cmd.approve else "reject_hit", version, state.now_ms,
                 postings=legs, result=result,
-                extra={"round": round_entry(where.table_id, where.round_id, new_state, round_data),
-                       "decision": {"hit_id": hit.hit_id, "table_id": where.table_id, "round_id": where.round_id,
-                                    "seat": where.seat, "status": status, "reason": cmd.reason},
-                       "audit": cmd.audit.as_dict()},
+                detail=DecisionDetail(RoundEntry(where.table_id, where.round_id, new_state, round_data),
+                                      DecisionEntry(hit.hit_id, where.table_id, where.round_id, where.seat, status,
+                                                    cmd.reason), cmd.audit),
                 round=(where.table_id, where.round_id), round_expect=PENDING, round_rev=rnd.rev,
                 round_new_state=new_state, round_data=round_data, refusal_field=("hit_id", cmd.hit_id))

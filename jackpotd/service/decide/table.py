@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ...domain.contributions import contribute, reversal
 from ...domain.errors import FailedPrecondition, InvalidInput, NotFound
@@ -26,6 +25,7 @@ from ...domain.rounds import (
 )
 from ...domain.verification import PAID, held, status_of
 from ..commands import Commit, Settle, Void
+from ..entries import CommitDetail, HitEntry, RoundEntry, SettleDetail, VoidDetail
 from ..errors import Unavailable
 from ..ports import ROUND_ABSENT, LiveRound, Step
 from ..replies import Accepted, CommitResult, Payout, Refund, SeatResult, SettleResult, VoidResult
@@ -62,11 +62,11 @@ def decide_commit(cmd: Commit, config: LinkConfig, version: str, state: TableSta
             pooled[s.postings] = s.to_pools_uc
     result = CommitResult(tuple(Accepted(s.seat, s.wager_cents, pooled[s.postings], s.overflow_uc) for s in c.seats))
     round_data = record.encode()
-    extra: dict[str, Any] = {"round": round_entry(cmd.table_id, cmd.round_id, COMMITTED, round_data)}
-    if c.overflows:  # §10: which pool's cap passed how much to which, for reconciliation
-        extra["overflow"] = [[src, dst, uc] for (src, dst), uc in sorted(c.overflows.items())]
+    # §10: which pool's cap passed how much to which, for reconciliation
+    overflow = tuple((src, dst, uc) for (src, dst), uc in sorted(c.overflows.items()))
     return step(config.link_id, cmd.request, "commit", version, state.now_ms, postings=c.merged,
-                result=result, extra=extra,
+                result=result, detail=CommitDetail(RoundEntry(cmd.table_id, cmd.round_id, COMMITTED, round_data),
+                                                   overflow),
                 round=(cmd.table_id, cmd.round_id), round_expect=ROUND_ABSENT, round_new_state=COMMITTED,
                 round_data=round_data, guards={n: state.balances.get(n, 0) for n in capped})
 
@@ -96,11 +96,9 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
         payout = Payout(p.seat, p.category, p.amount_cents, p.pool, p.funded_by_operator_cents,
                         hit_id(config.link_id, cmd.table_id, cmd.round_id, p.seat), status, p.pool_before_uc, p.rule)
         payouts.append(payout)
-        hit_rows.append({"hit_id": payout.hit_id, "table_id": cmd.table_id, "round_id": cmd.round_id,
-                         "seat": p.seat, "hand": p.category, "cards": cards.get(p.seat, []), "pool": p.pool,
-                         "amount_cents": p.amount_cents, "funded_by_operator_cents": p.funded_by_operator_cents,
-                         "pool_before_uc": p.pool_before_uc, "rule": p.rule, "status": status,
-                         "pool_after_cents": floor_cents(p.pool_after_uc)})
+        hit_rows.append(HitEntry(payout.hit_id, cmd.table_id, cmd.round_id, p.seat, p.category,
+                                 tuple(cards.get(p.seat, ())), p.pool, p.amount_cents, p.funded_by_operator_cents,
+                                 p.pool_before_uc, p.rule, status, floor_cents(p.pool_after_uc)))
         if status != PAID:
             waiting[p.seat] = HeldHit(payout.hit_id, p.pool, p.amount_cents, p.funded_by_operator_cents)
     categories = {x.seat: x.category for x in hits}
@@ -111,7 +109,7 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
     new_state = PENDING if waiting else SETTLED  # §7: the round stays open until its held hits are decided
     return step(config.link_id, cmd.request, "settle", version, state.now_ms,
                 postings=[*price.postings, *held(price.payouts, statuses)], result=result,
-                extra={"round": round_entry(cmd.table_id, cmd.round_id, new_state, round_data), "hits": hit_rows},
+                detail=SettleDetail(RoundEntry(cmd.table_id, cmd.round_id, new_state, round_data), tuple(hit_rows)),
                 round=(cmd.table_id, cmd.round_id), round_expect=COMMITTED, round_rev=rnd.rev,
                 round_new_state=new_state, round_data=round_data,
                 guards={p.name: balances.get(p.name, 0) for p in config.pools} if qualifying else {})
@@ -133,8 +131,7 @@ def decide_void(cmd: Void, config: LinkConfig, version: str, state: TableState) 
     round_data = after.encode()
     result = VoidResult(tuple(Refund(s, record.seats[s].wager_cents) for s in chosen))
     return step(config.link_id, cmd.request, "void", version, state.now_ms, postings=undo, result=result,
-                extra={"round": round_entry(cmd.table_id, cmd.round_id, new_state, round_data),
-                       "reason": cmd.reason},
+                detail=VoidDetail(RoundEntry(cmd.table_id, cmd.round_id, new_state, round_data), cmd.reason),
                 round=(cmd.table_id, cmd.round_id), round_expect=COMMITTED, round_rev=rnd.rev,
                 round_new_state=new_state, round_data=round_data)
 
@@ -153,8 +150,3 @@ def open_round(state: TableState, link_id: str, table_id: str, round_id: str, mo
     if rnd.state != COMMITTED:
         raise FailedPrecondition("round_id", round_id, f"the round is {rnd.state}{moved_on}")
     return rnd
-
-
-def round_entry(table_id: str, round_id: str, state: str, data: str) -> dict[str, str]:
-    """The round as the journal entry carries it to the ledger's rounds table."""
-    return {"table_id": table_id, "round_id": round_id, "state": state, "data": data}
