@@ -12,15 +12,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import keys
+from .announcements import HASH_PREFIX, Announcement, Durable, encode
 from .redis_connection import RedisConnection, raised
 from .redis_errors import translated
 
 log = logging.getLogger("jackpotd.redis")
-HASH_PREFIX = 16  # hex digits of a request identity in durability announcements (64 bits)
 
 
 @dataclass(frozen=True, slots=True)
-class Durable:
+class DurableBatch:
     """Entries the ledger has just committed for a link: sequences first..first+len(identities)-1, and what
     may now leave Redis after the retention (the requests' records, the rounds they finished)."""
 
@@ -36,7 +36,7 @@ class RedisAnnouncements(RedisConnection):
     _subscriptions = 0  # on a cluster, which primary the next subscription asks
 
     @translated
-    async def announce_durable(self, written: Mapping[str, Durable], retention_seconds: int) -> set[str]:
+    async def announce_durable(self, written: Mapping[str, DurableBatch], retention_seconds: int) -> set[str]:
         """Record and publish what the ledger now holds, and let answered records and finished rounds
         leave Redis after the retention: all in one round trip. Returns the links whose announcement failed
         (on a cluster, those of a node that failed; on one Redis, a failure raises)."""
@@ -46,7 +46,7 @@ class RedisAnnouncements(RedisConnection):
             head = d.first + len(d.identities) - 1
             commands += [["SET", keys.durable(link), head],
                          ["PUBLISH", keys.DURABLE_CHANNEL,
-                          f"{link} d {d.first} " + " ".join(i[:HASH_PREFIX] for i in d.identities)]]
+                          encode(Durable(link, d.first, tuple(i[:HASH_PREFIX] for i in d.identities)))]]
             commands += [["PEXPIRE", keys.record(link, r), ttl_ms] for r in d.request_ids]
             commands += [["PEXPIRE", keys.round_(link, *r), ttl_ms] for r in d.finished_rounds]
         owners = [link for link, d in written.items() for _ in range(2 + len(d.request_ids) + len(d.finished_rounds))]
@@ -60,19 +60,18 @@ class RedisAnnouncements(RedisConnection):
         return failed  # a cluster node that failed keeps its links' announcements back, not the others'
 
     @translated
-    async def announce(self, link_id: str, kind: str, seq: int, detail: str = "") -> None:
-        """Publish a link event to the durability watchers: `fenced` at the entry the ledger refused. From the
-        link's own node, in order with its other announcements."""
-        (reply,) = await self._resp.execute_on(keys.config(link_id), [
-            ["PUBLISH", keys.DURABLE_CHANNEL, f"{link_id} {kind} {seq} {detail}".rstrip()]])
+    async def announce(self, announcement: Announcement) -> None:
+        """Publish a link event to the durability watchers (a fence: `Fenced` at the entry the ledger refused). From
+        the link's own node, in order with its other announcements."""
+        (reply,) = await self._resp.execute_on(keys.config(announcement.link), [
+            ["PUBLISH", keys.DURABLE_CHANNEL, encode(announcement)]])
         if isinstance(reply, Exception):
             raise raised(reply)
 
     @contextlib.asynccontextmanager
     async def announcements(self) -> AsyncIterator[AsyncIterator[str]]:
-        """The writer's announcements ("<link> d <first> <hash>...", "<link> rebuilt <seq>", "<link> fenced
-        <seq> <why>"), subscribed on entry; the iterator resubscribes by itself after a dropped connection
-        (the watcher's poller covers what was missed)."""
+        """The writer's announcements as published (announcements.parse reads them), subscribed on entry; the
+        iterator resubscribes by itself after a dropped connection (the watcher's poller covers what was missed)."""
         subscribed = [await self._subscribed()]
 
         async def messages() -> AsyncIterator[str]:

@@ -26,7 +26,7 @@ from . import ledger, recovery
 from .checkpoints import Anchor, Checkpointer
 from .ledger.fences import FenceKind
 from .ledger.head_guard import Tamper, Tampered
-from .redis_announcements import Durable
+from .redis_announcements import DurableBatch
 from .redis_journal import Journal
 from .redis_pools import RedisPools
 from .shards import ALL, shard_of
@@ -262,9 +262,9 @@ class LedgerWriter:
         self._unannounced = {link: w for link, w in self._unannounced.items() if link in failed}
 
     @staticmethod
-    def _durable(written: list[ledger.Written]) -> Durable:
+    def _durable(written: list[ledger.Written]) -> DurableBatch:
         """The announcement of a link's appended entries, with the records and rounds they let go."""
-        return Durable(written[0].seq, [w.identity for w in written], [w.request_id for w in written],
+        return DurableBatch(written[0].seq, [w.identity for w in written], [w.request_id for w in written],
                        [w.finished_round for w in written if w.finished_round is not None])
 
     async def _read_heads(self, links: list[str]) -> None:
