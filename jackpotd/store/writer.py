@@ -17,13 +17,13 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from ..clock import Clock, now_ms
 from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_REBUILDS, POOL_CENTS
 from ..service.errors import Unavailable
 from . import ledger, recovery
 from .checkpoints import Anchor, Checkpointer
+from .heartbeats import WriterHealth
 from .ledger.fences import FenceKind
 from .ledger.head_guard import Tamper, Tampered
 from .redis_announcements import DurableBatch
@@ -335,11 +335,9 @@ class LedgerWriter:
             if state in (recovery.LOST, recovery.BEHIND, recovery.FORKED):
                 await self._rebuild(link, state, f"Redis at sequence {probes[link].seq}, the ledger at {head.seq}")
         await self.fences.restate(probes, self.durable)
-        report: dict[str, Any] = {"at_ms": now_ms(), "shards": sorted(self.shards), "problems": {
-            **self.unreachable, **{link: f"fenced: {why}" for link, why in self.fenced.items()}, **self.problems}}
-        stalled = self.stalled()
-        if stalled is not None:
-            report["stalled"] = stalled
+        report = WriterHealth(now_ms(), tuple(sorted(self.shards)), {
+            **self.unreachable, **{link: f"fenced: {why}" for link, why in self.fenced.items()}, **self.problems},
+            self.stalled())
         try:
             await self.redis.set_health(self.member, report, every_link=self.shards == ALL)
         except Unavailable as e:  # (the cluster node of the heartbeats is down): appending goes on regardless
