@@ -4,19 +4,20 @@ subscription the durability watchers read."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..backoff import Backoff, exponential
 from . import keys
 from .announcements import HASH_PREFIX, Announcement, Durable, encode
 from .redis_connection import RedisConnection, raised
 from .redis_errors import translated
 
 log = logging.getLogger("jackpotd.redis")
+RESUBSCRIBE_WAITS = exponential(0.1, 2.0)  # after failed subscriptions in a row: 0.1, 0.2, 0.4 ... 2 s
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,19 +76,18 @@ class RedisAnnouncements(RedisConnection):
         subscribed = [await self._subscribed()]
 
         async def messages() -> AsyncIterator[str]:
-            failures = 0
+            backoff = Backoff(RESUBSCRIBE_WAITS)
             while True:
                 try:
                     async for msg in subscribed[0].listen():
-                        failures = 0
+                        backoff.reset()
                         if msg["type"] == "message":
                             yield msg["data"]
                     raise ConnectionError("the subscription ended")
                 except Exception as e:  # a dropped connection, a protocol error: the poller covers the gap
-                    if failures % 30 == 0:  # a Redis that stays down is said once a minute, not at every try
+                    if backoff.failures % 30 == 0:  # a Redis that stays down is said once a minute, not at every try
                         log.warning("durability announcements: resubscribing after %s: %s", type(e).__name__, e)
-                    await asyncio.sleep(min(0.1 * 2 ** failures, 2.0))  # a cluster's map is read at each try
-                    failures += 1
+                    await backoff.sleep()  # a cluster's map is read at each try
                     with contextlib.suppress(Exception):
                         await subscribed[0].aclose()
                     # afresh: a cluster's subscription is tied to one node, which may be gone (the channel reaches

@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from ..backoff import Backoff, exponential
 from ..clock import Clock, now_ms
 from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_REBUILDS, POOL_CENTS
 from ..service.errors import Unavailable
@@ -57,6 +58,7 @@ class LedgerWriter:
     REBUILDS_BEFORE_FENCE = 3  # rebuilds of one link within REBUILD_WINDOW seconds: stop rebuilding, fence it
     REBUILD_WINDOW = 60.0
     STOP_WAIT = 5.0  # seconds stop() lets the current pass finish
+    RETRY_WAITS = exponential(0.1, 2.0)  # after failing passes in a row: 0.1, 0.2, 0.4 ... 2 s
 
     def __init__(self, redis: RedisPools, pg: ledger.Pool, batch: int = 2000, linger: float = 0.005,
                  retention_seconds: int = 60, checkpoints: Checkpointer | None = None, clock: Clock = now_ms,
@@ -149,14 +151,13 @@ class LedgerWriter:
 
     async def _run(self) -> None:
         """Pass after pass until stopped; a failing pass is retried with backoff (callers wait meanwhile)."""
-        failures = 0
+        backoff = Backoff(self.RETRY_WAITS)
         while not self._stopping:
             try:
                 await self._pass()
-                failures = 0
+                backoff.reset()
             except Exception:  # logged by _pass
-                failures += 1
-                await asyncio.sleep(min(0.05 * 2 ** min(failures, 6), 2.0))
+                await backoff.sleep()
 
     async def _pass(self) -> None:
         try:
