@@ -63,7 +63,7 @@ def parse(text: str) -> Announcement:
         raise ValueError(f"malformed announcement {text[:200]!r}")
     link, kind, seq_text, rest = words[0], words[1], words[2], words[3:]
     seq = int(seq_text)
-    if kind == "d" and rest and all(rest):
+    if kind == "d" and rest and "" not in rest:
         return Durable(link, seq, tuple(rest))
     if kind == "rebuilt" and not rest:
         return Rebuilt(link, seq)
