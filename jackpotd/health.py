@@ -4,7 +4,7 @@ Every gRPC server (each worker process, or the supervisor when it serves in-proc
 `HealthReporter`. Once a second it asks the stores directly:
 
 - overall (`""` and each service name): SERVING iff Redis answers PING, PostgreSQL answers `SELECT 1`
-  and a ledger writer's heartbeat (`keys.health`, `RedisPools.set_health`: each writer's, set every 0.5 s with
+  and a ledger writer's heartbeat (`keys.health`, store/heartbeats.py: each writer's, set every 0.5 s with
   a 3 s expiry) is there and none says it has been failing to append for seconds. Without a writer nothing
   becomes durable, so no mutation can answer.
 - per link (`link:<link_id>`, every link in `jackpot:links` and every link a writer names as a
@@ -21,14 +21,14 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import Protocol, TypeAlias
 
 from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health_pb2
 
 from .clock import wait_set
 from .store import ledger
-from .store.redis_pools import RedisPools
+from .store.heartbeats import WritersHealth
 from .store.shards import shard_of
 
 log = logging.getLogger("jackpotd.health")
@@ -38,6 +38,20 @@ SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 LINK_PREFIX = "link:"
 HEARTBEAT_TTL_MS = 3000  # the writer's heartbeat expires this long after it was set
+
+
+class HealthStore(Protocol):
+    """What health asks of Redis (store.redis_pools.RedisPools is one): whether it answers, its links, and the
+    writers' heartbeats."""
+
+    async def ping(self) -> None:
+        """Return once Redis answers; raise if it does not."""
+
+    async def links(self) -> list[str]:
+        """Every link Redis holds."""
+
+    async def writer_health(self) -> WritersHealth | None:
+        """The live writers' heartbeats as one; None without any."""
 
 
 def link_service(link_id: str) -> str:
@@ -55,13 +69,13 @@ class Verdict:
     problems: Mapping[str, str] = field(default_factory=dict)  # the writer's, by link
 
 
-async def _redis_links(redis: RedisPools, timeout: float) -> list[str]:
+async def _redis_links(redis: HealthStore, timeout: float) -> list[str]:
     """The links, asked only after Redis answered PING."""
     await asyncio.wait_for(redis.ping(), timeout)
     return await asyncio.wait_for(redis.links(), timeout)
 
 
-async def check(redis: RedisPools, pg: ledger.Pool, known_links: Sequence[str] = (),
+async def check(redis: HealthStore, pg: ledger.Pool, known_links: Sequence[str] = (),
                 timeout: float = 1.0) -> Verdict:
     """Ask Redis, PostgreSQL and the writer's heartbeat once; `known_links` are links seen before."""
     links_r, pg_r, writer_r = await asyncio.gather(
@@ -79,12 +93,12 @@ async def check(redis: RedisPools, pg: ledger.Pool, known_links: Sequence[str] =
     elif writer_r is None:
         reasons.append(f"ledger writer: no heartbeat in the last {HEARTBEAT_TTL_MS / 1000:g} s")
     current = set() if isinstance(links_r, BaseException) else set(links_r)
-    if isinstance(writer_r, dict):
-        problems = {str(k): str(v) for k, v in (writer_r.get("problems") or {}).items()}
-        if writer_r.get("stalled"):  # alive, but nothing reaches the ledger: no mutation can be answered
-            reasons.append(f"ledger writer: {writer_r['stalled']}")
-        written = set(writer_r.get("shards", ()))
-        stalled = {int(s): str(why) for s, why in (writer_r.get("stalled_shards") or {}).items()}
+    if isinstance(writer_r, WritersHealth):
+        problems = dict(writer_r.problems)
+        if writer_r.stalled:  # alive, but nothing reaches the ledger: no mutation can be answered
+            reasons.append(f"ledger writer: {writer_r.stalled}")
+        written = set(writer_r.shards)
+        stalled = writer_r.stalled_shards
         for link in current - set(problems):  # its writer died (another takes its shard over within seconds),
             shard = shard_of(link)  # or has been failing to append
             if shard in written:  # (a stalled writer's last heartbeat may still name a shard another took over)
@@ -113,7 +127,7 @@ def _describe(e: BaseException) -> str:
 class HealthReporter:
     """Keeps a gRPC health servicer's statuses up to date with `check`, every `interval` seconds."""
 
-    def __init__(self, servicer: health_aio.HealthServicer, redis: RedisPools, pg: ledger.Pool,
+    def __init__(self, servicer: health_aio.HealthServicer, redis: HealthStore, pg: ledger.Pool,
                  services: Sequence[str], interval: float = 1.0, timeout: float = 2.0) -> None:
         self.servicer = servicer
         self.redis = redis

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .backoff import exponential, wait_after
 from .clock import wait_set
 from .embedded import EmbeddedPostgres, EmbeddedValkey, free_port
 from .metrics import RESTARTS, process_dead
@@ -39,6 +40,7 @@ class Restarts:
 
     STABLE_SECONDS = 60.0  # a process that lived this long was healthy: its death starts a new series
     MAX_DELAY = 30.0
+    WAITS = exponential(2.0, MAX_DELAY)  # after the 2nd, 3rd ... short life in a row: 2, 4, 8 ... 30 s
     GIVE_UP_AFTER = 10  # short-lived runs in a row
 
     started_at: float = 0.0
@@ -52,7 +54,7 @@ class Restarts:
     def died(self, now: float) -> None:
         """Record a death; the next start waits 0, 2, 4, 8, 16, 30, 30 ... seconds."""
         self.short_runs = self.short_runs + 1 if now - self.started_at < self.STABLE_SECONDS else 1
-        delay = 0.0 if self.short_runs <= 1 else min(2.0 ** (self.short_runs - 1), self.MAX_DELAY)
+        delay = wait_after(self.WAITS, self.short_runs - 1)  # the first short life is not a series yet
         self.next_try, self.dead = now + delay, True
 
     def failed(self, now: float) -> None:

@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 from ..metrics import DURABILITY_CHECKS
 from ..service.errors import LinkFenced, LinkLost, Unavailable
 from . import ledger
+from .announcements import Durable, Fenced, Rebuilt, parse
 from .redis_pools import RedisPools
 
 log = logging.getLogger("jackpotd.durability")
@@ -110,31 +111,35 @@ class DurabilityWatcher:
                 log.exception("durability watcher: cannot read announcement %r", data[:200])
 
     def _on_message(self, data: str) -> None:
-        link, kind, seq_text, *rest = data.split(" ")
-        seq = int(seq_text)
-        if kind == "d":  # entries seq.. appended, with their request hashes
-            self._durable(link, seq, rest)
-        elif kind == "rebuilt":
-            self._fenced.pop(link, None)
-            self.marks[link] = max(self.marks.get(link, 0), seq)
-            self._moved(link)
-            self._fail(link, lambda w: w.seq > seq, lambda w: LinkLost(
-                f"link {link}: Redis lost entry {w.seq} before the ledger recorded it and was rebuilt from the "
-                "ledger; retry with the same request_id"))
-            waiting = [w for w in self._waiters.get(link, []) if not w.fut.done()]
-            if waiting:
-                self._check(link, waiting)
-        elif kind == "fenced":
-            reason = " ".join(rest)
-            self._fenced[link] = (seq, reason)
-            self._fail(link, lambda w: w.seq >= seq, lambda w: self._fence_error(link, seq, reason))
+        match parse(data):
+            case Durable(link, seq, hashes):  # entries seq.. appended, with their request hashes
+                self._durable(link, seq, hashes)
+            case Rebuilt(link, seq):
+                self._rebuilt(link, seq)
+            case Fenced(link, seq, reason):
+                self._fenced[link] = (seq, reason)
+                self._fail(link, lambda w: w.seq >= seq, lambda w: self._fence_error(link, seq, reason))
+            case unknown:
+                assert_never(unknown)
+
+    def _rebuilt(self, link: str, seq: int) -> None:
+        """Redis was rebuilt from the ledger at `seq`: later entries are lost, earlier ones are checked."""
+        self._fenced.pop(link, None)
+        self.marks[link] = max(self.marks.get(link, 0), seq)
+        self._moved(link)
+        self._fail(link, lambda w: w.seq > seq, lambda w: LinkLost(
+            f"link {link}: Redis lost entry {w.seq} before the ledger recorded it and was rebuilt from the "
+            "ledger; retry with the same request_id"))
+        waiting = [w for w in self._waiters.get(link, []) if not w.fut.done()]
+        if waiting:
+            self._check(link, waiting)
 
     @staticmethod
     def _fence_error(link: str, seq: int, reason: str) -> LinkFenced:
         return LinkFenced(f"link {link} is fenced: the ledger refused entry {seq}: {reason}; see `jackpotd fenced`; "
                           "retry with the same request_id once it is resolved")
 
-    def _durable(self, link: str, first: int, hashes: list[str]) -> None:
+    def _durable(self, link: str, first: int, hashes: Sequence[str]) -> None:
         last = first + len(hashes) - 1
         if link in self._fenced and last >= self._fenced[link][0]:  # the fence was lifted and the link goes on
             del self._fenced[link]

@@ -17,6 +17,7 @@ from typing import Any
 
 import asyncpg
 
+from ..backoff import Backoff, exponential
 from ..clock import wait_set
 from ..metrics import WRITER_LEADER, WRITER_SHARDS
 from . import keys
@@ -248,7 +249,8 @@ class LeadingWriter:
             await self.lease.release()
 
     async def _run(self) -> None:
-        failures = 0
+        """Every CHECK_EVERY seconds: stop a writer whose lease is lost or that died, and lead the shards held."""
+        backoff = Backoff(exponential(2 * WriterLease.POLL, self.BACKOFF_MAX))  # 1, 2, 4, 8 s after failures
         while not self._stop.is_set():
             try:
                 await wait_set(self._stop, self.CHECK_EVERY if self.writer is not None else WriterLease.POLL)
@@ -261,12 +263,11 @@ class LeadingWriter:
                     log.error("the ledger writer stopped: giving its leases up")
                     await self._step_down()
                 await self._rebalance()
-                failures = 0
+                backoff.reset()
             except Exception as e:  # recovery or the writer's start failed: give the leases to another, back off
-                failures += 1
                 log.error("leading the ledger writer failed: %s; standing by", e)
                 await self._step_down()
-                await wait_set(self._stop, min(WriterLease.POLL * 2 ** failures, self.BACKOFF_MAX))
+                await wait_set(self._stop, backoff.failed())
 
     async def stop(self) -> None:
         """Stop writing and give the leases up (waiting STOP_WAIT seconds at most for the loop)."""

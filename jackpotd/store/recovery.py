@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..service.errors import Unavailable
 from . import ledger
+from .announcements import Fenced
 from .checkpoints import MARK_EVERY, Anchor, Checkpoint, Checkpointer
 from .ledger import head_guard
 from .ledger.fences import FenceKind, kind_of
@@ -175,7 +176,7 @@ async def fence(redis: RedisPools, pg: ledger.Pool | ledger.Connection, link: st
     log.critical("link %s %s", link, text if text.startswith("fenced") else f"fenced: {text}")
     await ledger.set_fence(pg, link, seq, reason, kind)
     await redis.set_fence(link, text)
-    await redis.announce(link, "fenced", seq, text[:200])
+    await redis.announce(Fenced(link, seq, text[:200]))
 
 
 async def rebuild(redis: RedisPools, pg: ledger.Pool, link: str, expect: Anchor | None = None) -> int:

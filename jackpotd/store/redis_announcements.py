@@ -4,23 +4,24 @@ subscription the durability watchers read."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..backoff import Backoff, exponential
 from . import keys
+from .announcements import HASH_PREFIX, Announcement, Durable, encode
 from .redis_connection import RedisConnection, raised
 from .redis_errors import translated
 
 log = logging.getLogger("jackpotd.redis")
-HASH_PREFIX = 16  # hex digits of a request identity in durability announcements (64 bits)
+RESUBSCRIBE_WAITS = exponential(0.1, 2.0)  # after failed subscriptions in a row: 0.1, 0.2, 0.4 ... 2 s
 
 
 @dataclass(frozen=True, slots=True)
-class Durable:
+class DurableBatch:
     """Entries the ledger has just committed for a link: sequences first..first+len(identities)-1, and what
     may now leave Redis after the retention (the requests' records, the rounds they finished)."""
 
@@ -36,7 +37,7 @@ class RedisAnnouncements(RedisConnection):
     _subscriptions = 0  # on a cluster, which primary the next subscription asks
 
     @translated
-    async def announce_durable(self, written: Mapping[str, Durable], retention_seconds: int) -> set[str]:
+    async def announce_durable(self, written: Mapping[str, DurableBatch], retention_seconds: int) -> set[str]:
         """Record and publish what the ledger now holds, and let answered records and finished rounds
         leave Redis after the retention: all in one round trip. Returns the links whose announcement failed
         (on a cluster, those of a node that failed; on one Redis, a failure raises)."""
@@ -46,7 +47,7 @@ class RedisAnnouncements(RedisConnection):
             head = d.first + len(d.identities) - 1
             commands += [["SET", keys.durable(link), head],
                          ["PUBLISH", keys.DURABLE_CHANNEL,
-                          f"{link} d {d.first} " + " ".join(i[:HASH_PREFIX] for i in d.identities)]]
+                          encode(Durable(link, d.first, tuple(i[:HASH_PREFIX] for i in d.identities)))]]
             commands += [["PEXPIRE", keys.record(link, r), ttl_ms] for r in d.request_ids]
             commands += [["PEXPIRE", keys.round_(link, *r), ttl_ms] for r in d.finished_rounds]
         owners = [link for link, d in written.items() for _ in range(2 + len(d.request_ids) + len(d.finished_rounds))]
@@ -60,35 +61,33 @@ class RedisAnnouncements(RedisConnection):
         return failed  # a cluster node that failed keeps its links' announcements back, not the others'
 
     @translated
-    async def announce(self, link_id: str, kind: str, seq: int, detail: str = "") -> None:
-        """Publish a link event to the durability watchers: `fenced` at the entry the ledger refused. From the
-        link's own node, in order with its other announcements."""
-        (reply,) = await self._resp.execute_on(keys.config(link_id), [
-            ["PUBLISH", keys.DURABLE_CHANNEL, f"{link_id} {kind} {seq} {detail}".rstrip()]])
+    async def announce(self, announcement: Announcement) -> None:
+        """Publish a link event to the durability watchers (a fence: `Fenced` at the entry the ledger refused). From
+        the link's own node, in order with its other announcements."""
+        (reply,) = await self._resp.execute_on(keys.config(announcement.link), [
+            ["PUBLISH", keys.DURABLE_CHANNEL, encode(announcement)]])
         if isinstance(reply, Exception):
             raise raised(reply)
 
     @contextlib.asynccontextmanager
     async def announcements(self) -> AsyncIterator[AsyncIterator[str]]:
-        """The writer's announcements ("<link> d <first> <hash>...", "<link> rebuilt <seq>", "<link> fenced
-        <seq> <why>"), subscribed on entry; the iterator resubscribes by itself after a dropped connection
-        (the watcher's poller covers what was missed)."""
+        """The writer's announcements as published (announcements.parse reads them), subscribed on entry; the
+        iterator resubscribes by itself after a dropped connection (the watcher's poller covers what was missed)."""
         subscribed = [await self._subscribed()]
 
         async def messages() -> AsyncIterator[str]:
-            failures = 0
+            backoff = Backoff(RESUBSCRIBE_WAITS)
             while True:
                 try:
                     async for msg in subscribed[0].listen():
-                        failures = 0
+                        backoff.reset()
                         if msg["type"] == "message":
                             yield msg["data"]
                     raise ConnectionError("the subscription ended")
                 except Exception as e:  # a dropped connection, a protocol error: the poller covers the gap
-                    if failures % 30 == 0:  # a Redis that stays down is said once a minute, not at every try
+                    if backoff.failures % 30 == 0:  # a Redis that stays down is said once a minute, not at every try
                         log.warning("durability announcements: resubscribing after %s: %s", type(e).__name__, e)
-                    await asyncio.sleep(min(0.1 * 2 ** failures, 2.0))  # a cluster's map is read at each try
-                    failures += 1
+                    await backoff.sleep()  # a cluster's map is read at each try
                     with contextlib.suppress(Exception):
                         await subscribed[0].aclose()
                     # afresh: a cluster's subscription is tied to one node, which may be gone (the channel reaches

@@ -9,6 +9,7 @@ import redis.exceptions
 
 from ..service.errors import Unavailable
 from . import keys
+from .announcements import Rebuilt, encode
 from .ledger import LinkSnapshot
 from .redis_connection import RedisConnection
 from .redis_errors import DOWN, translated
@@ -63,7 +64,7 @@ class RedisRebuild(RedisConnection):
             tx.append(["SET", keys.fence(link), snap.fence])
         # Announced inside the transaction, before the config lets steps in again: a waiter of an entry this
         # rebuild erased learns it at once, and one of a later step is rarely mistaken for it.
-        tx += [["PUBLISH", keys.DURABLE_CHANNEL, f"{link} rebuilt {snap.last_seq}"],
+        tx += [["PUBLISH", keys.DURABLE_CHANNEL, encode(Rebuilt(link, snap.last_seq))],
                ["HSET", keys.config(link), "version", str(snap.config_version), "config", snap.config],
                ["EXEC"]]
         replies = await self._resp.execute_on(keys.config(link), tx)

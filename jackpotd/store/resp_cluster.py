@@ -16,13 +16,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import hiredis
 
+from ..backoff import Backoff, exponential
 from ..service.errors import Unavailable
 from .resp import Command, RespPipeline
 
 log = logging.getLogger("jackpotd.redis")
 REDIRECTS = 3  # MOVED/ASK answers followed for one command before it is given back as the reply
 REFRESH_EVERY = 0.5  # seconds: the slot map is read at most this often, however many batches fail
-NODE_PAUSE = (1.0, 10.0)  # seconds a failed node's commands fail at once, doubling while it keeps failing
+NODE_PAUSE = exponential(1.0, 10.0)  # seconds a failed node's commands fail at once: 1, 2, 4 ... 10 while it fails
 _KEYLESS = frozenset({"PUBLISH", "PING", "SCRIPT", "INFO", "ASKING"})
 
 
@@ -59,9 +60,9 @@ class ClusterResp:
         self._url = url
         self._nodes: dict[tuple[str, int], RespPipeline] = {}
         self._refreshed_at = -1e9
-        # a node that failed: until when its commands fail at once, and the pause after its next failure. A silent
-        # host would otherwise hold every batch with a command for it (nearly all) for a whole timeout.
-        self._paused: dict[tuple[str, int], tuple[float, float]] = {}
+        # a node that failed: until when its commands fail at once, and its failures in a row. A silent host would
+        # otherwise hold every batch with a command for it (nearly all) for a whole timeout.
+        self._paused: dict[tuple[str, int], tuple[float, Backoff]] = {}
 
     def _pipe(self, address: tuple[str, int]) -> RespPipeline:
         pipe = self._nodes.get(address)
@@ -150,13 +151,14 @@ class ClusterResp:
             if i in asking:
                 sent.append(["ASKING"])
             sent.append(commands[i])
-        until, pause = self._paused.get(address, (0.0, NODE_PAUSE[0]))
-        if time.monotonic() < until:
+        paused = self._paused.get(address)
+        if paused is not None and time.monotonic() < paused[0]:
             raise ConnectionError(f"Redis node {address[0]}:{address[1]} failed a moment ago; retry")
         try:
             replies = await self._pipe(address).execute(sent, timeout=timeout)
         except (OSError, Unavailable):  # (ConnectionError is an OSError) lost, refused or silent
-            self._paused[address] = (time.monotonic() + pause, min(pause * 2, NODE_PAUSE[1]))
+            backoff = paused[1] if paused is not None else Backoff(NODE_PAUSE)
+            self._paused[address] = (time.monotonic() + backoff.failed(), backoff)
             raise
         self._paused.pop(address, None)
         if not asking:

@@ -17,16 +17,17 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
+from ..backoff import Backoff, exponential
 from ..clock import Clock, now_ms
 from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_REBUILDS, POOL_CENTS
 from ..service.errors import Unavailable
 from . import ledger, recovery
 from .checkpoints import Anchor, Checkpointer
+from .heartbeats import WriterHealth
 from .ledger.fences import FenceKind
 from .ledger.head_guard import Tamper, Tampered
-from .redis_announcements import Durable
+from .redis_announcements import DurableBatch
 from .redis_journal import Journal
 from .redis_pools import RedisPools
 from .shards import ALL, shard_of
@@ -57,6 +58,7 @@ class LedgerWriter:
     REBUILDS_BEFORE_FENCE = 3  # rebuilds of one link within REBUILD_WINDOW seconds: stop rebuilding, fence it
     REBUILD_WINDOW = 60.0
     STOP_WAIT = 5.0  # seconds stop() lets the current pass finish
+    RETRY_WAITS = exponential(0.1, 2.0)  # after failing passes in a row: 0.1, 0.2, 0.4 ... 2 s
 
     def __init__(self, redis: RedisPools, pg: ledger.Pool, batch: int = 2000, linger: float = 0.005,
                  retention_seconds: int = 60, checkpoints: Checkpointer | None = None, clock: Clock = now_ms,
@@ -149,14 +151,13 @@ class LedgerWriter:
 
     async def _run(self) -> None:
         """Pass after pass until stopped; a failing pass is retried with backoff (callers wait meanwhile)."""
-        failures = 0
+        backoff = Backoff(self.RETRY_WAITS)
         while not self._stopping:
             try:
                 await self._pass()
-                failures = 0
+                backoff.reset()
             except Exception:  # logged by _pass
-                failures += 1
-                await asyncio.sleep(min(0.05 * 2 ** min(failures, 6), 2.0))
+                await backoff.sleep()
 
     async def _pass(self) -> None:
         try:
@@ -262,9 +263,9 @@ class LedgerWriter:
         self._unannounced = {link: w for link, w in self._unannounced.items() if link in failed}
 
     @staticmethod
-    def _durable(written: list[ledger.Written]) -> Durable:
+    def _durable(written: list[ledger.Written]) -> DurableBatch:
         """The announcement of a link's appended entries, with the records and rounds they let go."""
-        return Durable(written[0].seq, [w.identity for w in written], [w.request_id for w in written],
+        return DurableBatch(written[0].seq, [w.identity for w in written], [w.request_id for w in written],
                        [w.finished_round for w in written if w.finished_round is not None])
 
     async def _read_heads(self, links: list[str]) -> None:
@@ -335,11 +336,9 @@ class LedgerWriter:
             if state in (recovery.LOST, recovery.BEHIND, recovery.FORKED):
                 await self._rebuild(link, state, f"Redis at sequence {probes[link].seq}, the ledger at {head.seq}")
         await self.fences.restate(probes, self.durable)
-        report: dict[str, Any] = {"at_ms": now_ms(), "shards": sorted(self.shards), "problems": {
-            **self.unreachable, **{link: f"fenced: {why}" for link, why in self.fenced.items()}, **self.problems}}
-        stalled = self.stalled()
-        if stalled is not None:
-            report["stalled"] = stalled
+        report = WriterHealth(now_ms(), tuple(sorted(self.shards)), {
+            **self.unreachable, **{link: f"fenced: {why}" for link, why in self.fenced.items()}, **self.problems},
+            self.stalled())
         try:
             await self.redis.set_health(self.member, report, every_link=self.shards == ALL)
         except Unavailable as e:  # (the cluster node of the heartbeats is down): appending goes on regardless

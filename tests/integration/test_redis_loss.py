@@ -260,7 +260,7 @@ async def _fenced_again(c: Client, link: str) -> bool:
 
 async def _health_names(p: Private, link: str) -> bool:
     report = await RedisPools(p.valkey.url).writer_health()
-    return report is not None and link in report["problems"]
+    return report is not None and link in report.problems
 
 
 async def test_finished_rounds_and_answers_leave_redis_and_retries_are_answered_from_the_ledger(
@@ -344,12 +344,12 @@ async def test_a_writer_that_keeps_failing_turns_health_not_serving_and_fences_n
 
 async def _stalled(p: Private) -> bool:
     report = await RedisPools(p.valkey.url).writer_health()
-    return report is not None and "stalled" in report
+    return report is not None and report.stalled is not None
 
 
 async def _not_stalled(p: Private) -> bool:
     report = await RedisPools(p.valkey.url).writer_health()
-    return report is not None and "stalled" not in report
+    return report is not None and report.stalled is None
 
 
 async def test_a_journal_entry_the_writer_cannot_read_fences_its_link(private: Private) -> None:

@@ -26,6 +26,7 @@ from jackpotd.embedded import EmbeddedValkey, free_port
 from jackpotd.settings import Settings
 from jackpotd.store import keys, ledger
 from jackpotd.store import writer as writer_module
+from jackpotd.store.heartbeats import WriterHealth
 from jackpotd.store.redis_pools import RedisPools
 from jackpotd.store.shards import ALL, shard_of
 
@@ -262,9 +263,9 @@ async def test_link_health_follows_the_writers_problems(isolated: Isolated) -> N
         while True:
             if problems is not None:
                 for member, half in enumerate((written[::2], written[1::2])):
-                    await redis.set_health(member, {"at_ms": int(time.time() * 1000), "shards": half,
-                                                    "problems": problems if member else {},
-                                                    **({"stalled": stalled} if stalled and member == slow else {})})
+                    await redis.set_health(member, WriterHealth(int(time.time() * 1000), tuple(half),
+                                                                problems if member else {},
+                                                                stalled if member == slow else None))
             await asyncio.sleep(0.2)
 
     a, c = unique("ok"), unique("unknown")

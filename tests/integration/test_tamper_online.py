@@ -61,7 +61,7 @@ async def _fenced_for(c: Client, link: str, word: str) -> str | None:
 
 async def _health_names(p: Private, link: str) -> bool:
     report = await RedisPools(p.valkey.url).writer_health()
-    return report is not None and link in report["problems"]
+    return report is not None and link in report.problems
 
 
 async def _last_seq(c: Client, link: str) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections import deque
 from collections.abc import Callable
@@ -21,11 +20,13 @@ from grpc.aio import EOF  # type: ignore[attr-defined]  # the stubs lack it
 
 from jackpotd.api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
 from jackpotd.auth.credentials import CredentialsMissing
+from jackpotd.backoff import Backoff, exponential
 
 log = logging.getLogger("jackpot_signage.feed")
 
 BACKOFF_FIRST = 0.5  # seconds before the first retry
 BACKOFF_MAX = 5.0  # at most this long between tries: a restarted jackpotd is back on the signs within it
+REOPEN_WAITS = exponential(BACKOFF_FIRST, BACKOFF_MAX, jitter=0.2)  # 0.5, 1, 2, 4, 5 s, each ± 20%
 SILENCE = 6.0  # jackpotd sends a heartbeat every 2 s: this long without one and the stream is taken as lost
 HITS_MAX = 100  # unread hit events a browser may leave before it is let go
 
@@ -140,11 +141,12 @@ class LinkFeed:
         return news
 
     async def _run(self) -> None:
-        backoff = BACKOFF_FIRST
+        """Watch the link for good: reopen the stream after it ends or fails, soon again once data flowed."""
+        backoff = Backoff(REOPEN_WAITS)
         while True:
             try:
                 if await self._watch():
-                    backoff = BACKOFF_FIRST  # data flowed: the next failure is retried soon
+                    backoff.reset()  # data flowed: the next failure is retried soon
             except asyncio.CancelledError:
                 raise
             except CredentialsMissing as e:
@@ -158,8 +160,7 @@ class LinkFeed:
             except Exception as e:  # anything else: keep trying, but say what it was
                 if self._down(f"{type(e).__name__}: {e}"):
                     log.exception("link %s: stream failed; retrying every %.0f s or less", self.link, BACKOFF_MAX)
-            await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
-            backoff = min(backoff * 2, BACKOFF_MAX)
+            await backoff.sleep()
 
     async def _watch(self) -> bool:
         """One stream until it ends; whether any update came through it."""

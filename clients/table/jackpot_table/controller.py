@@ -15,10 +15,12 @@ import tenacity
 
 from jackpotd.api.gen.jackpot.v1 import table_pb2, table_pb2_grpc
 from jackpotd.auth.client import bearer
+from jackpotd.backoff import Backoff, exponential
 
 from .outbox import Outbox
 
 log = logging.getLogger("jackpot_table")
+METER_WAITS = exponential(0.2, 2.0)  # before reopening the meter stream, after failures in a row: 0.2, 0.4 ... 2 s
 # CANCELLED reaches a client when the server shuts down mid-call: the outcome is unknown, so ask again with
 # the same request id, which answers the first outcome or applies it now, never twice.
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -201,10 +203,9 @@ class TableController:
     async def _watch_meter(self) -> None:
         """The meter stream: pool amounts, jackpot_enabled, and proof that the service is there.
 
-        Its own loop rather than tenacity's: the stream is reconnected forever, also when it ends without an
-        error, and its backoff starts again after every update received, neither of which a retry policy
-        (attempts counted from the first call, success meaning stop) expresses."""
-        delay = 0.2
+        Not tenacity's retry loop but jackpotd.backoff's: the stream is reconnected forever, also when it ends
+        without an error, and its backoff starts again after every update received."""
+        backoff = Backoff(METER_WAITS)
         while True:
             try:
                 stream = self._stub().WatchMeter(table_pb2.WatchMeterRequest(table_id=self.config.table_id))
@@ -213,10 +214,9 @@ class TableController:
                     self.enabled_by_service = update.jackpot_enabled
                     self.link_id = update.link_id
                     self.pools = {p.pool: p.amount_cents for p in update.pools}
-                    delay = 0.2
+                    backoff.reset()
             except asyncio.CancelledError:
                 raise
             except grpc.aio.AioRpcError as e:
                 log.debug("table %s: meter stream ended (%s); reconnecting", self.config.table_id, e.code().name)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 2.0)
+            await backoff.sleep()
