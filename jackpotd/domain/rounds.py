@@ -17,6 +17,7 @@ PENDING = "PENDING"  # §7: settled, with a hit above the verification threshold
 SETTLED = "SETTLED"
 VOIDED = "VOIDED"
 OPEN = (COMMITTED, PENDING)  # NZ 11.6A/B: pools are split or combined only when no round is open
+FINISHED = (SETTLED, VOIDED)  # a finished round never changes again: the live store lets it expire
 
 
 @dataclass(frozen=True, slots=True)
