@@ -124,7 +124,7 @@ def read_result(link_id: str, reply: list[str]) -> LinkRead:
             raise refusal(link_id, verdict, rest[0] if rest else "")
         case (Verdict.DUP | Verdict.CONFLICT | Verdict.STALE_CONFIG | Verdict.ROUND_STATE | Verdict.ROUND_MOVED
               | Verdict.POOL_MOVED | Verdict.NEGATIVE | Verdict.EXISTS | Verdict.ROUNDS_OPEN):
-            raise ResponseError(f"read.lua answered {verdict.value!r}, which only a step is answered")  # a bug
+            raise ResponseError(f"read.lua answered {verdict.value!r}, a verdict only apply.lua gives")  # a bug
         case _:
             assert_never(verdict)
 
