@@ -184,7 +184,7 @@ def _leading_writer(settings: Settings, stores: Stores, clock: Clock) -> Leading
         anchors = checkpoints.checkpointer_of(settings.checkpoint_key_file, settings.checkpoints)
         for a in await recovery.recover(stores.redis, stores.pg, owns=lambda link: shard_of(link) in shards,
                                         anchors=anchors):
-            log.info("recovery: link %s %s", a.link_id, a.action)
+            log.info("recovery: link %s %s", a.link_id, a.said)
 
     return LeadingWriter(lease, writer, recover)
 

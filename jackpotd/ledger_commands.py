@@ -39,7 +39,7 @@ async def recover(stores: Stores, settings: Settings) -> int:
               "before recovering by hand", file=sys.stderr)
         return 1
     for a in await recovery.recover(stores.redis, stores.pg, anchors=anchors(settings)):
-        print(f"{a.link_id}: {a.action} (Redis seq {a.redis_seq}, ledger seq {a.ledger_seq})")
+        print(f"{a.link_id}: {a.said} (Redis seq {a.redis_seq}, ledger seq {a.ledger_seq})")
     return 0
 
 

@@ -56,12 +56,3 @@ def day_bounds(day: date, start: str, zone: tzinfo) -> tuple[datetime, datetime]
     """[from, to) of gaming day `day` in UTC."""
     return day_start(day, start, zone), day_start(day + timedelta(days=1), start, zone)
 
-
-def gaming_day_of(at: datetime, start: str, zone: tzinfo) -> date:
-    """The gaming day an instant belongs to."""
-    local = at.astimezone(zone).date()
-    for day in (local - timedelta(days=1), local):
-        begin, end = day_bounds(day, start, zone)
-        if begin <= at < end:
-            return day
-    return local + timedelta(days=1)  # unreachable for real zones; keeps the type total

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import NamedTuple
-
-from .errors import FailedPrecondition
 
 # Counter-accounts outside the pools. Pools are named "pool:<NAME>".
 WAGERS = "wagers"  # players' jackpot wagers flow out of here (goes negative)
@@ -42,16 +40,6 @@ def require_balanced(postings: Iterable[Posting]) -> None:
     total = sum(p.amount_uc for p in postings)
     if total != 0:
         raise AssertionError(f"postings do not balance: they sum to {total} µ¢")
-
-
-def apply_postings(balances: Mapping[str, int], postings: Iterable[Posting]) -> dict[str, int]:
-    """Balances after the postings; a pool may never go below zero (§5.7: a pool pays what it holds)."""
-    after = dict(balances)
-    for p in postings:
-        after[p.account] = after.get(p.account, 0) + p.amount_uc
-        if p.account.startswith("pool:") and after[p.account] < 0:
-            raise FailedPrecondition(p.account, after[p.account], "a pool cannot go below zero")
-    return after
 
 
 def merge(postings: Iterable[Posting]) -> tuple[Posting, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 
 from . import hands as h
 from .cards import Card, parse_card, require_distinct
@@ -12,11 +12,20 @@ from .errors import InvalidInput
 from .pricing import Hit
 from .seats import require_seat
 
-COMMITTED = "COMMITTED"
-PENDING = "PENDING"  # §7: settled, with a hit above the verification threshold not yet approved or rejected
-SETTLED = "SETTLED"
-VOIDED = "VOIDED"
+
+class RoundState(StrEnum):
+    """A round's state, as the live store, the journal and the ledger's rounds table hold it (the value)."""
+
+    COMMITTED = "COMMITTED"
+    PENDING = "PENDING"  # §7: settled, with a hit above the verification threshold not yet approved or rejected
+    SETTLED = "SETTLED"
+    VOIDED = "VOIDED"
+    LOST = "LOST"  # in the ledger only: a round whose entries an unfence removed, never open again (store/unfence)
+
+
+COMMITTED, PENDING, SETTLED, VOIDED = RoundState.COMMITTED, RoundState.PENDING, RoundState.SETTLED, RoundState.VOIDED
 OPEN = (COMMITTED, PENDING)  # NZ 11.6A/B: pools are split or combined only when no round is open
+FINISHED = (SETTLED, VOIDED)  # a finished round never changes again: the live store lets it expire
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,18 +4,25 @@ pay them (approval) or return them (rejection). Pure."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import StrEnum
 
 from .money import cents_to_uc
 from .postings import OPERATOR_FUNDING, PAYOUTS, PENDING_PAYOUTS, Posting, pool_account
 from .pricing import Payout
 
-PAID = "PAID"
-PENDING = "PENDING"
-REJECTED = "REJECTED"
-DECISIONS = (PAID, REJECTED)
+
+class HitStatus(StrEnum):
+    """A hit's status (§7), as the journal, the ledger's hits and the API hold it (the value)."""
+
+    PAID = "PAID"
+    PENDING = "PENDING"  # above the link's verification threshold: awaiting a supervisor
+    REJECTED = "REJECTED"
 
 
-def status_of(amount_cents: int, threshold_cents: int) -> str:
+PAID, PENDING, REJECTED = HitStatus.PAID, HitStatus.PENDING, HitStatus.REJECTED
+
+
+def status_of(amount_cents: int, threshold_cents: int) -> HitStatus:
     """§7: a hit above the link's verification threshold waits as PENDING; 0 means no threshold."""
     return PENDING if threshold_cents and amount_cents > threshold_cents else PAID
 

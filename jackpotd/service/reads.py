@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 from ..domain.errors import InvalidInput
 from ..domain.ids import require_id
+from ..domain.verification import HitStatus
 from . import results
 from .decide.reads import HEARTBEAT
 from .feed import CommittedFeed
@@ -15,7 +16,7 @@ from .ports import HitRecord
 
 ONLINE_REFRESH = HEARTBEAT  # a meter stream says its table is online at least this often (s) ...
 ONLINE_TTL_MS = 6000  # ... and it shows offline this long after its last stream ended
-HIT_STATUSES = ("", "PAID", "PENDING", "REJECTED")
+HIT_STATUSES = ("", *HitStatus)
 LIST_DEFAULT, LIST_MAX = 100, 1000
 
 
@@ -41,7 +42,7 @@ class Reads:
         if table_id:
             require_id("table_id", table_id)
         if status not in HIT_STATUSES:
-            raise InvalidInput("status", status, "must be PAID, PENDING, REJECTED or empty (any)")
+            raise InvalidInput("status", status, f"must be {', '.join(HitStatus)} or empty (any)")
         if not 0 <= limit <= LIST_MAX:
             raise InvalidInput("limit", limit, f"must be 0 ({LIST_DEFAULT}) to {LIST_MAX}")
         await self.links.config(link_id)  # NOT_FOUND for a link that does not exist

@@ -10,6 +10,7 @@ from typing import TypeVar
 from ..domain.link import LinkConfig
 from ..domain.money import floor_cents
 from ..domain.pricing import Reset
+from ..domain.verification import HitStatus
 from .replies import (
     Accepted,
     CommitResult,
@@ -144,7 +145,7 @@ class HitAnnouncement:
     hit_id: str
     sequence: int
     pool_amount_after_cents: int = 0
-    status: str = "PAID"  # §7: PENDING while it awaits a supervisor; a decision announces PAID or REJECTED
+    status: str = HitStatus.PAID  # §7: PENDING while it awaits a supervisor; a decision announces PAID or REJECTED
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,10 @@
 --       11 request content JSON  12 floor: the ledger's durable sequence as the caller knows it
 --       13 the request's identity (of its id and content)
 --       14 "1" if the step needs the link between rounds (NZ 11.6A/B), else ""
---       15 n guards, then n (pool, balance) pairs, then n deltas and (pool, delta) pairs
+--       15 "1" if the new round state (5) finishes the round (lua_codec: domain.rounds.FINISHED), else ""
+--       16 n guards, then n (pool, balance) pairs, then n deltas and (pool, delta) pairs
+-- The ARGV are built and the replies read in one place, jackpotd/store/lua_codec.py. Of our vocabulary the
+-- script knows only the caller's two markers: "new" (ports.NEW_LINK) and "absent" (ports.ROUND_ABSENT).
 
 -- A store that forgot or went back answers nothing (ARCHITECTURE.md, Recovery): the link is rebuilt first.
 local fence = redis.call('GET', KEYS[8])
@@ -27,8 +30,8 @@ end
 
 -- A retry is answered from its record (the caller then waits until the ledger holds that very request).
 local record = redis.call('GET', KEYS[5])
-if record then  -- every record starts {"hash":"<request hash>"
-  if string.sub(record, 10, 9 + #ARGV[1]) == ARGV[1] then return {'dup', record} end
+if record then  -- a stored reply (service/replies.py): read by field, whatever the order its fields were written in
+  if cjson.decode(record)['hash'] == ARGV[1] then return {'dup', record} end
   return {'conflict', record}
 end
 if ARGV[2] == 'new' then
@@ -53,13 +56,13 @@ if ARGV[14] == '1' then  -- a count that is not zero refuses: below zero it is w
   if tonumber(open) ~= 0 then return {'rounds_open', open} end
 end
 
-local i = 15
+-- A guard is a pool the step was priced against (a hit, a cap, a restructure): had it changed, the step would move
+-- the wrong amounts, so the caller decides again on the pools as they now stand (a CAS retry).
+local i = 16
 local n = tonumber(ARGV[i])
 for k = 1, n do
   local pool, expected = ARGV[i + 2 * k - 1], ARGV[i + 2 * k]
-  if (redis.call('HGET', KEYS[2], pool) or '0') ~= expected then
-    return {'moved', cjson.encode(redis.call('HGETALL', KEYS[2]))}
-  end
+  if (redis.call('HGET', KEYS[2], pool) or '0') ~= expected then return {'pool_moved', pool} end
 end
 i = i + 2 * n + 1
 local m = tonumber(ARGV[i])
@@ -86,7 +89,7 @@ end
 local ttl = tonumber(ARGV[10])
 if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[6], 'state', ARGV[5], 'data', ARGV[6], 'rev', tostring(seq))
-  if ARGV[5] == 'SETTLED' or ARGV[5] == 'VOIDED' then
+  if ARGV[15] == '1' then  -- a finished round: kept until the ledger holds it, and no longer open
     redis.call('EXPIRE', KEYS[6], ttl)
     if ARGV[3] ~= 'absent' then redis.call('DECR', KEYS[9]) end
   elseif ARGV[3] == 'absent' then

@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
 
 from ..service.errors import Unavailable
 from . import ledger
@@ -24,19 +26,43 @@ from .redis_pools import RedisPools
 
 log = logging.getLogger("jackpotd.recovery")
 
-IN_STEP, AHEAD, LOST, BEHIND, FORKED = "in-step", "ahead", "lost", "behind", "forked"
 
-def classify(probe: Probe, head: int, head_identity: str) -> str:
+
+class RecoveryState(StrEnum):
+    """What Redis holds of a link against the ledger (classify); the value is what logs and metrics say."""
+
+    IN_STEP = "in-step"
+    AHEAD = "ahead"  # Redis holds entries the ledger does not yet: they are drained into it
+    LOST = "lost"  # Redis forgot the link: rebuilt
+    BEHIND = "behind"  # Redis went back behind the ledger: rebuilt
+    FORKED = "forked"  # Redis's journal does not continue the ledger: rebuilt
+
+
+class RecoveryAction(StrEnum):
+    """What recovery did for a link (LinkRecovery.action); the value is what `jackpotd recover` prints."""
+
+    IN_STEP = "in-step"  # nothing to do
+    DRAINED = "drained"
+    REBUILT = "rebuilt"
+    FENCED = "fenced"
+    NOT_DRAINED = "not drained"  # its ledger head changed while it was checked: the writer drains it later
+    FAILED = "failed"  # LinkRecovery.why says why; the ledger writer retries the link
+
+
+REBUILD = (RecoveryState.LOST, RecoveryState.BEHIND, RecoveryState.FORKED)  # a link in these is rebuilt
+
+
+def classify(probe: Probe, head: int, head_identity: str) -> RecoveryState:
     """What Redis holds of a link against the ledger's head (its sequence and its last request's identity)."""
-    if head == 0:
-        return AHEAD if probe.seq else IN_STEP  # a link Redis created that the ledger has not seen yet
+    if head == 0:  # a link Redis created that the ledger has not seen yet
+        return RecoveryState.AHEAD if probe.seq else RecoveryState.IN_STEP
     if not probe.has_config or probe.seq is None:
-        return LOST
+        return RecoveryState.LOST
     if probe.seq < head:
-        return BEHIND
+        return RecoveryState.BEHIND
     if probe.seq == head:
-        return IN_STEP if probe.last == head_identity else FORKED
-    return AHEAD
+        return RecoveryState.IN_STEP if probe.last == head_identity else RecoveryState.FORKED
+    return RecoveryState.AHEAD
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +70,15 @@ class LinkRecovery:
     """What recovery did for one link."""
 
     link_id: str
-    action: str  # "in-step", "drained", "rebuilt", "fenced"
+    action: RecoveryAction
     redis_seq: int
     ledger_seq: int
+    why: str = ""  # why it FAILED
+
+    @property
+    def said(self) -> str:
+        """The action as logs and `jackpotd recover` say it: "failed: <why>" for a failure."""
+        return f"{self.action}: {self.why}" if self.action is RecoveryAction.FAILED else self.action
 
 
 async def recover(redis: RedisPools, pg: ledger.Pool, owns: Callable[[str], bool] = lambda _: True,
@@ -78,34 +110,35 @@ async def recover(redis: RedisPools, pg: ledger.Pool, owns: Callable[[str], bool
         if link not in probes:  # its cluster node cannot be asked now: the ledger writer's probe will
             log.error("link %s: recovery failed (its Redis node does not answer); the ledger writer will retry it",
                       link)
-            out.append(LinkRecovery(link, "failed: its Redis node does not answer", 0,
-                                    heads.get(link, ledger.Head(0, b"", {})).seq))
+            out.append(LinkRecovery(link, RecoveryAction.FAILED, 0, heads.get(link, ledger.Head(0, b"", {})).seq,
+                                    "its Redis node does not answer"))
             continue
         probe = probes[link]
         state = classify(probe, head.seq, head.identity)
-        action = state
+        action, why = RecoveryAction.IN_STEP, ""
         try:
             if link in fenced:
                 await redis.set_fence(link, fenced[link].text)
-                action = "fenced"
-            elif state == AHEAD:
+                action = RecoveryAction.FENCED
+            elif state is RecoveryState.AHEAD:
                 checked = verdicts.get(link)
-                action = await drain(redis, pg, link, head.seq, head if isinstance(checked, head_guard.Backed)
-                                     and checked.head == Anchor(head.seq, head.hash) else None, anchors)
-                if action == FORKED:
+                drained = await drain(redis, pg, link, head.seq, head if isinstance(checked, head_guard.Backed)
+                                      and checked.head == Anchor(head.seq, head.hash) else None, anchors)
+                if drained is RecoveryState.FORKED:
                     await rebuild(redis, pg, link)
-                    action = "rebuilt"
-            elif state in (LOST, BEHIND, FORKED):
+                action = RecoveryAction.REBUILT if drained is RecoveryState.FORKED else drained
+            elif state in REBUILD:
                 await rebuild(redis, pg, link)
-                action = "rebuilt"
+                action = RecoveryAction.REBUILT
         except Exception as e:  # one link's trouble must not keep the others from being written; the ledger
             # writer drains a link Redis holds ahead, and its probe rebuilds one Redis lost, once it can
             log.error("link %s: recovery failed (%s); the ledger writer will retry it", link, e)
-            action = f"failed: {e}"
+            action, why = RecoveryAction.FAILED, str(e)
         if head.seq or probe.seq:
             await redis.add_link(link)  # the ledger writer follows every link that exists
-            log.info("link %s: %s (Redis seq %s, ledger seq %d)", link, action, probe.seq, head.seq)
-            out.append(LinkRecovery(link, action, probe.seq or 0, head.seq))
+            done = LinkRecovery(link, action, probe.seq or 0, head.seq, why)
+            log.info("link %s: %s (Redis seq %s, ledger seq %d)", link, done.said, probe.seq, head.seq)
+            out.append(done)
     return out
 
 
@@ -126,13 +159,14 @@ async def fence_anchored(redis: RedisPools, pg: ledger.Pool, lines: Mapping[str,
 
 
 async def drain(redis: RedisPools, pg: ledger.Pool, link: str, from_seq: int, checked: ledger.Head | None,
-                anchors: Checkpointer | None = None) -> str:
+                anchors: Checkpointer | None = None) -> RecoveryAction | Literal[RecoveryState.FORKED]:
     """Write every journal entry above `from_seq` into the ledger, onto the head just `checked` against its anchors
-    (the append refuses any other), anchoring what it wrote: "drained"; "forked" when the journal does not
-    continue the ledger; "fenced" when the ledger refuses an entry; "not drained" without a checked head."""
+    (the append refuses any other), anchoring what it wrote: DRAINED; FORKED when the journal does not continue
+    the ledger (the link is to be rebuilt); FENCED when the ledger refuses an entry; NOT_DRAINED without a checked
+    head."""
     if checked is None:
         log.error("link %s: its ledger head changed while it was being checked: not drained now", link)
-        return "not drained"
+        return RecoveryAction.NOT_DRAINED
     cache: ledger.HeadCache = {link: checked}
     head = from_seq
     while True:
@@ -146,14 +180,14 @@ async def drain(redis: RedisPools, pg: ledger.Pool, link: str, from_seq: int, ch
             if not ledger.refuses(e):
                 raise
             await fence(redis, pg, link, head + 1, str(e))
-            return "fenced"
+            return RecoveryAction.FENCED
         refused = appended.refused.get(link)
         if refused is not None:
             if refused.malformed:  # a fault to stop at, as the running writer does
                 await fence(redis, pg, link, refused.seq, refused.reason)
-                return "fenced"
+                return RecoveryAction.FENCED
             log.error("link %s: %s", link, refused.reason)
-            return FORKED
+            return RecoveryState.FORKED
         if appended.heads.get(link, head) == head:
             break  # a gap in the journal: what follows cannot be recorded in order
         head = appended.heads[link]
@@ -164,8 +198,8 @@ async def drain(redis: RedisPools, pg: ledger.Pool, link: str, from_seq: int, ch
             anchors.write(anchors.due(force=True))
     if head < await redis.seq(link):
         log.error("link %s: the journal ends at %d but Redis is at %d; rebuilding", link, head, await redis.seq(link))
-        return FORKED
-    return "drained"
+        return RecoveryState.FORKED
+    return RecoveryAction.DRAINED
 
 
 async def fence(redis: RedisPools, pg: ledger.Pool | ledger.Connection, link: str, seq: int, reason: str,

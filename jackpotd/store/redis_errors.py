@@ -1,6 +1,6 @@
 """Redis failures as the service's errors, in one place: a Redis that cannot be reached or cannot take a
-command now is Unavailable; a link whose state Redis forgot, took back or had fenced is LinkLost or
-LinkFenced."""
+command now is Unavailable (a link whose state Redis forgot, took back or had fenced is refused by the scripts:
+lua_codec.refusal)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any, ParamSpec, TypeVar
 
 import redis.exceptions
 
-from ..service.errors import LinkFenced, LinkLost, Unavailable, lost
-from .redis_scripts import Verdict, reply_error
+from ..service.errors import Unavailable
+from .redis_scripts import reply_error
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -56,15 +56,3 @@ def passing(error: redis.exceptions.ResponseError) -> Exception:
     as_reply = reply_error(str(error))
     return as_reply if isinstance(as_reply, Unavailable) else error
 
-
-def refusal(link_id: str, verdict: Verdict, detail: str) -> LinkLost | LinkFenced | None:
-    """The error for a step or read that found the link's Redis state unfit to answer from."""
-    if verdict is Verdict.FENCED:
-        return LinkFenced(f"link {link_id} is fenced: {detail}; an operator must resolve it "
-                          "(jackpotd fenced), then retry with the same request_id")
-    if verdict is Verdict.LOST:
-        return lost(link_id)
-    if verdict is Verdict.BEHIND:
-        return LinkLost(f"link {link_id}: Redis went back to sequence {detail}, behind the ledger; it is being "
-                        "rebuilt from the ledger, retry with the same request_id")
-    return None

@@ -1,8 +1,9 @@
 """Redis adapter: the live pools, each link's sequence, idempotency records and round states (service.ports.LiveStore),
 put together from its parts, one job each: the connections (redis_connection.py), the journals and probes
 (redis_journal.py), the announcements (redis_announcements.py), the writers' heartbeats (redis_health.py) and
-rebuilds and fences (redis_rebuild.py). The key layout (keys.py), the scripts and their verdicts (redis_scripts.py)
-and pub/sub are known in store/ only; every Redis failure leaves the adapter as the service's Unavailable.
+rebuilds and fences (redis_rebuild.py). The key layout (keys.py), the scripts (redis_scripts.py), their KEYS,
+ARGV and verdicts (lua_codec.py) and pub/sub are known in store/ only; every Redis failure leaves the adapter as
+the service's Unavailable.
 """
 
 from __future__ import annotations
@@ -10,35 +11,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-import orjson
-
 from ..domain.link import LinkConfig
-from ..service.entries import encode_entry
-from ..service.ports import (
-    Applied,
-    IdReused,
-    LinkExists,
-    LinkRead,
-    LiveRound,
-    Moved,
-    Outcome,
-    Reply,
-    RoundNotOpen,
-    RoundsOpen,
-    Step,
-)
-from ..service.replies import decode_reply, encode_result, pairs
+from ..service.ports import LinkRead, Outcome, Reply, Step
+from ..service.replies import decode_reply
 from . import keys
+from .lua_codec import apply_call, apply_outcome, read_call, read_result
 from .redis_announcements import RedisAnnouncements
-from .redis_errors import refusal, translated
+from .redis_errors import translated
 from .redis_health import RedisHealth
 from .redis_journal import RedisJournal
 from .redis_rebuild import RedisRebuild
-from .redis_scripts import Verdict
-
-SAFETY_TTL_SECONDS = 24 * 3600  # until the writer shortens it to the retention once the entry is durable
-
-_RETRY = {Verdict.STALE_CONFIG: False, Verdict.ROUND_MOVED: False, Verdict.MOVED: True, Verdict.NEGATIVE: True}
 
 
 class RedisPools(RedisJournal, RedisAnnouncements, RedisHealth, RedisRebuild):
@@ -50,57 +32,13 @@ class RedisPools(RedisJournal, RedisAnnouncements, RedisHealth, RedisRebuild):
     async def apply(self, step: Step, floor: int) -> Outcome:
         """Run the atomic step; nothing changes unless every check passes. `floor` is the ledger's durable
         sequence as the caller knows it: a Redis behind it has gone back and is refused."""
-        link = step.link_id
-        rkey = keys.round_(link, *step.round) if step.round else keys.no_round(link)
-        args: list[str | int] = [
-            step.request_hash, step.config_version, step.round_expect, step.round_rev, step.round_new_state,
-            step.round_data, step.new_config, encode_entry(step.entry),
-            encode_result(step.result), SAFETY_TTL_SECONDS, step.canonical_content, floor,
-            step.identity, "1" if step.between_rounds else "", len(step.guards)]
-        for pool, bal in sorted(step.guards.items()):
-            args += [pool, str(bal)]
-        args.append(len(step.deltas))
-        for pool, delta in step.deltas:
-            args += [pool, str(delta)]
-        status, payload, *fresh = await self._scripts.run(self._scripts.apply_sha, [
-            keys.config(link), keys.balances(link), keys.seq(link), keys.journal(link),
-            keys.record(link, step.request_id), rkey, keys.last(link), keys.fence(link), keys.open_rounds(link)], args)
-        verdict = Verdict(status)
-        if verdict is Verdict.OK:  # the stored reply is what we sent plus the sequence and balances
-            seq, balances = fresh
-            return Applied(Reply(int(seq), step.result, pairs(orjson.loads(balances)), step.content,
-                                 step.request_hash), first=True)
-        if verdict is Verdict.DUP:
-            return Applied(decode_reply(payload), first=False)
-        if verdict is Verdict.CONFLICT:
-            return IdReused(decode_reply(payload))
-        if verdict is Verdict.ROUND_STATE:
-            return RoundNotOpen(payload)
-        if verdict is Verdict.ROUNDS_OPEN:
-            return RoundsOpen(int(payload))
-        if verdict is Verdict.EXISTS:
-            return LinkExists()
-        if verdict in _RETRY:
-            return Moved(contended=_RETRY[verdict])
-        error = refusal(link, verdict, payload)
-        assert error is not None
-        raise error
+        return apply_outcome(step, await self._scripts.run(self._scripts.apply_sha, *apply_call(step, floor)))
 
     @translated
     async def read(self, link_id: str, floor: int, round_: tuple[str, str] | None = None) -> LinkRead:
         """The link's sequence, balances and one round, read atomically; LinkLost or LinkFenced when the
         link's Redis state is not fit to answer from."""
-        rkey = keys.round_(link_id, *round_) if round_ else keys.no_round(link_id)
-        status, *rest = await self._scripts.run(self._scripts.read_sha, [
-            keys.config(link_id), keys.seq(link_id), keys.balances(link_id), rkey, keys.fence(link_id)], [floor])
-        error = refusal(link_id, Verdict(status), rest[0] if rest else "")
-        if error is not None:
-            raise error
-        seq, balances, rnd = rest
-        flat = orjson.loads(rnd)
-        fields = dict(zip(flat[::2], flat[1::2], strict=True)) if flat else {}
-        live = LiveRound(fields["state"], fields.get("rev", ""), fields.get("data", "")) if fields else None
-        return LinkRead(int(seq), pairs(orjson.loads(balances)), live)
+        return read_result(link_id, await self._scripts.run(self._scripts.read_sha, *read_call(link_id, floor, round_)))
 
     @translated
     async def record(self, link_id: str, request_id: str) -> Reply | None:

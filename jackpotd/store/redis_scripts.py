@@ -1,11 +1,10 @@
-"""The Lua scripts of the Redis adapter, their verdicts, and the batching that sends them: scripts that
-arrive while a batch is in flight travel together in the next one (one write, one read)."""
+"""The Lua scripts of the Redis adapter, and the batching that sends them: scripts that arrive while a batch is in
+flight travel together in the next one (one write, one read). Their KEYS, ARGV and replies: lua_codec.py."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -17,24 +16,6 @@ from .batching import Batcher
 
 APPLY = (Path(__file__).parent / "apply.lua").read_text()
 READ = (Path(__file__).parent / "read.lua").read_text()
-
-
-class Verdict(Enum):
-    """What apply.lua and read.lua answer (the first element of their reply)."""
-
-    OK = "ok"
-    DUP = "dup"  # the request id's record holds this very content: its stored reply
-    CONFLICT = "conflict"  # the request id was used for other content
-    STALE_CONFIG = "stale_config"
-    ROUND_STATE = "round_state"
-    ROUND_MOVED = "round_moved"
-    MOVED = "moved"  # a guarded pool moved since the step was decided
-    NEGATIVE = "negative"  # a pool would go below zero (it paid out since)
-    EXISTS = "exists"  # a create found the link
-    LOST = "lost"  # Redis forgot the link's config or sequence
-    BEHIND = "behind"  # Redis went back behind the ledger's durable mark
-    FENCED = "fenced"
-    ROUNDS_OPEN = "rounds_open"  # a step that needs the link between rounds found rounds open
 
 
 # Replies of a Redis that cannot take the step now but will (a replica, a failover, a load from disk).

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..canonical import canonical_json
+from ..domain.rounds import RoundState
 from . import ledger, recovery
 from .checkpoints import Acceptance, Anchor, Checkpointer, Lift, load_link
 from .ledger import head_guard
@@ -25,7 +26,6 @@ from .redis_pools import RedisPools
 
 log = logging.getLogger("jackpotd.unfence")
 LOST = "lost"  # the kind of the entries that stand for sequence numbers an operator accepted as removed
-LOST_ROUND = "LOST"  # a round whose entries were all removed: never open again, its id never reused
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +248,7 @@ async def _repair_projections(conn: Any, link: str, head: int) -> None:
             link, head, r["table_id"], r["round_id"])
         if last is None:
             await conn.execute("UPDATE rounds SET state = $4 WHERE link_id = $1 AND table_id = $2 AND round_id = $3",
-                               link, r["table_id"], r["round_id"], LOST_ROUND)
+                               link, r["table_id"], r["round_id"], RoundState.LOST)
         else:
             await conn.execute("UPDATE rounds SET state = $4, rev = $5, data = $6 WHERE link_id = $1 AND "
                                "table_id = $2 AND round_id = $3", link, r["table_id"], r["round_id"], last["state"],

@@ -241,7 +241,7 @@ class LedgerWriter:
             if refused.malformed:  # a fault in what we wrote ourselves: stop the link, never guess
                 await self._fence(link, refused.seq, refused.reason)
             else:  # Redis forked from the ledger, or its balances are not the postings': rebuild it
-                await self._rebuild(link, recovery.FORKED, refused.reason)
+                await self._rebuild(link, recovery.RecoveryState.FORKED, refused.reason)
         by_entry = {(e.link_id, e.seq): e for e in batch}
         for link, written in appended.written.items():  # each link's gauges show its newest balances
             for pool, bal in by_entry[(link, written[-1].seq)].balances.items():
@@ -279,10 +279,10 @@ class LedgerWriter:
                      found: Anchor | None = None) -> None:
         await self.fences.fence(link, seq, reason, kind, found)
 
-    async def _rebuild(self, link: str, why: str, detail: str) -> None:
+    async def _rebuild(self, link: str, why: recovery.RecoveryState, detail: str) -> None:
         now = time.monotonic()
         recent = [t for t in self._rebuilt_at.get(link, []) if now - t < self.REBUILD_WINDOW]
-        if why == recovery.FORKED and len(recent) >= self.REBUILDS_BEFORE_FENCE:
+        if why is recovery.RecoveryState.FORKED and len(recent) >= self.REBUILDS_BEFORE_FENCE:
             # A Redis that keeps forking from the ledger is not cured by rebuilding: stop, let a person look.
             # (A Redis that lost everything, a restarted one, is simply rebuilt however often it happens.)
             await self._fence(link, self.durable.get(link, 0) + 1,
@@ -304,7 +304,7 @@ class LedgerWriter:
         self._heads.pop(link, None)  # read afresh with the next batch
         self.durable[link] = head
         self.problems.pop(link, None)
-        if why == recovery.FORKED:
+        if why is recovery.RecoveryState.FORKED:
             self._rebuilt_at[link] = [*recent, now]
 
     async def probe(self) -> None:
@@ -333,7 +333,7 @@ class LedgerWriter:
                 continue
             head = self._heads.get(link, ledger.Head(0, b"", {}))
             state = recovery.classify(probes[link], head.seq, head.identity)
-            if state in (recovery.LOST, recovery.BEHIND, recovery.FORKED):
+            if state in recovery.REBUILD:
                 await self._rebuild(link, state, f"Redis at sequence {probes[link].seq}, the ledger at {head.seq}")
         await self.fences.restate(probes, self.durable)
         report = WriterHealth(now_ms(), tuple(sorted(self.shards)), {

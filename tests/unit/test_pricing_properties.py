@@ -18,12 +18,13 @@ from jackpotd.domain.postings import (
     REFUNDS,
     RETAINED,
     WAGERS,
-    apply_postings,
     pool_account,
     require_balanced,
 )
 from jackpotd.domain.pricing import Hit, price_round
 from jackpotd.domain.rates import RateSet
+
+from .postings_model import apply_postings
 
 CATEGORIES = list(h.FIVE_CARD_ORDER)
 MAX_POOL_CENTS = 50_000_000_00

@@ -7,9 +7,11 @@ from jackpotd.domain.contributions import contribute
 from jackpotd.domain.money import UC_PER_CENT, floor_cents
 from jackpotd.domain.paytable import default_paytable
 from jackpotd.domain.pools import COMBINED, JACKPOT, MAJOR, MINOR, RESERVE, SPLIT, PoolSpec
-from jackpotd.domain.postings import OPERATOR_FUNDING, RETAINED, apply_postings, require_balanced
+from jackpotd.domain.postings import OPERATOR_FUNDING, RETAINED, require_balanced
 from jackpotd.domain.pricing import Hit, price_round
 from jackpotd.domain.rates import RateSet
+
+from .postings_model import apply_postings
 
 
 def uc(cents: int) -> int:

@@ -21,6 +21,7 @@ from grpc.aio import EOF  # type: ignore[attr-defined]  # the stubs lack it
 from jackpotd.api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
 from jackpotd.auth.credentials import CredentialsMissing
 from jackpotd.backoff import Backoff, exponential
+from jackpotd.domain.verification import HitStatus
 
 log = logging.getLogger("jackpot_signage.feed")
 
@@ -42,7 +43,7 @@ def hit_json(h: Any) -> dict[str, Any]:
     return {"hit_id": h.hit_id, "table_id": h.table_id, "seat": int(h.seat), "hand": h.hand,
             "amount_cents": int(h.amount_cents), "pool": h.pool,
             "pool_amount_after_cents": int(h.pool_amount_after_cents), "sequence": int(h.sequence),
-            "status": h.status or "PAID"}
+            "status": h.status or HitStatus.PAID}
 
 
 @dataclass(eq=False)

@@ -21,6 +21,7 @@ from jackpotd.auth.guard import identity_of_certificate
 from jackpotd.auth.identity import Role
 from jackpotd.auth.tokens import issue, read_key
 from jackpotd.domain.money import format_cents
+from jackpotd.domain.verification import HitStatus
 
 from .controller import ControllerConfig, TableController
 from .deal import LAYOUTS, system_rng
@@ -223,7 +224,7 @@ async def setup(target: str, link: str, tables: list[str], game: str, seats: int
 
 def _print_hit(table_id: str, p: table_pb2.Payout) -> None:
     funded = f" (operator added {format_cents(p.funded_by_operator_cents)})" if p.funded_by_operator_cents else ""
-    pending = ", awaiting a supervisor's verification" if p.status == "PENDING" else ""
+    pending = ", awaiting a supervisor's verification" if p.status == HitStatus.PENDING else ""
     print(f"HIT  {table_id} seat {p.seat}: {p.hand.replace('_', ' ')} wins {format_cents(p.amount_cents)} "
           f"from {p.pool}{funded}{pending}", flush=True)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jackpotd.api.gen.jackpot.v1 import table_pb2
+from jackpotd.domain.verification import HitStatus
 
 from .controller import JackpotDisabled, TableController
 from .deal import deal
@@ -123,7 +124,7 @@ async def play(controller: TableController, settings: TableSettings, rounds: int
             elif s.no_hand:
                 tally.folded += 1
         for p in settled.payouts:
-            if p.status == "PENDING":
+            if p.status == HitStatus.PENDING:
                 tally.pending_cents += p.amount_cents
             else:
                 tally.paid_cents += p.amount_cents

@@ -12,7 +12,7 @@ import orjson
 
 from ...domain.money import cents_to_uc
 from ...domain.postings import PAYOUTS, PENDING_PAYOUTS, merge
-from ...domain.verification import approval, rejection
+from ...domain.verification import PAID, PENDING, REJECTED, approval, rejection
 from ...service.ports import AuditReport
 from ..checkpoints import Checkpoint
 from . import anchor_audit
@@ -36,11 +36,11 @@ def decision_problem(kind: str, decision: dict[str, Any], held: dict[tuple[str, 
                       posted: dict[str, int]) -> str:
     """What is wrong with a hit decision's entry, given the hit it decides ('' when nothing is)."""
     hit = held.get((decision["table_id"], decision["round_id"], decision["seat"]))
-    if hit is None or hit[3] != "PENDING":
+    if hit is None or hit[3] != PENDING:
         return f"it decides hit {decision['hit_id']}, which was not held for verification"
     pool, amount, funded, _ = hit
-    expected = {"approve_hit": ("PAID", approval(amount)),
-                "reject_hit": ("REJECTED", rejection(pool, amount, funded))}.get(kind)
+    expected = {"approve_hit": (PAID, approval(amount)),
+                "reject_hit": (REJECTED, rejection(pool, amount, funded))}.get(kind)
     if expected is None or decision["status"] != expected[0]:
         return f"a {kind} entry records the decision {decision['status']}"
     legs = {p.account: p.amount_uc for p in merge(expected[1])}
@@ -183,7 +183,7 @@ async def audit_link(conn: Any, link_id: str, redis_pools: dict[str, int],
         problems.append("payouts account is negative")
     waiting = await conn.fetchval(  # §7: what pending_payouts holds is exactly the prizes still awaiting a decision
         f"SELECT coalesce(sum(h.amount_cents), 0) FROM hits h {HIT_DECISION} WHERE h.link_id = $1 "
-        f"AND {HIT_STATUS} = 'PENDING'", link_id)
+        f"AND {HIT_STATUS} = '{PENDING}'", link_id)
     if balances.get(PENDING_PAYOUTS, 0) != cents_to_uc(int(waiting)):
         problems.append(f"pending_payouts holds {balances.get(PENDING_PAYOUTS, 0)} µ¢ but the hits awaiting a "
                         f"decision come to {cents_to_uc(int(waiting))} µ¢")

@@ -14,6 +14,7 @@ import orjson
 from ...canonical import canonical_json, request_identity
 from ...clock import Clock, now_ms
 from ...domain.postings import pool_account
+from ...domain.rounds import FINISHED
 from ...metrics import FUTURE_DATED, HITS
 from ...service.replies import pairs
 from .summaries import Summaries, buckets_upsert, entry_flows, ms_of, time_of, totals_upsert
@@ -272,7 +273,7 @@ def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head,
             if rnd is not None:
                 rows.rounds[(link_id, rnd["table_id"], rnd["round_id"])] = (
                     link_id, rnd["table_id"], rnd["round_id"], rnd["state"], e.seq, rnd["data"])
-                if rnd["state"] in ("SETTLED", "VOIDED"):
+                if rnd["state"] in FINISHED:
                     finished = (rnd["table_id"], rnd["round_id"])
             if body.get("table") is not None:
                 rows.tables.append((body["table"], link_id))

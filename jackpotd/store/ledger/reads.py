@@ -10,6 +10,7 @@ from typing import Any
 import asyncpg
 
 from ...domain.rounds import OPEN
+from ...domain.verification import PAID, PENDING
 from ...service.ports import HitRecord, LastHit
 from .chain import LAST_BALANCE, identity_of
 from .fences import fence_text, kind_of
@@ -65,7 +66,7 @@ async def _snapshot(conn: Any, link_id: str) -> LinkSnapshot:
         "AND b.account LIKE 'pool:%'", link_id)}  # as the postings leave them: the projection may be edited
     rounds = [(r["table_id"], r["round_id"], r["state"], int(r["rev"]), r["data"]) for r in await conn.fetch(
         "SELECT table_id, round_id, state, rev, data FROM rounds WHERE link_id = $1 AND state IN "  # the index's
-        f"({', '.join(repr(s) for s in OPEN)})", link_id)]
+        f"({', '.join(repr(s.value) for s in OPEN)})", link_id)]
     tables = [r["table_id"] for r in await conn.fetch("SELECT table_id FROM tables WHERE link_id = $1", link_id)]
     fenced = await conn.fetchrow("SELECT seq, reason, kind FROM link_fences WHERE link_id = $1", link_id)
     fence = None if fenced is None else fence_text(kind_of(fenced["kind"]), int(fenced["seq"]), fenced["reason"])
@@ -106,8 +107,8 @@ async def last_hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> Las
 # A hit's status is its decision's (§7: PAID or REJECTED) once a supervisor has decided it, else its own; a hit
 # recorded PENDING before approval existed was paid at settlement (its entry posted nothing to pending_payouts).
 HIT_STATUS = (
-    "coalesce(d.status, CASE WHEN h.status = 'PENDING' AND NOT EXISTS (SELECT 1 FROM postings p WHERE "
-    "p.link_id = h.link_id AND p.seq = h.seq AND p.account = 'pending_payouts') THEN 'PAID' ELSE h.status END)")
+    f"coalesce(d.status, CASE WHEN h.status = '{PENDING}' AND NOT EXISTS (SELECT 1 FROM postings p WHERE "
+    f"p.link_id = h.link_id AND p.seq = h.seq AND p.account = 'pending_payouts') THEN '{PAID}' ELSE h.status END)")
 HIT_DECISION = ("LEFT JOIN hit_decisions d ON d.link_id = h.link_id AND d.table_id = h.table_id "
                 "AND d.round_id = h.round_id AND d.seat = h.seat")
 _HIT_COLUMNS = ("h.hit_id, h.link_id, h.table_id, h.round_id, h.seat, h.hand, h.cards, h.pool, h.amount_cents, "

@@ -11,6 +11,7 @@ import orjson
 
 from ...domain.flows import Flow
 from ...domain.postings import PENDING_PAYOUTS, POOL_PREFIX
+from ...domain.verification import PENDING
 from ...service.ports import ExportedEntry, HitRecord, LiabilityData, PeriodData
 from .reads import CURRENT_CONFIG, DATED_HITS, HIT_STATUS, hit_record
 from .summaries import BUCKET_MS, bucket_of, entry_flows, ms_of, time_of
@@ -217,7 +218,7 @@ async def liability(pool: asyncpg.Pool, link_id: str) -> LiabilityData:
         balances = {r["account"]: int(r["balance_uc"]) for r in await conn.fetch(
             "SELECT account, balance_uc FROM account_balances WHERE link_id = $1", link_id)}
         pending = [hit_record(r) for r in await conn.fetch(
-            DATED_HITS + f"AND {HIT_STATUS} = 'PENDING' ORDER BY h.seq, h.seat", link_id)]
+            DATED_HITS + f"AND {HIT_STATUS} = '{PENDING}' ORDER BY h.seq, h.seat", link_id)]
     seq = 0 if head is None else int(head["last_seq"])
     at = 0 if head is None or head["created_at"] is None else ms_of(head["created_at"])
     pools = {a[len(POOL_PREFIX):]: v for a, v in balances.items() if a.startswith(POOL_PREFIX)}

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from ...domain.flows import EntryFacts, Flow, HitPaid, ResetPaid, flows_of
+from ...domain.verification import PAID
 from .unnest import columns
 
 BUCKET_MS = 15 * 60 * 1000  # a quarter hour: every real time zone's offset is a multiple of it
@@ -62,7 +63,7 @@ def entry_facts(body: Mapping[str, Any], reply: str) -> EntryFacts:
         return EntryFacts(kind, postings, wagers=len(chosen), reversed=reversed_)
     if kind == "settle":
         hits = [HitPaid(h["pool"], h["hand"], int(h["amount_cents"]), int(h["funded_by_operator_cents"]),
-                        h["status"] != "PAID") for h in body.get("hits", ())]
+                        h["status"] != PAID) for h in body.get("hits", ())]
         resets: list[ResetPaid] | None = []
         if hits:
             try:

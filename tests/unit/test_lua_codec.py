@@ -1,0 +1,98 @@
+"""The Lua scripts' codec: every verdict apply.lua or read.lua can answer maps to one outcome or error, and the
+scripts answer no verdict the codec does not know. No servers: the codec is called on replies as Redis sends them."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from redis.exceptions import ResponseError
+
+from jackpotd.domain.rounds import COMMITTED, FINISHED, SETTLED
+from jackpotd.service.commands import Audit
+from jackpotd.service.entries import Entry, FundDetail
+from jackpotd.service.errors import LinkFenced, LinkLost
+from jackpotd.service.ports import (
+    NEW_LINK,
+    ROUND_ABSENT,
+    Applied,
+    IdReused,
+    LinkExists,
+    LinkRead,
+    Moved,
+    Outcome,
+    Reply,
+    RoundNotOpen,
+    RoundsOpen,
+    Step,
+)
+from jackpotd.service.replies import LinkResult, NoResult, decode_reply
+from jackpotd.store.lua_codec import Verdict, apply_call, apply_outcome, read_result
+from jackpotd.store.redis_scripts import APPLY, READ
+
+STORED = '{"hash":"h1","seq":7,"result":{"link_id":"L"},"balances":["MAJOR","5"],"content":{"a":1}}'
+ENTRY = Entry("fund", 7, "req", "h1", (), FundDetail(Audit()))
+STEP = Step("L", "req", "h1", "id1", {"a": 1}, '{"a":1}', "3", ENTRY, LinkResult("L"))
+
+# What each verdict's reply comes to (an outcome, or the error raised); a verdict missing here fails its test.
+APPLIED: dict[Verdict, tuple[list[str], Outcome | type[Exception]]] = {
+    Verdict.OK: (["ok", "", "8", '["MAJOR","9"]'], Applied(Reply(8, LinkResult("L"), {"MAJOR": 9}, {"a": 1}, "h1"),
+                                                           first=True)),
+    Verdict.DUP: (["dup", STORED], Applied(decode_reply(STORED), first=False)),
+    Verdict.CONFLICT: (["conflict", STORED], IdReused(decode_reply(STORED))),
+    Verdict.STALE_CONFIG: (["stale_config", "4"], Moved(contended=False)),
+    Verdict.ROUND_STATE: (["round_state", "SETTLED"], RoundNotOpen("SETTLED")),
+    Verdict.ROUND_MOVED: (["round_moved", ""], Moved(contended=False)),
+    Verdict.POOL_MOVED: (["pool_moved", "MAJOR"], Moved(contended=True)),
+    Verdict.NEGATIVE: (["negative", "MAJOR"], Moved(contended=True)),
+    Verdict.EXISTS: (["exists", ""], LinkExists()),
+    Verdict.ROUNDS_OPEN: (["rounds_open", "2"], RoundsOpen(2)),
+    Verdict.LOST: (["lost", ""], LinkLost),
+    Verdict.BEHIND: (["behind", "3"], LinkLost),
+    Verdict.FENCED: (["fenced", "tampered at 4"], LinkFenced),
+}
+
+
+@pytest.mark.parametrize("verdict", list(Verdict))
+def test_every_verdict_of_a_step_maps_to_its_outcome(verdict: Verdict) -> None:
+    assert verdict in APPLIED, f"apply.lua's verdict {verdict} has no expected outcome here: add it"
+    reply, expected = APPLIED[verdict]
+    assert reply[0] == verdict.value
+    if isinstance(expected, type):
+        with pytest.raises(expected, match="link L"):
+            apply_outcome(STEP, reply)
+    else:
+        assert apply_outcome(STEP, reply) == expected
+
+
+@pytest.mark.parametrize("verdict", list(Verdict))
+def test_every_verdict_of_a_read_maps_to_a_read_or_an_error(verdict: Verdict) -> None:
+    if verdict is Verdict.OK:
+        read = read_result("L", ["ok", "8", '["MAJOR","9"]', '["state","COMMITTED","rev","5","data","d"]'])
+        assert read == LinkRead(8, {"MAJOR": 9}, read.round) and read.round is not None
+        assert (read.round.state, read.round.rev, read.round.data) == (COMMITTED, "5", "d")
+        assert read_result("L", ["ok", "8", "{}", "{}"]) == LinkRead(8, {}, None)  # cjson writes [] as {}
+        return
+    refused = {Verdict.LOST: LinkLost, Verdict.BEHIND: LinkLost, Verdict.FENCED: LinkFenced}
+    with pytest.raises(refused.get(verdict, ResponseError)):  # a step's verdict from read.lua is a bug
+        read_result("L", [verdict.value, "3"])
+
+
+def test_the_scripts_answer_only_verdicts_the_codec_knows() -> None:
+    answered = set(re.findall(r"return \{'(\w+)'", APPLY)) | set(re.findall(r"return \{'(\w+)'", READ))
+    assert answered == {v.value for v in Verdict}
+
+
+def test_the_scripts_know_no_round_state_and_only_the_callers_markers() -> None:
+    for state in (*FINISHED, COMMITTED):
+        assert f"'{state}'" not in APPLY and f"'{state}'" not in READ
+    assert f"'{NEW_LINK}'" in APPLY and f"'{ROUND_ABSENT}'" in APPLY
+
+
+@pytest.mark.parametrize(("new_state", "finishes"), [(SETTLED, "1"), ("VOIDED", "1"), (COMMITTED, ""), ("", "")])
+def test_a_step_tells_apply_lua_whether_it_finishes_its_round(new_state: str, finishes: str) -> None:
+    step = Step("L", "req", "h1", "id1", {}, "{}", "3", ENTRY, NoResult(), round=("T", "r1"), round_expect=COMMITTED,
+                round_new_state=new_state, guards={"MAJOR": 5}, deltas=[("MAJOR", -5)])
+    keys, args = apply_call(step, 2)
+    assert len(keys) == 9 and args[4] == new_state and args[14] == finishes
+    assert args[15:] == [1, "MAJOR", "5", 1, "MAJOR", "-5"]  # ARGV 16 on: the guards, then the deltas
