@@ -67,17 +67,11 @@ SERVICES = ("jackpot.v1.TableService", "jackpot.v1.DisplayService", "jackpot.v1.
 async def run_grpc(service: JackpotService, listen: Listener, stop: asyncio.Event, *, reuse_port: bool = False,
                    ready: asyncio.Event | None = None) -> None:
     """Serve the three services plus health and reflection until `stop` is set."""
-    async def record(act: dict[str, str]) -> None:
-        await ledger.record_admin_act(service.pg, act)
-
-    async def trail(**query: Any) -> list[ledger.AdminAct]:
-        return await ledger.admin_acts(service.pg, ledger.AdminActFilter(**query))
-
-    server = grpc.aio.server(interceptors=[ErrorInterceptor(listen.guard, record=record)],
+    server = grpc.aio.server(interceptors=[ErrorInterceptor(listen.guard, record=service.services.trail.record)],
                              options=[("grpc.so_reuseport", int(reuse_port)), ("grpc.max_concurrent_streams", 1000)])
     table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(service.services), server)
     display_pb2_grpc.add_DisplayServiceServicer_to_server(DisplayServicer(service.services), server)
-    admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(service.services, trail), server)
+    admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(service.services), server)
     report_pb2_grpc.add_ReportServiceServicer_to_server(ReportServicer(service.reports), server)
     health_servicer = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -161,7 +155,8 @@ async def jackpot_service(redis: RedisPools, pg: ledger.Pool, settings: Settings
                else checkpoints.anchors_of("", ""))
     reports = PostgresReports(pg, live, anchors)
     try:
-        yield JackpotService(Services.build(redis, postgres, watcher, clock), ReportQueries(reports, clock), redis, pg)
+        services = Services.build(redis, postgres, watcher, clock, trail=ledger.PostgresAuditTrail(pg))
+        yield JackpotService(services, ReportQueries(reports, clock), redis, pg)
     finally:
         await postgres.close()
         await watcher.stop()

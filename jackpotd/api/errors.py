@@ -7,6 +7,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import asdict
 from typing import Any
 
 import grpc
@@ -20,12 +21,12 @@ from ..domain.errors import Conflict, FailedPrecondition, InvalidInput, NotFound
 from ..domain.ids import parse_hit_id
 from ..metrics import ADMIN_AUDIT_FAILURES, LATENCY, REQUESTS
 from ..service.errors import Unavailable
+from ..service.ports import AdminAct
 
 log = logging.getLogger("jackpotd.api")
 
-# Writes one row of the administrative audit trail (app.py binds it to the ledger's admin_audit): the fields
-# of ledger.AdminAct, as text.
-Recorder = Callable[[dict[str, str]], Awaitable[None]]
+# Writes one row of the administrative audit trail (the service's AdminTrail.record, on the AuditTrail port).
+Recorder = Callable[[AdminAct], Awaitable[None]]
 AUDITED = "/jackpot.v1.AdminService/"  # every call under it leaves a row, refused or not
 UNAUDITED = frozenset({"/jackpot.v1.AdminService/ListAudit"})  # reading the trail is no act
 
@@ -79,7 +80,7 @@ def _require_parsed(request: Any) -> None:
                            f"the message bytes do not parse (strings must be valid UTF-8): {request.error}")
 
 
-async def _record_nothing(act: dict[str, str]) -> None:
+async def _record_nothing(act: AdminAct) -> None:
     return None
 
 
@@ -169,7 +170,7 @@ def _audited(path: str, handler: Any, guard: Guard, record: Recorder) -> Any:
             await record(act)
         except Exception:
             failed.inc()
-            log.error("the audit trail did not record %s by %r (%s): %s", method, act["actor"], outcome, act,
+            log.error("the audit trail did not record %s by %r (%s): %s", method, act.actor, outcome, _fields(act),
                       exc_info=True)
 
     async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
@@ -196,7 +197,7 @@ def _audited(path: str, handler: Any, guard: Guard, record: Recorder) -> Any:
                                                handler.response_serializer)
 
 
-def _act(method: str, request: Any, identity: Identity | None, outcome: str, detail: str) -> dict[str, str]:
+def _act(method: str, request: Any, identity: Identity | None, outcome: str, detail: str) -> AdminAct:
     """The audit row of a call: the authenticated actor ('' when none), and what the request names (nothing
     if its bytes did not parse)."""
     fields = request.DESCRIPTOR.fields_by_name if isinstance(request, Message) else {}
@@ -210,10 +211,14 @@ def _act(method: str, request: Any, identity: Identity | None, outcome: str, det
         with contextlib.suppress(InvalidInput):
             link_id, table_id, _, _ = parse_hit_id(text("hit_id"))
     reason = text("reason") or (audit.reason if audit is not None else "")
-    return {"actor": identity.actor if identity else "", "role": identity.role.value if identity else "",
-            "method": method, "request_id": text("request_id"), "link_id": link_id,
-            "table_id": table_id, "reason": reason,
-            "approval_ref": audit.approval_ref if audit is not None else "", "outcome": outcome, "detail": detail}
+    return AdminAct(actor=identity.actor if identity else "", role=identity.role.value if identity else "",
+                    method=method, request_id=text("request_id"), link_id=link_id, table_id=table_id, reason=reason,
+                    approval_ref=audit.approval_ref if audit is not None else "", outcome=outcome, detail=detail)
+
+
+def _fields(act: AdminAct) -> dict[str, str]:
+    """An act's text fields by name, as a row that could not be written is logged."""
+    return {k: v for k, v in asdict(act).items() if k not in ("id", "at")}
 
 
 def _admitted(guard: Guard, path: str, request: Any, context: Any) -> Identity | None:
