@@ -26,5 +26,5 @@ class Services:
     def build(live: LiveStore, ledger: Ledger, durability: Durability, clock: Clock = now_ms,
               trail: AuditTrail | None = None) -> Services:
         links = Links(live, ledger, durability)
-        engine = WritePath(links)
+        engine = WritePath(live, ledger, durability, links)
         return Services(TableCommands(engine, clock), AdminCommands(engine, clock), Reads(links), AdminTrail(trail))
