@@ -12,7 +12,6 @@ from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from .api.errors import ErrorInterceptor
 from .api.gen.jackpot.v1 import (
     admin_pb2,
     admin_pb2_grpc,
@@ -23,6 +22,7 @@ from .api.gen.jackpot.v1 import (
     table_pb2,
     table_pb2_grpc,
 )
+from .api.interceptor import CallInterceptor
 from .api.reports import ReportServicer
 from .api.servicers import AdminServicer, DisplayServicer, TableServicer
 from .api.transport import Listener
@@ -54,7 +54,7 @@ class JackpotService:
 async def run_grpc(service: JackpotService, listen: Listener, stop: asyncio.Event, *, reuse_port: bool = False,
                    ready: asyncio.Event | None = None) -> None:
     """Serve the four services plus health and reflection until `stop` is set."""
-    server = grpc.aio.server(interceptors=[ErrorInterceptor(listen.guard, record=service.services.trail.record)],
+    server = grpc.aio.server(interceptors=[CallInterceptor(listen.guard, record=service.services.trail.record)],
                              options=[("grpc.so_reuseport", int(reuse_port)), ("grpc.max_concurrent_streams", 1000)])
     table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(service.services), server)
     display_pb2_grpc.add_DisplayServiceServicer_to_server(DisplayServicer(service.services), server)
