@@ -27,4 +27,5 @@ class Services:
               trail: AuditTrail | None = None) -> Services:
         links = Links(live, ledger, durability)
         engine = WritePath(live, ledger, durability, links)
-        return Services(TableCommands(engine, clock), AdminCommands(engine, clock), Reads(links), AdminTrail(trail))
+        return Services(TableCommands(engine, links, clock), AdminCommands(engine, links, live, ledger, clock),
+                        Reads(links, live, ledger, durability), AdminTrail(trail))
