@@ -57,6 +57,7 @@ def _wrap(path: str, handler: Any, guard: Guard, record: Recorder) -> Any:
 
 
 def _method(path: str) -> str:
+    """A method's name as metrics and the trail label it (`/pkg.Service/Method` -> `Method`)."""
     return path.rsplit("/", 1)[-1]
 
 
