@@ -164,7 +164,7 @@ class DisplayServicer(display_pb2_grpc.DisplayServiceServicer):
 
 def pools_of(items: Sequence[admin_pb2.PoolConfig]) -> tuple[PoolSpec, ...]:
     return tuple(admin_requests.pool_spec(p.pool, p.reset_cents, p.cap_cents if p.HasField("cap_cents") else None,
-                                    p.overflow_to) for p in items)
+                                          p.overflow_to) for p in items)
 
 
 def rates_of(r: admin_pb2.Rates, approval_ref: str) -> RateSet:
@@ -241,8 +241,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         req, audit = audited(request)
         jackpot = admin_requests.combined_jackpot(pools_of([request.jackpot])[0])
         return pools_changed(await self.admin.restructure(c.CombinePools(
-            req, request.link_id, jackpot,
-            rates_of(request.rates, audit.approval_ref), audit)))
+            req, request.link_id, jackpot, rates_of(request.rates, audit.approval_ref), audit)))
 
     async def SplitPools(self, request: admin_pb2.SplitPoolsRequest, context: Ctx) -> admin_pb2.PoolsChangedResponse:
         req, audit = audited(request)
