@@ -39,7 +39,7 @@ from stack import Stack, create_link, start_stack  # noqa: E402  (bench/stack.py
 from jackpotd.api.gen.jackpot.v1 import admin_pb2_grpc, table_pb2, table_pb2_grpc  # noqa: E402
 from jackpotd.auth.client import bearer, open_channel  # noqa: E402
 from jackpotd.auth.identity import Role  # noqa: E402
-from jackpotd.auth.issue import Request, issue_into  # noqa: E402
+from jackpotd.auth.issue import IssueOrder, issue_into  # noqa: E402
 from jackpotd.auth.tokens import issue, read_key  # noqa: E402
 from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey, free_port  # noqa: E402
 from tests.integration.process import ServerProcess  # noqa: E402
@@ -70,7 +70,7 @@ def start_tls_stack(workers: int, tables: list[str]) -> tuple[Stack, TlsServerPr
     root = Path(tempfile.mkdtemp(prefix="jackpotd-bench-tls-"))
     os.chmod(root, 0o755)
     creds = root / "credentials"
-    issue_into(creds, Request(tables=tables, roles=[(Role.ADMIN, "bench")]))
+    issue_into(creds, IssueOrder(tables=tables, roles=[(Role.ADMIN, "bench")]))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pg = EmbeddedPostgres(root / "postgres" / "data").start()

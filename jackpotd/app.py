@@ -15,33 +15,14 @@ import logging
 import os
 import signal
 from collections.abc import AsyncIterator, Coroutine
-from dataclasses import dataclass
 from typing import Any
 
-import grpc
-from grpc_health.v1 import _async as health_aio
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 from prometheus_client import start_http_server
 
-from .api.errors import ErrorInterceptor
-from .api.gen.jackpot.v1 import (
-    admin_pb2,
-    admin_pb2_grpc,
-    display_pb2,
-    display_pb2_grpc,
-    report_pb2,
-    report_pb2_grpc,
-    table_pb2,
-    table_pb2_grpc,
-)
-from .api.reports import ReportServicer
-from .api.servicers import AdminServicer, DisplayServicer, TableServicer
-from .api.transport import Listener, listener
+from .api.transport import listener
 from .auth.credentials import development_credentials
-from .auth.guard import Guard
-from .clock import Clock, now_ms, wait_set
-from .health import HealthReporter
+from .clock import Clock, now_ms
+from .grpc_server import JackpotService, run_grpc
 from .metrics import multiprocess_dir, registry
 from .service.reports import ReportQueries
 from .service.services import Services
@@ -51,98 +32,13 @@ from .store.durability import DurabilityWatcher
 from .store.leader import LeadingWriter, WriterLease
 from .store.ledger import PostgresLedger
 from .store.ledger.report_port import PostgresReports
-from .store.ledger.revocations import revoked
 from .store.redis_pools import RedisPools
 from .store.shards import describe, shard_of
-from .store.throttle import Throttled
 from .store.writer import LedgerWriter
-from .stores import Stores, open_stores, sentinel_password
+from .stores import Stores, open_stores, worker_stores
 from .supervisor import Supervisor, wait_serving
 
 log = logging.getLogger("jackpotd")
-SERVICES = ("jackpot.v1.TableService", "jackpot.v1.DisplayService", "jackpot.v1.AdminService",
-            "jackpot.v1.ReportService")
-
-
-async def run_grpc(service: JackpotService, listen: Listener, stop: asyncio.Event, *, reuse_port: bool = False,
-                   ready: asyncio.Event | None = None) -> None:
-    """Serve the three services plus health and reflection until `stop` is set."""
-    async def record(act: dict[str, str]) -> None:
-        await ledger.record_admin_act(service.pg, act)
-
-    async def trail(**query: Any) -> list[ledger.AdminAct]:
-        return await ledger.admin_acts(service.pg, ledger.AdminActFilter(**query))
-
-    server = grpc.aio.server(interceptors=[ErrorInterceptor(listen.guard, record=record)],
-                             options=[("grpc.so_reuseport", int(reuse_port)), ("grpc.max_concurrent_streams", 1000)])
-    table_pb2_grpc.add_TableServiceServicer_to_server(TableServicer(service.services), server)
-    display_pb2_grpc.add_DisplayServiceServicer_to_server(DisplayServicer(service.services), server)
-    admin_pb2_grpc.add_AdminServiceServicer_to_server(AdminServicer(service.services, trail), server)
-    report_pb2_grpc.add_ReportServiceServicer_to_server(ReportServicer(service.reports), server)
-    health_servicer = health_aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    names = [table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name,
-             display_pb2.DESCRIPTOR.services_by_name["DisplayService"].full_name,
-             admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
-             report_pb2.DESCRIPTOR.services_by_name["ReportService"].full_name,
-             health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME]
-    reflection.enable_server_reflection(names, server)
-    reporter = HealthReporter(health_servicer, service.redis, service.pg, ("", *SERVICES))
-    await reporter.not_serving()  # should the first check fail
-    await reporter.update()  # the first caller gets a real answer
-    await load_revocations(service.pg, listen.guard)  # before the first call is taken
-    revocations = asyncio.create_task(follow_revocations(service.pg, listen.guard, stop), name="revocations")
-    if listen.credentials is None:
-        server.add_insecure_port(listen.address)  # loopback only: transport.listener refuses anything else
-    else:
-        server.add_secure_port(listen.address, listen.credentials)
-    await server.start()
-    health_task = asyncio.create_task(reporter.run(stop), name="health")
-    if ready is not None:
-        ready.set()
-    await stop.wait()
-    await health_task
-    await revocations
-    await reporter.shutdown()
-    await server.stop(grace=5)
-
-
-REVOCATIONS_EVERY = 1.0  # seconds: a revoked credential is refused, and its streams ended, within about two
-
-
-async def load_revocations(pg: ledger.Pool, guard: Guard) -> None:
-    """The revocation list into the guard (an error is logged: it is read again every REVOCATIONS_EVERY s)."""
-    try:
-        guard.revoke(await revoked(pg))
-    except Exception as e:
-        log.error("the revocation list could not be read (%s); it is read again every %g s", e, REVOCATIONS_EVERY)
-
-
-async def follow_revocations(pg: ledger.Pool, guard: Guard, stop: asyncio.Event) -> None:
-    """Keep the guard's revocation list current (`jackpotd revoke`) and end the streams of credentials revoked or
-    expired, every REVOCATIONS_EVERY seconds until `stop`. The list only grows: a failed read keeps the last."""
-    complain = Throttled(log).warn
-    while True:  # load_revocations has read it just before
-        await wait_set(stop, REVOCATIONS_EVERY)
-        if stop.is_set():
-            return
-        try:
-            guard.revoke(await revoked(pg))
-        except Exception as e:  # the database is away: what is known stays revoked, expiry is still enforced
-            complain(f"reading the revocation list failed: {e}")
-        ended = guard.sweep()
-        if ended:
-            log.warning("ended %d stream(s) whose credential was revoked or expired", ended)
-
-
-@dataclass(frozen=True, slots=True)
-class JackpotService:
-    """The service layer wired to its stores: what the servicers call, and the stores health checks."""
-
-    services: Services
-    reports: ReportQueries
-    redis: RedisPools
-    pg: ledger.Pool
 
 
 @contextlib.asynccontextmanager
@@ -161,7 +57,8 @@ async def jackpot_service(redis: RedisPools, pg: ledger.Pool, settings: Settings
                else checkpoints.anchors_of("", ""))
     reports = PostgresReports(pg, live, anchors)
     try:
-        yield JackpotService(Services.build(redis, postgres, watcher, clock), ReportQueries(reports, clock), redis, pg)
+        services = Services.build(redis, postgres, watcher, clock, trail=ledger.PostgresAuditTrail(pg))
+        yield JackpotService(services, ReportQueries(reports, clock), redis, pg)
     finally:
         await postgres.close()
         await watcher.stop()
@@ -299,15 +196,8 @@ def worker_main(settings_dict: dict[str, object], number: int) -> None:
     async def main() -> None:
         stop = asyncio.Event()
         _stop_on_signals(stop)
-        redis = await RedisPools.open(settings.redis_url, settings.redis_sentinels, settings.redis_master_name,
-                                      cluster=settings.redis_cluster, sentinel_password=sentinel_password(settings))
-        pg = await ledger.connect_pool(settings.postgres_dsn, size=10)
-        try:
-            async with jackpot_service(redis, pg, settings) as service:
-                await run_grpc(service, listener(settings), stop, reuse_port=True)
-        finally:
-            await redis.close()
-            await pg.close()
+        async with worker_stores(settings) as (redis, pg), jackpot_service(redis, pg, settings) as service:
+            await run_grpc(service, listener(settings), stop, reuse_port=True)
 
     run_loop(main())
 

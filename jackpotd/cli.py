@@ -9,6 +9,7 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -300,19 +301,17 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         if args.command == "recover":
             return await ledger_commands.recover(stores, settings)
         if args.command == "rebuild-summaries":
-            import asyncpg
             from tqdm import tqdm
 
             from .store.ledger import summaries
 
-            conn = await asyncpg.connect(stores.owner_dsn or stores.dsn)
-            try:
-                links = args.link or [r["link_id"] for r in await conn.fetch("SELECT link_id FROM links ORDER BY 1")]
-                for link in tqdm(links, desc="links", unit="link", disable=len(links) < 2 or None, file=sys.stderr):
-                    entries, rows = await summaries.rebuild(conn, link)
-                    print(f"{link}: {entries} entries, {rows} summary rows" if entries else f"{link}: no such link")
-            finally:
-                await conn.close()
+            def progress(links: list[str]) -> Iterable[str]:
+                return tqdm(links, desc="links", unit="link", disable=len(links) < 2 or None, file=sys.stderr)
+
+            def done(link: str, entries: int, rows: int) -> None:
+                print(f"{link}: {entries} entries, {rows} summary rows" if entries else f"{link}: no such link")
+
+            await summaries.rebuild_links(stores.owner_dsn or stores.dsn, args.link or [], done, progress)
             return 0
         if args.command == "revoke":
             from . import credential_commands

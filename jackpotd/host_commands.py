@@ -78,19 +78,19 @@ def system_account() -> int:
 def certs(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from .auth.issue import IssueError, Request, Step, issue_into, parse_list, parse_roles
+    from .auth.issue import IssueError, IssueOrder, IssueStep, issue_into, parse_list, parse_roles
 
     out = Path(args.out)
     new = not (out / "ca.pem").exists()
     try:
         roles = parse_roles(args.roles if args.roles is not None else DEFAULT_ROLES if new else "")
-        request = Request(tables=parse_list(args.tables), roles=roles, hosts=parse_list(args.hosts), days=args.days,
-                          token_days=args.token_days, server=args.server, table_tokens=args.table_tokens)
+        order = IssueOrder(tables=parse_list(args.tables), roles=roles, hosts=parse_list(args.hosts), days=args.days,
+                           token_days=args.token_days, server=args.server, table_tokens=args.table_tokens)
 
-        def progress(steps: list[Step]) -> Any:
+        def progress(steps: list[IssueStep]) -> Any:
             return tqdm(steps, desc="issuing", unit="credential", disable=len(steps) < 20 or None, file=sys.stderr)
 
-        done = issue_into(out, request, progress)
+        done = issue_into(out, order, progress)
     except (IssueError, OSError) as e:
         print(f"jackpotd: {e}", file=sys.stderr)
         return 2

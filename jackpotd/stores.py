@@ -73,12 +73,10 @@ async def open_stores(settings: Settings, *, migrate: bool = True) -> AsyncItera
             await ledger.migrate(owner_dsn)
         pool = await ledger.connect_pool(dsn, size=20)
         try:
-            redis = await RedisPools.open(redis_url, settings.redis_sentinels, settings.redis_master_name,
-                                          cluster=settings.redis_cluster,
-                                          sentinel_password=sentinel_password(settings))
-        except WrongTopology as e:
+            redis = await open_redis(settings, redis_url)
+        except SettingsError:
             await pool.close()
-            raise SettingsError(str(e)) from None
+            raise
         try:
             for problem in await ledger.role_problems(pool):
                 log.warning("%s: the service could rewrite the ledger; let it log in as a role with only %s's "
@@ -92,6 +90,31 @@ async def open_stores(settings: Settings, *, migrate: bool = True) -> AsyncItera
             _endpoints_file(settings).unlink(missing_ok=True)
             embedded[1].stop()
             embedded[0].stop()
+
+
+async def open_redis(settings: Settings, redis_url: str) -> RedisPools:
+    """Redis at `redis_url` as the settings say to follow it (Sentinel, cluster): the one way the supervisor and the
+    workers open it. SettingsError when the server is not what the settings describe."""
+    try:
+        return await RedisPools.open(redis_url, settings.redis_sentinels, settings.redis_master_name,
+                                     cluster=settings.redis_cluster, sentinel_password=sentinel_password(settings))
+    except WrongTopology as e:
+        raise SettingsError(str(e)) from None
+
+
+@contextlib.asynccontextmanager
+async def worker_stores(settings: Settings) -> AsyncIterator[tuple[RedisPools, ledger.Pool]]:
+    """A gRPC worker's connections to the stores its supervisor opened (the URLs it was handed carry the
+    passwords), closed after: no migration, no embedded server, a smaller pool."""
+    redis = await open_redis(settings, settings.redis_url)
+    try:
+        pg = await ledger.connect_pool(settings.postgres_dsn, size=10)
+        try:
+            yield redis, pg
+        finally:
+            await pg.close()
+    finally:
+        await redis.close()
 
 
 def _write_private(path: Path, text: str) -> None:

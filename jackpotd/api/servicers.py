@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import replace
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import grpc
 from google.protobuf.json_format import MessageToDict
@@ -14,14 +12,13 @@ from google.protobuf.message import Message
 from ..auth.guard import CALLER
 from ..domain.errors import InvalidInput
 from ..domain.ids import require_id
-from ..domain.link import LinkConfig, TableConfig
-from ..domain.paytable import PaytableEntry, default_paytable
-from ..domain.pools import JACKPOT, RESERVE, PoolSpec
+from ..domain.paytable import PaytableEntry
+from ..domain.pools import PoolSpec
 from ..domain.rates import RateSet
 from ..domain.rounds import NoHand, SeatHand, Wager
+from ..service import admin_requests, results
 from ..service import commands as c
-from ..service import results
-from ..service.errors import Unavailable
+from ..service.admin_trail import ms_of
 from ..service.services import Services
 from .gen.jackpot.v1 import (
     admin_pb2,
@@ -33,13 +30,7 @@ from .gen.jackpot.v1 import (
     table_pb2_grpc,
 )
 
-if TYPE_CHECKING:
-    from ..store.ledger import AdminAct
-
 Ctx = grpc.aio.ServicerContext[Any, Any]
-# Reads the audit trail (app.py binds it to ledger.admin_acts): keyword arguments of ledger.AdminActFilter.
-AuditTrail = Callable[..., Awaitable[Sequence["AdminAct"]]]
-LIST_AUDIT_MAX = 1000
 
 
 def caller_key() -> str:
@@ -172,21 +163,21 @@ class DisplayServicer(display_pb2_grpc.DisplayServiceServicer):
 
 
 def pools_of(items: Sequence[admin_pb2.PoolConfig]) -> tuple[PoolSpec, ...]:
-    return tuple(PoolSpec(p.pool, p.reset_cents, p.cap_cents if p.HasField("cap_cents") else None,
-                          p.overflow_to or RESERVE) for p in items)
+    return tuple(admin_requests.pool_spec(p.pool, p.reset_cents, p.cap_cents if p.HasField("cap_cents") else None,
+                                          p.overflow_to) for p in items)
 
 
 def rates_of(r: admin_pb2.Rates, approval_ref: str) -> RateSet:
-    return RateSet({x.pool: x.ppm for x in r.pools}, r.retained_ppm, 1, r.effective_at_ms, approval_ref)
+    return admin_requests.rate_set({x.pool: x.ppm for x in r.pools}, r.retained_ppm, r.effective_at_ms, approval_ref)
 
 
 class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     """Supervisors and administrators (API.md AdminService)."""
 
-    def __init__(self, services: Services, trail: AuditTrail | None = None) -> None:
+    def __init__(self, services: Services) -> None:
         self.admin = services.admin
         self.reads = services.reads
-        self.trail = trail
+        self.trail = services.trail
 
     async def _change(self, cmd: c.ConfigCommand) -> admin_pb2.LinkResponse:
         done = await self.admin.change(cmd)
@@ -194,13 +185,10 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         return admin_pb2.LinkResponse(link_id=done.link_id, sequence=done.seq, config_version=done.seq)
 
     async def CreateLink(self, request: admin_pb2.CreateLinkRequest, context: Ctx) -> admin_pb2.LinkResponse:
-        games = list(request.games) or ["caribbean-stud"]
-        config = LinkConfig(
-            link_id=request.link_id, mode=request.mode, wager_cents=request.wager_amount_cents,
-            pools=pools_of(request.pools), rate_sets=(rates_of(request.rates, request.audit.approval_ref),),
-            paytables={g: default_paytable(g, request.mode) for g in games},
-            verification_threshold_cents=request.verification_threshold_cents,
-            gaming_day_start=request.gaming_day_start or "06:00", time_zone=request.time_zone or "UTC")
+        config = admin_requests.new_link(
+            request.link_id, request.mode, request.wager_amount_cents, pools_of(request.pools),
+            rates_of(request.rates, request.audit.approval_ref), request.games, request.verification_threshold_cents,
+            request.gaming_day_start, request.time_zone)
         req, audit = audited(request)
         return await self._change(c.CreateLink(req, config, audit))
 
@@ -221,7 +209,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         return await self._change(c.SetPaytable(req, request.link_id, request.game, entries, audit))
 
     async def RegisterTable(self, request: admin_pb2.RegisterTableRequest, context: Ctx) -> admin_pb2.LinkResponse:
-        table = TableConfig(request.table_id, request.game or "caribbean-stud", request.seats)
+        table = admin_requests.table_config(request.table_id, request.game, request.seats)
         req, audit = audited(request)
         return await self._change(c.RegisterTable(req, request.link_id, table, audit))
 
@@ -243,8 +231,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         return hit_decision(await self.admin.decide_hit(c.DecideHit(req, request.hit_id, True, "", audit)))
 
     async def RejectHit(self, request: admin_pb2.RejectHitRequest, context: Ctx) -> admin_pb2.HitDecisionResponse:
-        if not request.audit.reason:  # the rejection's reason is the act's
-            request.audit.reason = request.reason
+        request.audit.reason = admin_requests.rejection_act_reason(request.audit.reason, request.reason)
         req, audit = audited(request)
         return hit_decision(await self.admin.decide_hit(c.DecideHit(req, request.hit_id, False, request.reason,
                                                                     audit)))
@@ -252,18 +239,13 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     async def CombinePools(self, request: admin_pb2.CombinePoolsRequest,
                            context: Ctx) -> admin_pb2.PoolsChangedResponse:
         req, audit = audited(request)
-        jackpot = pools_of([request.jackpot])[0]
+        jackpot = admin_requests.combined_jackpot(pools_of([request.jackpot])[0])
         return pools_changed(await self.admin.restructure(c.CombinePools(
-            req, request.link_id, replace(jackpot, name=jackpot.name or JACKPOT),
-            rates_of(request.rates, audit.approval_ref), audit)))
+            req, request.link_id, jackpot, rates_of(request.rates, audit.approval_ref), audit)))
 
     async def SplitPools(self, request: admin_pb2.SplitPoolsRequest, context: Ctx) -> admin_pb2.PoolsChangedResponse:
         req, audit = audited(request)
-        allocation: dict[str, int] = {}
-        for i, a in enumerate(request.allocation):
-            if a.pool in allocation:
-                raise InvalidInput(f"allocation[{i}].pool", a.pool, "allocated twice")
-            allocation[a.pool] = a.amount_ucents
+        allocation = admin_requests.allocation_of((a.pool, a.amount_ucents) for a in request.allocation)
         return pools_changed(await self.admin.restructure(c.SplitPools(
             req, request.link_id, pools_of(request.pools), allocation, rates_of(request.rates, audit.approval_ref),
             audit)))
@@ -277,18 +259,10 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             status=h.status, sequence=h.seq) for h in found])
 
     async def ListAudit(self, request: admin_pb2.ListAuditRequest, context: Ctx) -> admin_pb2.ListAuditResponse:
-        if self.trail is None:
-            raise Unavailable("this server keeps no audit trail")
-        if not 0 <= request.limit <= LIST_AUDIT_MAX:
-            raise InvalidInput("limit", request.limit, f"must be 0 (100) to {LIST_AUDIT_MAX}")
-        for name, ms in (("since_ms", request.since_ms), ("until_ms", request.until_ms)):
-            if ms < 0:
-                raise InvalidInput(name, ms, "must be 0 (unbounded) or milliseconds since the epoch")
-        acts = await self.trail(link_id=request.link_id, actor=request.actor, method=request.method,
-                                since=_instant(request.since_ms), until=_instant(request.until_ms),
-                                limit=request.limit)
+        acts = await self.trail.acts(request.link_id, request.actor, request.method, request.since_ms,
+                                     request.until_ms, request.limit)
         return admin_pb2.ListAuditResponse(rows=[admin_pb2.AuditRow(
-            id=a.id, at_ms=_ms(a.at) if a.at else 0, actor=a.actor, role=a.role,
+            id=a.id, at_ms=ms_of(a.at) if a.at else 0, actor=a.actor, role=a.role,
             method=a.method, request_id=a.request_id, link_id=a.link_id, table_id=a.table_id, reason=a.reason,
             approval_ref=a.approval_ref, outcome=a.outcome, detail=a.detail) for a in acts])
 
@@ -306,15 +280,3 @@ def pools_changed(done: results.PoolsChanged) -> admin_pb2.PoolsChangedResponse:
     return admin_pb2.PoolsChangedResponse(link_id=done.link_id, mode=done.mode, pools=pool_amounts(done.pools),
                                           sequence=done.seq, config_version=done.seq)
 
-
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-MILLISECOND = timedelta(milliseconds=1)
-
-
-def _instant(ms: int) -> datetime | None:
-    """Milliseconds since the epoch as an instant, exactly (integer arithmetic); 0 is no bound."""
-    return EPOCH + ms * MILLISECOND if ms else None
-
-
-def _ms(at: datetime) -> int:
-    return (at - EPOCH) // MILLISECOND

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .identity import Role
-from .issue import CREDENTIALS_DIR, DEV_ROLES, DEV_TABLES, DEV_TOKEN_DAYS, Request, issue_into
+from .issue import CREDENTIALS_DIR, DEV_ROLES, DEV_TABLES, DEV_TOKEN_DAYS, IssueOrder, issue_into
 from .tokens import issue as issue_token
 from .tokens import read_key
 
@@ -22,7 +22,7 @@ def development_credentials(state_dir: str | Path) -> Path:
     six demo tables (the loopback listener takes table tokens), and for trying TLS a CA, a server certificate,
     role certificates and the demo tables' certificates. Returns the directory."""
     root = Path(state_dir).resolve() / CREDENTIALS_DIR
-    issue_into(root, Request(tables=DEV_TABLES, roles=DEV_ROLES, token_days=DEV_TOKEN_DAYS, server=False,
+    issue_into(root, IssueOrder(tables=DEV_TABLES, roles=DEV_ROLES, token_days=DEV_TOKEN_DAYS, server=False,
                              table_tokens=True, only_missing=True))
     return root
 

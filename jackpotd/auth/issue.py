@@ -235,7 +235,7 @@ def role_file(role: Role, name: str) -> str:
 
 
 @dataclass
-class Written:
+class IssuedFiles:
     """What an issue run wrote and what it kept, relative to its directory."""
 
     root: Path
@@ -245,7 +245,7 @@ class Written:
 
 
 @dataclass
-class Request:
+class IssueOrder:
     """What to issue into a directory."""
 
     tables: Sequence[str] = ()
@@ -260,19 +260,19 @@ class Request:
 
 RENEW_DAYS = 30
 TOKEN_RENEW_DAYS = 7  # a token is issued again at most this many days before it expires
-Step = tuple[str, Callable[[], None]]  # what a step writes, and the step
+IssueStep = tuple[str, Callable[[], None]]  # what a step writes, and the step
 
 
-def issue_into(out: str | Path, request: Request,
-               progress: Callable[[list[Step]], Iterable[Step]] | None = None) -> Written:
-    """Issue `request` into `out`, reusing its CA and auth key when they exist (creating them otherwise).
+def issue_into(out: str | Path, order: IssueOrder,
+               progress: Callable[[list[IssueStep]], Iterable[IssueStep]] | None = None) -> IssuedFiles:
+    """Issue `order` into `out`, reusing its CA and auth key when they exist (creating them otherwise).
     `progress` may wrap the list of steps (a progress bar)."""
     root = Path(out)
-    if request.days < 1 or request.token_days < 1:
+    if order.days < 1 or order.token_days < 1:
         raise IssueError("validity must be at least one day")
-    for t in request.tables:
+    for t in order.tables:
         _check_name(Role.TABLE, t)
-    done = Written(root)
+    done = IssuedFiles(root)
     for d in (root, root / "tables", root / "roles", root / "tokens"):
         if d.exists() and private_dir(d):
             done.tightened.append(str(d))
@@ -280,29 +280,29 @@ def issue_into(out: str | Path, request: Request,
     authority = _authority(root, done)
     auth_key = _auth_key(root, done)
     server_there = (root / "server.pem").exists() and (root / "server.key").exists()
-    steps: list[Step] = []
-    if request.server or request.hosts or request.only_missing or not server_there:
-        steps.append(("server.pem", partial(_certificate, root, "server", request, done, authority,
-                                            partial(authority.server, request.hosts, request.days))))
-    for t in dict.fromkeys(request.tables):
-        steps.append((f"tables/{t}.pem", partial(_certificate, root, f"tables/{t}", request, done, authority,
-                                                 partial(authority.table, t, request.days))))
-        if request.table_tokens:
-            steps.append((f"tokens/table-{t}.token", partial(_token, root, Role.TABLE, t, request, done, auth_key)))
-    for role, name in dict.fromkeys(request.roles):
+    steps: list[IssueStep] = []
+    if order.server or order.hosts or order.only_missing or not server_there:
+        steps.append(("server.pem", partial(_certificate, root, "server", order, done, authority,
+                                            partial(authority.server, order.hosts, order.days))))
+    for t in dict.fromkeys(order.tables):
+        steps.append((f"tables/{t}.pem", partial(_certificate, root, f"tables/{t}", order, done, authority,
+                                                 partial(authority.table, t, order.days))))
+        if order.table_tokens:
+            steps.append((f"tokens/table-{t}.token", partial(_token, root, Role.TABLE, t, order, done, auth_key)))
+    for role, name in dict.fromkeys(order.roles):
         rel = f"roles/{role_file(role, name)}"
-        steps.append((f"{rel}.pem", partial(_certificate, root, rel, request, done, authority,
-                                            partial(authority.client, role, name, request.days))))
+        steps.append((f"{rel}.pem", partial(_certificate, root, rel, order, done, authority,
+                                            partial(authority.client, role, name, order.days))))
         steps.append((f"tokens/{role_file(role, name)}.token",
-                      partial(_token, root, role, name, request, done, auth_key)))
+                      partial(_token, root, role, name, order, done, auth_key)))
     for _, run in (progress(steps) if progress else steps):
         run()
     return done
 
 
-def _certificate(root: Path, rel: str, request: Request, done: Written, authority: Authority,
+def _certificate(root: Path, rel: str, order: IssueOrder, done: IssuedFiles, authority: Authority,
                  make: Callable[[], Issued]) -> None:
-    if request.only_missing and _valid_pair(root / f"{rel}.pem", root / f"{rel}.key", authority):
+    if order.only_missing and _valid_pair(root / f"{rel}.pem", root / f"{rel}.key", authority):
         done.kept.append(f"{rel}.pem")
         return
     issued = make()
@@ -311,12 +311,12 @@ def _certificate(root: Path, rel: str, request: Request, done: Written, authorit
     done.wrote += [f"{rel}.pem", f"{rel}.key"]
 
 
-def _token(root: Path, role: Role, name: str, request: Request, done: Written, auth_key: bytes) -> None:
+def _token(root: Path, role: Role, name: str, order: IssueOrder, done: IssuedFiles, auth_key: bytes) -> None:
     rel = f"tokens/{role_file(role, name)}.token"
-    if request.only_missing and _valid_token(root / rel, auth_key):
+    if order.only_missing and _valid_token(root / rel, auth_key):
         done.kept.append(rel)
         return
-    write_file(root / rel, (issue_token(auth_key, role, name, request.token_days * 86400) + "\n").encode())
+    write_file(root / rel, (issue_token(auth_key, role, name, order.token_days * 86400) + "\n").encode())
     done.wrote.append(rel)
 
 
@@ -330,7 +330,7 @@ def _valid_token(path: Path, key: bytes) -> bool:
     return expires > _now().timestamp() + TOKEN_RENEW_DAYS * 86400
 
 
-def _authority(root: Path, done: Written) -> Authority:
+def _authority(root: Path, done: IssuedFiles) -> Authority:
     cert, key = root / "ca.pem", root / "ca.key"
     if cert.exists() != key.exists():
         missing = key if cert.exists() else cert
@@ -351,7 +351,7 @@ def _authority(root: Path, done: Written) -> Authority:
     return authority
 
 
-def _auth_key(root: Path, done: Written) -> bytes:
+def _auth_key(root: Path, done: IssuedFiles) -> bytes:
     path = root / "auth.key"
     if path.exists():
         try:

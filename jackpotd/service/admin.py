@@ -12,16 +12,19 @@ from .commands import ConfigCommand, CreateLink, DecideHit, Fund, RegisterTable,
 from .decide.admin import AdminState, decide_config, decide_fund, decide_restructure, require_approval
 from .decide.hits import HitPlace, HitState, decide_hit
 from .engine import Gather, WritePath
-from .ports import Seen
+from .links import Links
+from .ports import Ledger, LiveStore, Seen
 
 
 class AdminCommands:
     """FundPool, CreateLink, RegisterTable, Suspend/ResumeTable, SetRates, SetPaytable, UpdateLink,
     Approve/RejectHit, Combine/SplitPools."""
 
-    def __init__(self, engine: WritePath, clock: Clock) -> None:
+    def __init__(self, engine: WritePath, links: Links, live: LiveStore, ledger: Ledger, clock: Clock) -> None:
         self.engine = engine
-        self.links = engine.links
+        self.links = links
+        self.live = live
+        self.ledger = ledger
         self.clock = clock
 
     async def _now(self, config: LinkConfig, seen: Seen) -> AdminState:
@@ -31,7 +34,7 @@ class AdminCommands:
         """A create also asks whether the ledger holds the link, whatever the live store says."""
 
         async def gather(config: LinkConfig, seen: Seen) -> AdminState:
-            return AdminState(self.clock(), await self.links.ledger.link_known(link_id))
+            return AdminState(self.clock(), await self.ledger.link_known(link_id))
 
         return gather
 
@@ -57,7 +60,7 @@ class AdminCommands:
         require_id("link_id", link_id)
         gather: Gather[AdminState] = self._now
         if isinstance(cmd, CreateLink):
-            await self.links.live.add_link(link_id)  # before the step, so the ledger writer reads its journal
+            await self.live.add_link(link_id)  # before the step, so the ledger writer reads its journal
             gather = self._known(link_id)
         if isinstance(cmd, RegisterTable):
             current = await self.links.current_link_of(cmd.table.table_id)
@@ -66,7 +69,7 @@ class AdminCommands:
         done = await self.engine.execute(link_id, cmd.request, gather, lambda c, v, s: decide_config(cmd, c, v, s),
                                          create=cmd.config if isinstance(cmd, CreateLink) else None)
         if isinstance(cmd, RegisterTable):
-            await self.links.live.set_table_link(cmd.table.table_id, link_id)
+            await self.live.set_table_link(cmd.table.table_id, link_id)
         return results.answered(done.reply, done.config)
 
     async def decide_hit(self, cmd: DecideHit) -> results.HitDecided:
@@ -82,7 +85,7 @@ class AdminCommands:
 
         async def gather(config: LinkConfig, seen: Seen) -> HitState:
             live = await self.links.read(where.link_id, (where.table_id, where.round_id))
-            known = await self.links.ledger.hit(where.link_id, where.table_id, where.round_id, where.seat)
+            known = await self.ledger.hit(where.link_id, where.table_id, where.round_id, where.seat)
             return HitState(self.clock(), live.round, None if known is None else known.status)
 
         done = await self.engine.execute(where.link_id, cmd.request, gather,

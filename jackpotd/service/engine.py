@@ -15,7 +15,21 @@ from ..metrics import CAS_RETRIES
 from .commands import Request
 from .errors import LinkLost, Unavailable
 from .links import Links
-from .ports import NEW_LINK, Applied, IdReused, LinkExists, Moved, Reply, RoundNotOpen, RoundsOpen, Seen, Step
+from .ports import (
+    NEW_LINK,
+    Applied,
+    Durability,
+    IdReused,
+    Ledger,
+    LinkExists,
+    LiveStore,
+    Moved,
+    Reply,
+    RoundNotOpen,
+    RoundsOpen,
+    Seen,
+    Step,
+)
 
 MAX_ATTEMPTS = 200
 
@@ -44,20 +58,23 @@ def id_reused(req: Request, reply: Reply) -> Conflict:
 class WritePath:
     """Runs every mutating operation: ledger first for ids it holds, then decide → apply → wait durable."""
 
-    def __init__(self, links: Links) -> None:
-        self.links = links
+    def __init__(self, live: LiveStore, ledger: Ledger, durability: Durability, links: Links) -> None:
+        self.live = live  # the atomic step, and a request's record while the live store keeps it
+        self.ledger = ledger  # whether a request or round id was ever used, and the replies it holds
+        self.durability = durability  # the ledger's durable mark, waited for before answering
+        self.links = links  # the configs this process caches, dropped when a step changes or loses them
 
     async def execute(self, link_id: str, req: Request, gather: Gather[S], decide: Decide[S], *,
                       round_: tuple[str, str] = ("", ""), create: LinkConfig | None = None) -> Done:
         require_id("request_id", req.request_id)
         # A request id and a round id are used once (API.md): the live store lets them go after the
         # retention, the ledger keeps them all, so it is asked first.
-        seen = await self.links.ledger.seen(link_id, *round_, req.key, req.legacy_id, req.hash)
+        seen = await self.ledger.seen(link_id, *round_, req.key, req.legacy_id, req.hash)
         if seen.request_hash is not None:
             if seen.legacy:  # written before ids were scoped: under its bare id, with this very content
-                reply = await self.links.ledger.stored_reply(link_id, req.legacy_id)
+                reply = await self.ledger.stored_reply(link_id, req.legacy_id)
                 return await self._replay(link_id, req, reply, request_identity(req.legacy_id, req.hash))
-            return await self._replay(link_id, req, await self.links.ledger.stored_reply(link_id, req.key))
+            return await self._replay(link_id, req, await self.ledger.stored_reply(link_id, req.key))
         for attempt in range(MAX_ATTEMPTS):
             if create is not None:
                 version, config = NEW_LINK, create
@@ -70,7 +87,7 @@ class WritePath:
                 # since, a new wager amount, its round settled): its record answers it.
                 return await self._replay_or(link_id, req, e)
             try:
-                outcome = await self.links.live.apply(step, self.links.durability.floor(link_id))
+                outcome = await self.live.apply(step, self.durability.floor(link_id))
             except LinkLost:
                 self.links.forget(link_id)
                 raise
@@ -101,9 +118,9 @@ class WritePath:
 
     async def _replay_or(self, link_id: str, req: Request, error: Exception) -> Done:
         """A request refused now may have been applied before: answer it from its record, else raise `error`."""
-        reply = await self.links.live.record(link_id, req.key)
+        reply = await self.live.record(link_id, req.key)
         if reply is None:
-            reply = await self.links.ledger.stored_reply(link_id, req.key)
+            reply = await self.ledger.stored_reply(link_id, req.key)
         if reply is None:
             raise error
         return await self._replay(link_id, req, reply)
@@ -121,4 +138,4 @@ class WritePath:
 
     async def _durable(self, link_id: str, seq: int, identity: str | None) -> None:
         """Wait until the ledger holds entry `seq` (as this request, when its identity is given)."""
-        await self.links.durability.wait_durable(link_id, seq, identity)
+        await self.durability.wait_durable(link_id, seq, identity)

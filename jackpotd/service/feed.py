@@ -16,6 +16,7 @@ from ..metrics import FEED_DROPPED, FEED_READS, WATCHERS
 from .decide.reads import METER_INTERVAL, announcements
 from .errors import Unavailable
 from .links import Links
+from .ports import Durability, Ledger, LiveStore
 from .results import LinkUpdate, TableView, pool_views, table_views
 
 log = logging.getLogger("jackpotd.feed")
@@ -113,10 +114,13 @@ class CommittedFeed:
     """Per process: follows each watched link's durable mark and reads what it newly covers from the ledger, at
     most ten times a second a link, however many watch it (ARCHITECTURE.md, Reads)."""
 
-    def __init__(self, links: Links) -> None:
+    def __init__(self, links: Links, live: LiveStore, ledger: Ledger, durability: Durability) -> None:
         self.links = links
+        self.live = live
+        self.ledger = ledger
+        self.durability = durability
         self._links: dict[str, _Link] = {}
-        links.durability.on_durable(self._advanced)
+        durability.on_durable(self._advanced)
 
     @contextlib.asynccontextmanager
     async def watching(self, link_id: str) -> AsyncIterator[Watcher]:
@@ -124,7 +128,7 @@ class CommittedFeed:
         stream's snapshot, then `begin` with it: nothing committed after the snapshot can then be missed."""
         state = self._links.get(link_id)
         if state is None:
-            mark = self.links.durability.floor(link_id)
+            mark = self.durability.floor(link_id)
             state = self._links[link_id] = _Link(mark, mark)
             state.pump = asyncio.create_task(self._pump(link_id, state), name=f"feed-{link_id}")
         watcher = Watcher()
@@ -172,7 +176,7 @@ class CommittedFeed:
     async def _look(self, link_id: str, state: _Link, now: float) -> None:
         """Which tables are online: a change goes out with the pools already shown."""
         _, config = await self.links.config(link_id)
-        state.online = await self.links.live.online(list(config.tables))
+        state.online = await self.live.online(list(config.tables))
         state.looked = now
         tables = table_views(config, state.online)
         if tables != state.tables:
@@ -185,7 +189,7 @@ class CommittedFeed:
     async def _read(self, link_id: str, state: _Link) -> None:
         upto = state.target
         after = max(state.shown, upto - RANGE_MAX)
-        entries = await self.links.ledger.entries(link_id, after, upto)
+        entries = await self.ledger.entries(link_id, after, upto)
         FEED_READS.labels(link_id).inc()
         if any(e.kind in CONFIG_KINDS for e in entries):
             self.links.changed(link_id)  # a suspension, new pools: shown from this read on

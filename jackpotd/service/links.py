@@ -15,9 +15,9 @@ class Links:
     """Link configs and table→link, cached per process; reads refused when the live store went wrong."""
 
     def __init__(self, live: LiveStore, ledger: Ledger, durability: Durability) -> None:
-        self.live = live
-        self.ledger = ledger
-        self.durability = durability
+        self._live = live  # its own reads only: callers are given the ports themselves
+        self._ledger = ledger
+        self._durability = durability
         self._configs: dict[str, tuple[str, LinkConfig]] = {}
         self._table_links: dict[str, str] = {}  # a table never moves to another link (RegisterTable refuses)
 
@@ -26,9 +26,9 @@ class Links:
         if not fresh and link_id in self._configs:
             return self._configs[link_id]
         require_id("link_id", link_id)
-        found = await self.live.config(link_id)
+        found = await self._live.config(link_id)
         if found is None:
-            if await self.ledger.link_known(link_id):  # the live store forgot it
+            if await self._ledger.link_known(link_id):  # the live store forgot it
                 raise lost(link_id)
             raise NotFound("link_id", link_id, "no such link")
         self._configs[link_id] = found
@@ -40,9 +40,9 @@ class Links:
         if link is not None:
             return link
         require_id("table_id", table_id)
-        link = await self.live.link_of_table(table_id)
+        link = await self._live.link_of_table(table_id)
         if link is None:
-            known = await self.ledger.table_link(table_id)
+            known = await self._ledger.table_link(table_id)
             if known is not None:  # the live store forgot the table's link
                 raise lost(known)
             raise NotFound("table_id", table_id, "no such table")
@@ -51,13 +51,13 @@ class Links:
 
     async def current_link_of(self, table_id: str) -> str | None:
         """The link a table is registered on, if any, as either store knows it (uncached)."""
-        return await self.live.link_of_table(table_id) or await self.ledger.table_link(table_id)
+        return await self._live.link_of_table(table_id) or await self._ledger.table_link(table_id)
 
     async def read(self, link_id: str, round_: tuple[str, str] | None = None) -> LinkRead:
         """The link's sequence, balances and a round, refused (UNAVAILABLE) when the live store forgot the
         link, went back behind the ledger, or the link is fenced."""
         try:
-            return await self.live.read(link_id, self.durability.floor(link_id), round_)
+            return await self._live.read(link_id, self._durability.floor(link_id), round_)
         except LinkLost:
             self.forget(link_id)
             raise

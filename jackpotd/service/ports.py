@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 from ..domain.link import LinkConfig
@@ -314,6 +315,46 @@ class Durability(Protocol):
         """Call `listener(link, mark)` whenever the ledger's durable mark of a link moves (or a rebuild sets it)."""
 
 
-__all__ = ["NEW_LINK", "ROUND_ABSENT", "Applied", "AuditReport", "Durability", "HitRecord", "IdReused", "LastHit",
-           "Ledger", "LedgerEntry", "LinkExists", "LinkRead", "LiveRound", "LiveStore", "Moved", "Outcome", "Reply",
-           "RoundNotOpen", "RoundsOpen", "Seen", "Step"]
+@dataclass(frozen=True, slots=True)
+class AdminAct:
+    """One administrative act: who (the authenticated actor, '' when there was none), what and how it ended
+    (`outcome`: OK or the status code's name; `detail`: the status message). `id` and `at` are the trail's."""
+
+    actor: str
+    role: str
+    method: str
+    request_id: str = ""
+    link_id: str = ""
+    table_id: str = ""
+    reason: str = ""
+    approval_ref: str = ""
+    outcome: str = "OK"
+    detail: str = ""
+    id: int = 0
+    at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AdminActFilter:
+    """Which acts to list: empty strings and None match any; `limit` 0 means the trail's default."""
+
+    link_id: str = ""
+    actor: str = ""
+    method: str = ""
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int = 0
+
+
+class AuditTrail(Protocol):
+    """The trail of administrative acts (store/ledger/admin_audit.py): one row per AdminService call, append-only."""
+
+    async def record(self, act: AdminAct) -> None: ...
+
+    async def acts(self, query: AdminActFilter) -> Sequence[AdminAct]:
+        """The acts `query` selects, newest first."""
+
+
+__all__ = ["NEW_LINK", "ROUND_ABSENT", "AdminAct", "AdminActFilter", "Applied", "AuditReport", "AuditTrail",
+           "Durability", "HitRecord", "IdReused", "LastHit", "Ledger", "LedgerEntry", "LinkExists", "LinkRead",
+           "LiveRound", "LiveStore", "Moved", "Outcome", "Reply", "RoundNotOpen", "RoundsOpen", "Seen", "Step"]

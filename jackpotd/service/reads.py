@@ -12,7 +12,7 @@ from . import results
 from .decide.reads import HEARTBEAT
 from .feed import CommittedFeed
 from .links import Links
-from .ports import HitRecord
+from .ports import Durability, HitRecord, Ledger, LiveStore
 
 ONLINE_REFRESH = HEARTBEAT  # a meter stream says its table is online at least this often (s) ...
 ONLINE_TTL_MS = 6000  # ... and it shows offline this long after its last stream ended
@@ -23,14 +23,17 @@ LIST_DEFAULT, LIST_MAX = 100, 1000
 class Reads:
     """GetPools, WatchPools and the pools of WatchMeter."""
 
-    def __init__(self, links: Links) -> None:
+    def __init__(self, links: Links, live: LiveStore, ledger: Ledger, durability: Durability) -> None:
         self.links = links
-        self.feed = CommittedFeed(links)
+        self.live = live
+        self.ledger = ledger
+        self.durability = durability
+        self.feed = CommittedFeed(links, live, ledger, durability)
 
     async def pools(self, link_id: str) -> results.PoolsNow:
         """The pools as the ledger holds them, and the link's latest hit."""
         now = await self.snapshot(link_id)
-        last = await self.links.ledger.last_hit(link_id)
+        last = await self.ledger.last_hit(link_id)
         hit = None if last is None else results.HitAnnouncement(last.table_id, last.seat, last.hand,
                                                                 last.amount_cents, last.pool, last.hit_id, last.seq,
                                                                 status=last.status)
@@ -46,15 +49,15 @@ class Reads:
         if not 0 <= limit <= LIST_MAX:
             raise InvalidInput("limit", limit, f"must be 0 ({LIST_DEFAULT}) to {LIST_MAX}")
         await self.links.config(link_id)  # NOT_FOUND for a link that does not exist
-        return await self.links.ledger.hits(link_id, table_id, status, limit or LIST_DEFAULT)
+        return await self.ledger.hits(link_id, table_id, status, limit or LIST_DEFAULT)
 
     async def snapshot(self, link_id: str) -> results.LinkUpdate:
         """The link's sequence, pools and tables: a checked read, answered once the ledger has every entry it
         includes."""
         _, config = await self.links.config(link_id)
         state = await self.links.read(link_id)
-        online = await self.links.live.online(list(config.tables))
-        await self.links.durability.wait_durable(link_id, state.seq, None)
+        online = await self.live.online(list(config.tables))
+        await self.durability.wait_durable(link_id, state.seq, None)
         return results.LinkUpdate(state.seq, results.pool_views(config, state.balances), None,
                                   results.table_views(config, online))
 
@@ -81,7 +84,7 @@ class Reads:
         marked = -ONLINE_REFRESH
         async for update in self.watch(link_id):
             if loop.time() - marked >= ONLINE_REFRESH:  # signs show the table online while this stream lasts
-                await self.links.live.mark_online(table_id, ONLINE_TTL_MS)
+                await self.live.mark_online(table_id, ONLINE_TTL_MS)
                 marked = loop.time()
             _, config = await self.links.config(link_id, fresh=True)  # a suspension shows at once
             yield results.MeterUpdate(link_id, update, not config.table(table_id).suspended)

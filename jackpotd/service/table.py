@@ -9,15 +9,16 @@ from . import results
 from .commands import Commit, Settle, Void
 from .decide.table import TableState, decide_commit, decide_settle, decide_void
 from .engine import Gather, WritePath
+from .links import Links
 from .ports import Seen
 
 
 class TableCommands:
     """CommitWagers, SettleRound and VoidRound."""
 
-    def __init__(self, engine: WritePath, clock: Clock) -> None:
+    def __init__(self, engine: WritePath, links: Links, clock: Clock) -> None:
         self.engine = engine
-        self.links = engine.links
+        self.links = links
         self.clock = clock
 
     async def commit(self, cmd: Commit) -> results.Committed:

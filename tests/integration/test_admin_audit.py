@@ -11,8 +11,8 @@ import asyncpg
 import grpc
 import pytest
 
-from jackpotd.api.errors import ErrorInterceptor
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc
+from jackpotd.api.interceptor import CallInterceptor
 from jackpotd.auth.guard import Guard
 from jackpotd.auth.identity import Role
 from jackpotd.auth.tokens import issue
@@ -170,7 +170,7 @@ async def test_a_trail_that_cannot_be_written_changes_no_answer(caplog: pytest.L
     async def handler(request: Any, context: Any) -> admin_pb2.FundPoolResponse:
         return answer
 
-    async def broken(act: dict[str, str]) -> None:
+    async def broken(act: ledger.AdminAct) -> None:
         raise ConnectionError("the ledger is gone")
 
     async def continuation(details: Any) -> Any:
@@ -180,7 +180,7 @@ async def test_a_trail_that_cannot_be_written_changes_no_answer(caplog: pytest.L
     class Details:
         method = path
 
-    interceptor = ErrorInterceptor(Guard(AUTH_KEY, tables_by_token=True), record=broken)
+    interceptor = CallInterceptor(Guard(AUTH_KEY, tables_by_token=True), record=broken)
     wrapped = await interceptor.intercept_service(continuation, Details())
     failures = ADMIN_AUDIT_FAILURES.labels("FundPool")
     before = failures._value.get()

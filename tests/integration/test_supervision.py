@@ -21,8 +21,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from jackpotd.api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
 from jackpotd.api.transport import Listener, listener
-from jackpotd.app import SERVICES, jackpot_service, run_grpc, serve
+from jackpotd.app import jackpot_service, serve
 from jackpotd.embedded import EmbeddedValkey, free_port
+from jackpotd.grpc_server import SERVICES, run_grpc
 from jackpotd.settings import Settings
 from jackpotd.store import keys, ledger
 from jackpotd.store import writer as writer_module

@@ -30,7 +30,7 @@ from jackpotd.api.transport import ListenRefused
 from jackpotd.app import serve
 from jackpotd.auth.client import bearer, open_channel
 from jackpotd.auth.identity import Role
-from jackpotd.auth.issue import Request, issue_into
+from jackpotd.auth.issue import IssueOrder, issue_into
 from jackpotd.auth.tokens import issue, read_key
 from jackpotd.embedded import free_port
 from jackpotd.settings import Settings
@@ -95,8 +95,8 @@ async def code_of(call: Awaitable[Any]) -> grpc.StatusCode:
 async def tls(isolated: Isolated, tmp_path: Path) -> AsyncIterator[Tls]:
     tables = (unique("t"), unique("t"))
     creds, other = tmp_path / "credentials", tmp_path / "other-ca"
-    issue_into(creds, Request(tables=tables, roles=ROLES))
-    issue_into(other, Request(tables=tables, roles=ROLES[:1]))
+    issue_into(creds, IssueOrder(tables=tables, roles=ROLES))
+    issue_into(other, IssueOrder(tables=tables, roles=ROLES[:1]))
     listen = f"127.0.0.1:{free_port()}"
     settings = Settings(redis_url=isolated.redis_url, postgres_dsn=isolated.dsn, listen=listen, metrics_port=0,
                         workers=0, tls_cert_file=str(creds / "server.pem"), tls_key_file=str(creds / "server.key"),

@@ -16,7 +16,7 @@ from jackpotd.api.transport import ListenRefused, listener
 from jackpotd.auth.credentials import development_credentials, role_certificate, role_token
 from jackpotd.auth.guard import identity_of_certificate
 from jackpotd.auth.identity import Identity, Role
-from jackpotd.auth.issue import DEV_ROLES, DEV_TABLES, Authority, IssueError, Request, issue_into, parse_roles
+from jackpotd.auth.issue import DEV_ROLES, DEV_TABLES, Authority, IssueError, IssueOrder, issue_into, parse_roles
 from jackpotd.auth.tokens import read_key, verify
 from jackpotd.settings import Settings
 
@@ -30,7 +30,7 @@ def mode(path: Path) -> int:
 
 
 def test_table_and_role_certificates_name_their_holder(tmp_path: Path) -> None:
-    done = issue_into(tmp_path / "c", Request(tables=["t-1"], roles=parse_roles("display:sign-1,admin:ops")))
+    done = issue_into(tmp_path / "c", IssueOrder(tables=["t-1"], roles=parse_roles("display:sign-1,admin:ops")))
     root = done.root
     table = load(root / "tables" / "t-1.pem")
     sans = table.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
@@ -53,7 +53,7 @@ def test_table_and_role_certificates_name_their_holder(tmp_path: Path) -> None:
 
 
 def test_the_server_certificate_names_loopback_and_the_hosts_given(tmp_path: Path) -> None:
-    root = issue_into(tmp_path, Request(hosts=["jackpot.floor.example", "10.0.0.5"], days=30)).root
+    root = issue_into(tmp_path, IssueOrder(hosts=["jackpot.floor.example", "10.0.0.5"], days=30)).root
     server = load(root / "server.pem")
     sans = server.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert set(sans.get_values_for_type(x509.DNSName)) == {"localhost", "jackpot.floor.example"}
@@ -66,7 +66,7 @@ def test_the_server_certificate_names_loopback_and_the_hosts_given(tmp_path: Pat
 
 def test_keys_are_private_and_a_directory_is_reused(tmp_path: Path) -> None:
     root = tmp_path / "creds"
-    first = issue_into(root, Request(tables=["t1"], roles=[(Role.FINANCE, "office")]))
+    first = issue_into(root, IssueOrder(tables=["t1"], roles=[(Role.FINANCE, "office")]))
     assert mode(root) == mode(root / "tables") == mode(root / "roles") == mode(root / "tokens") == 0o700
     for key in ("ca.key", "server.key", "auth.key", "tables/t1.key", "roles/finance-office.key",
                 "tokens/finance-office.token"):
@@ -76,7 +76,7 @@ def test_keys_are_private_and_a_directory_is_reused(tmp_path: Path) -> None:
     token = (root / "tokens" / "finance-office.token").read_text().strip()
     assert verify(read_key(root / "auth.key"), token)[0] == Identity(Role.FINANCE, "office", "token")
 
-    second = issue_into(root, Request(tables=["t2"], server=False))
+    second = issue_into(root, IssueOrder(tables=["t2"], server=False))
     assert "ca.pem" in second.kept and "auth.key" in second.kept
     assert sorted(second.wrote) == ["tables/t2.key", "tables/t2.pem"]
     assert (root / "ca.pem").read_bytes() == ca and (root / "auth.key").read_bytes() == auth_key
@@ -86,7 +86,7 @@ def test_keys_are_private_and_a_directory_is_reused(tmp_path: Path) -> None:
 
     (root / "ca.key").unlink()
     with pytest.raises(IssueError, match=r"ca\.key is missing"):
-        issue_into(root, Request())
+        issue_into(root, IssueOrder())
 
 
 def test_development_credentials_are_issued_once(tmp_path: Path) -> None:
@@ -128,7 +128,7 @@ def settings(**kw: str) -> Settings:
 
 
 def test_the_listener_refuses_what_it_cannot_serve(tmp_path: Path) -> None:
-    root = issue_into(tmp_path / "c", Request()).root
+    root = issue_into(tmp_path / "c", IssueOrder()).root
     tls = {"tls_cert_file": str(root / "server.pem"), "tls_key_file": str(root / "server.key"),
            "tls_ca_file": str(root / "ca.pem")}
     with pytest.raises(ListenRefused, match="plain text is allowed on loopback only"):
@@ -141,7 +141,7 @@ def test_the_listener_refuses_what_it_cannot_serve(tmp_path: Path) -> None:
     with pytest.raises(ListenRefused, match="tls_ca_file not set"):
         listener(settings(listen="0.0.0.0:50051", tls_cert_file=tls["tls_cert_file"],
                           tls_key_file=tls["tls_key_file"]))
-    other = issue_into(tmp_path / "other", Request()).root
+    other = issue_into(tmp_path / "other", IssueOrder()).root
     with pytest.raises(ListenRefused, match="is not the key of"):
         listener(settings(listen="0.0.0.0:50051", **{**tls, "tls_key_file": str(other / "server.key")}))
     with pytest.raises(ListenRefused, match="holds no PEM certificate"):

@@ -7,7 +7,8 @@ hash chain and write_batch · reads: heads, snapshot and single lookups · looku
 lookup · fences · audit · admin_audit: the trail of administrative acts · service_port: PostgresLedger.
 """
 
-from .admin_audit import AdminAct, AdminActFilter, admin_acts, record_admin_act
+from ...service.ports import AdminAct, AdminActFilter  # the trail's rows and queries, named here for its callers
+from .admin_audit import PostgresAuditTrail, admin_acts, record_admin_act
 from .audit import audit_link
 from .chain import (
     Appended,
@@ -65,6 +66,7 @@ __all__ = [
     "Lookups",
     "MigrationRefused",
     "Pool",
+    "PostgresAuditTrail",
     "PostgresLedger",
     "Refused",
     "Written",

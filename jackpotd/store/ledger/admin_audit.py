@@ -4,47 +4,15 @@ appended by the API's interceptor and read by ListAudit. Append-only, like the l
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
 
 import asyncpg
 
+from ...service.ports import AdminAct, AdminActFilter
 from .service_port import DRIVER_ERRORS, unavailable
 
 DETAIL_MAX = 500  # a status message is cut to this many characters in the trail
 FIELD_MAX = 1000  # and any other field (a refused request may carry anything)
 LIMIT_DEFAULT, LIMIT_MAX = 100, 1000
-
-
-@dataclass(frozen=True, slots=True)
-class AdminAct:
-    """One administrative act: who (the authenticated actor, '' when there was none), what and how it ended
-    (`outcome`: OK or the status code's name; `detail`: the status message). `id` and `at` are the trail's."""
-
-    actor: str
-    role: str
-    method: str
-    request_id: str = ""
-    link_id: str = ""
-    table_id: str = ""
-    reason: str = ""
-    approval_ref: str = ""
-    outcome: str = "OK"
-    detail: str = ""
-    id: int = 0
-    at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AdminActFilter:
-    """Which acts to list: empty strings and None match any; `limit` 0 means LIMIT_DEFAULT, at most LIMIT_MAX."""
-
-    link_id: str = ""
-    actor: str = ""
-    method: str = ""
-    since: datetime | None = None
-    until: datetime | None = None
-    limit: int = 0
 
 
 _COLUMNS = ("actor", "role", "method", "request_id", "link_id", "table_id", "reason", "approval_ref", "outcome",
@@ -82,3 +50,16 @@ async def admin_acts(pool: asyncpg.Pool | asyncpg.Connection, filter: AdminActFi
     except DRIVER_ERRORS as error:
         raise unavailable(error) from error
     return [AdminAct(**{c: r[c] for c in _COLUMNS}, id=int(r["id"]), at=r["at"]) for r in rows]
+
+
+class PostgresAuditTrail:
+    """The AuditTrail port on the ledger's pool."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def record(self, act: AdminAct) -> None:
+        await record_admin_act(self.pool, act)
+
+    async def acts(self, query: AdminActFilter) -> list[AdminAct]:
+        return await admin_acts(self.pool, query)

@@ -4,11 +4,12 @@ them in the statement that appends the entries; the audit and the migration re-d
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import asyncpg
 import orjson
 
 from ...domain.flows import EntryFacts, Flow, HitPaid, ResetPaid, flows_of
@@ -188,6 +189,19 @@ async def rebuild(conn: Any, link_id: str) -> tuple[int, int]:
         derived = await derive(conn, link_id)
         await _write(conn, derived)
     return sum(n for _, _, n in derived.buckets.values()), len(derived.totals)
+
+
+async def rebuild_links(dsn: str, links: Sequence[str], done: Callable[[str, int, int], None],
+                        each: Callable[[list[str]], Iterable[str]] = iter) -> None:
+    """`jackpotd rebuild-summaries`: `links` (none: every link) rebuilt one by one, logged in as `dsn` (the owner);
+    `each` may wrap the list (a progress bar); `done` hears each link's (entries, rows), 0 entries: no such link."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        ids = list(links) or [r["link_id"] for r in await conn.fetch("SELECT link_id FROM links ORDER BY 1")]
+        for link in each(ids):
+            done(link, *await rebuild(conn, link))
+    finally:
+        await conn.close()
 
 
 async def _write(conn: Any, derived: Summaries) -> None:
