@@ -23,11 +23,11 @@ from .ports import (
     Ledger,
     LinkExists,
     LiveStore,
-    Moved,
     Reply,
     RoundNotOpen,
     RoundsOpen,
     Seen,
+    Stale,
     Step,
 )
 
@@ -111,7 +111,7 @@ class WritePath:
                     return await self._replay_or(link_id, req, FailedPrecondition(
                         "link_id", link_id, f"{count} round(s) are open (committed, or with a hit awaiting "
                         "verification); pools change only between rounds"))
-                case Moved(contended=contended):  # decide again against the config and pools as they now stand
+                case Stale(contended=contended):  # decide again against the config and pools as they now stand
                     if contended:
                         CAS_RETRIES.labels(link_id).inc()
         raise Unavailable(f"link {link_id} is too busy to apply request {req.request_id}; retry with the same id")

@@ -50,9 +50,9 @@ class Watcher:
         self.start = first.seq
         self.showed(first)
 
-    def offer(self, updates: list[LinkUpdate], pools: LinkUpdate, *, tables_moved: bool = False) -> None:
+    def offer(self, updates: list[LinkUpdate], pools: LinkUpdate, *, tables_changed: bool = False) -> None:
         """Announcements in order, and the pools unless older than those the stream showed (or, when only the
-        tables moved, the same pools again with them)."""
+        tables changed, the same pools again with them)."""
         if self.gone:
             return
         fresh = [u for u in updates if u.seq > self.start]
@@ -62,7 +62,7 @@ class Watcher:
             self.wake.set()
             return
         self.announced.extend(fresh)
-        if pools.seq > self.pools_seq or (tables_moved and pools.seq == self.pools_seq):
+        if pools.seq > self.pools_seq or (tables_changed and pools.seq == self.pools_seq):
             self.latest = pools
         self.wake.set()
 
@@ -101,7 +101,7 @@ class _Link:
     shown: int  # the last entry read from the ledger
     target: int  # the ledger's durable mark, as announced
     watchers: set[Watcher] = field(default_factory=set)
-    moved: asyncio.Event = field(default_factory=asyncio.Event)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)  # the mark, the tables or the watchers changed
     pump: asyncio.Task[None] | None = None
     online: set[str] = field(default_factory=set)  # the link's tables with a meter stream open
     tables: tuple[TableView, ...] = ()
@@ -133,7 +133,7 @@ class CommittedFeed:
             state.pump = asyncio.create_task(self._pump(link_id, state), name=f"feed-{link_id}")
         watcher = Watcher()
         state.watchers.add(watcher)
-        state.moved.set()
+        state.changed.set()
         WATCHERS.labels(link_id).inc()
         try:
             yield watcher
@@ -151,13 +151,13 @@ class CommittedFeed:
         state = self._links.get(link_id)
         if state is not None and mark > state.target:
             state.target = mark
-            state.moved.set()
+            state.changed.set()
 
     async def _pump(self, link_id: str, state: _Link) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            await wait_set(state.moved, PRESENCE_INTERVAL)
-            state.moved.clear()
+            await wait_set(state.changed, PRESENCE_INTERVAL)
+            state.changed.clear()
             started = loop.time()
             try:
                 if started - state.looked >= PRESENCE_INTERVAL:
@@ -170,7 +170,7 @@ class CommittedFeed:
                 if started - state.warned >= WARN_EVERY:  # a person reads this: once in a while, not ten a second
                     log.warning("feed of link %s: %s (retrying)", link_id, e)
                     state.warned = started
-                state.moved.set()
+                state.changed.set()
             await asyncio.sleep(max(0.0, METER_INTERVAL - (loop.time() - started)))  # ten a second at most
 
     async def _look(self, link_id: str, state: _Link, now: float) -> None:
@@ -184,7 +184,7 @@ class CommittedFeed:
             if state.pools is not None:
                 state.pools = replace(state.pools, tables=tables)
                 for watcher in list(state.watchers):
-                    watcher.offer([], state.pools, tables_moved=True)
+                    watcher.offer([], state.pools, tables_changed=True)
 
     async def _read(self, link_id: str, state: _Link) -> None:
         upto = state.target

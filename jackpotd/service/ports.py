@@ -62,7 +62,7 @@ class IdReused:
 
 
 @dataclass(frozen=True, slots=True)
-class Moved:
+class Stale:
     """What the step was decided on has changed (config, round, pools): decide again on fresh state.
     `contended` when pools another request moved are the reason (a CAS retry, counted)."""
 
@@ -88,7 +88,7 @@ class LinkExists:
     """A create found the link there already."""
 
 
-Outcome = Applied | IdReused | Moved | RoundNotOpen | RoundsOpen | LinkExists
+Outcome = Applied | IdReused | Stale | RoundNotOpen | RoundsOpen | LinkExists
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,6 +355,29 @@ class AuditTrail(Protocol):
         """The acts `query` selects, newest first."""
 
 
-__all__ = ["NEW_LINK", "ROUND_ABSENT", "AdminAct", "AdminActFilter", "Applied", "AuditReport", "AuditTrail",
-           "Durability", "HitRecord", "IdReused", "LastHit", "Ledger", "LedgerEntry", "LinkExists", "LinkRead",
-           "LiveRound", "LiveStore", "Moved", "Outcome", "Reply", "RoundNotOpen", "RoundsOpen", "Seen", "Step"]
+__all__ = [
+    "NEW_LINK",
+    "ROUND_ABSENT",
+    "AdminAct",
+    "AdminActFilter",
+    "Applied",
+    "AuditReport",
+    "AuditTrail",
+    "Durability",
+    "HitRecord",
+    "IdReused",
+    "LastHit",
+    "Ledger",
+    "LedgerEntry",
+    "LinkExists",
+    "LinkRead",
+    "LiveRound",
+    "LiveStore",
+    "Outcome",
+    "Reply",
+    "RoundNotOpen",
+    "RoundsOpen",
+    "Seen",
+    "Stale",
+    "Step",
+]

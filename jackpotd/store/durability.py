@@ -53,7 +53,7 @@ class DurabilityWatcher:
         """Call `listener(link, mark)` whenever a link's durable mark moves (signs follow it, issue 11)."""
         self._listeners.append(listener)
 
-    def _moved(self, link: str) -> None:
+    def _mark_changed(self, link: str) -> None:
         for listener in self._listeners:
             try:
                 listener(link, self.marks[link])
@@ -126,7 +126,7 @@ class DurabilityWatcher:
         """Redis was rebuilt from the ledger at `seq`: later entries are lost, earlier ones are checked."""
         self._fenced.pop(link, None)
         self.marks[link] = max(self.marks.get(link, 0), seq)
-        self._moved(link)
+        self._mark_changed(link)
         self._fail(link, lambda w: w.seq > seq, lambda w: LinkLost(
             f"link {link}: Redis lost entry {w.seq} before the ledger recorded it and was rebuilt from the "
             "ledger; retry with the same request_id"))
@@ -145,7 +145,7 @@ class DurabilityWatcher:
             del self._fenced[link]
         if last > self.marks.get(link, 0):
             self.marks[link] = last
-            self._moved(link)
+            self._mark_changed(link)
         waiters = self._waiters.get(link)
         if not waiters:
             return
@@ -199,7 +199,7 @@ class DurabilityWatcher:
             return
         if held and max(held) > self.marks.get(link, 0):  # the ledger appends in order: all up to it are held
             self.marks[link] = max(held)  # (an announcement was lost: signs must not wait for the next one)
-            self._moved(link)
+            self._mark_changed(link)
         for w in waiters:
             found = held.get(w.seq)
             if w.fut.done() or found is None:

@@ -19,11 +19,11 @@ from ..service.ports import (
     LinkExists,
     LinkRead,
     LiveRound,
-    Moved,
     Outcome,
     Reply,
     RoundNotOpen,
     RoundsOpen,
+    Stale,
     Step,
 )
 from ..service.replies import decode_reply, encode_result, pairs
@@ -94,9 +94,9 @@ def apply_outcome(step: Step, reply: list[str]) -> Outcome:
         case Verdict.EXISTS:
             return LinkExists()
         case Verdict.STALE_CONFIG | Verdict.ROUND_MOVED:
-            return Moved(contended=False)
+            return Stale(contended=False)
         case Verdict.POOL_MOVED | Verdict.NEGATIVE:
-            return Moved(contended=True)
+            return Stale(contended=True)
         case Verdict.LOST | Verdict.BEHIND | Verdict.FENCED:
             raise refusal(step.link_id, verdict, detail)
         case _:

@@ -11,7 +11,7 @@ import orjson
 import pytest_asyncio
 
 from jackpotd.domain.rounds import COMMITTED, SETTLED
-from jackpotd.service.ports import NEW_LINK, ROUND_ABSENT, Applied, IdReused, Moved, Step
+from jackpotd.service.ports import NEW_LINK, ROUND_ABSENT, Applied, IdReused, Stale, Step
 from jackpotd.store import keys
 from jackpotd.store.redis_pools import RedisPools
 
@@ -60,7 +60,7 @@ async def test_a_record_is_read_by_field_whatever_the_order_of_its_fields(redis:
 async def test_a_guarded_pool_that_moved_is_a_contended_retry(redis: RedisPools) -> None:
     link = await created(redis)
     outcome = await redis.apply(step(link, "pay", guards={"MAJOR": 99}, deltas=[("MAJOR", -99)]), 0)
-    assert outcome == Moved(contended=True)
+    assert outcome == Stale(contended=True)
     assert await redis.balances(link) == {"MAJOR": 100} and await redis.seq(link) == 1
 
 
