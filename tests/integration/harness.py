@@ -163,11 +163,13 @@ class Commits:
     acknowledged: dict[str, int] = field(default_factory=dict)
     refused: int = 0
 
-    async def play(self, client: Client, table: str, rounds: int, pace: float = 0.0) -> None:
+    async def play(self, client: Client, table: str, rounds: int, pace: float = 0.0, timeout: float = 60.0) -> None:
         """Commit seats 1 and 2 at `table` for rounds r0.., each retried with its request id while UNAVAILABLE (the
-        API's "safe to retry") until answered; any other status fails the test. `pace`: seconds between rounds."""
+        API's "safe to retry") until answered, for at most `timeout` seconds a round; any other status, or a round
+        still refused after that, fails the test. `pace`: seconds between rounds (it paces the load)."""
         for n in range(rounds):
             request_id = rid()
+            deadline = time.monotonic() + timeout
             while True:
                 try:
                     done = await client.commit(table, f"r{n}", [1, 2], request_id=request_id)
@@ -176,6 +178,9 @@ class Commits:
                 except grpc.aio.AioRpcError as e:
                     assert e.code() == grpc.StatusCode.UNAVAILABLE, e.details()
                     self.refused += 1
+                    if time.monotonic() > deadline:
+                        raise AssertionError(f"the commit of {table}/r{n} ({request_id}): still UNAVAILABLE after "
+                                             f"{timeout} s ({e.details()})") from e
                     await asyncio.sleep(0.2)
             if pace:
                 await asyncio.sleep(pace)
@@ -236,3 +241,19 @@ async def next_matching(stream: Any, predicate: Callable[[Any], bool], timeout: 
         if predicate(message):
             return message
         seen.append(message)
+
+
+async def stream_error(stream: Any, timeout: float, what: str) -> grpc.aio.AioRpcError:
+    """The status a gRPC response stream ends with, reading (and dropping) its messages meanwhile, at most
+    `timeout` seconds in all; a stream that ends OK, or is still open then, fails the test."""
+    deadline = time.monotonic() + timeout
+    read = 0
+    while True:
+        try:
+            message = await asyncio.wait_for(stream.read(), max(deadline - time.monotonic(), 0.001))
+        except grpc.aio.AioRpcError as e:
+            return e
+        except TimeoutError:
+            raise AssertionError(f"{what}: the stream still open after {timeout} s (read {read})") from None
+        assert message is not grpc.aio.EOF, f"{what}: the stream ended without an error (read {read})"
+        read += 1
