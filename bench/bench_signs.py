@@ -78,6 +78,18 @@ async def watch(display: display_pb2_grpc.DisplayServiceStub, arrivals: list[tup
             arrivals.append((u.sequence, now))
 
 
+async def caught_up(seen: list[list[str]], per: list[list[tuple[int, float]]], hits: list[str], last: int,
+                    timeout: float) -> None:
+    """Wait until every watcher has seen every hit and an update at or after sequence `last`, at most `timeout`
+    seconds (then the report counts those that had not)."""
+    deadline = time.perf_counter() + timeout
+    while not all(s == hits and any(seq >= last for seq, _ in a) for s, a in zip(seen, per, strict=True)):
+        if time.perf_counter() > deadline:
+            print(f"not every watcher caught up within {timeout:.0f} s of the last round", file=sys.stderr)
+            return
+        await asyncio.sleep(0.05)
+
+
 def latencies(sent: dict[int, float], arrivals: list[tuple[int, float]]) -> list[float]:
     """For every commit, the first update at or after its sequence: ms from sending the commit."""
     out = []
@@ -117,7 +129,7 @@ async def run(args: argparse.Namespace) -> None:
         cpu0, t0 = tree_cpu(pid), time.perf_counter()
         rounds, hits = await play(table, args.rate, args.seconds, sent)
         busy = (tree_cpu(pid) - cpu0) / (time.perf_counter() - t0)
-        await asyncio.sleep(2)  # the last updates
+        await caught_up(seen, per, hits, max(sent), 30)  # the last updates
         for t in tasks:
             t.cancel()
         lat = sorted(x for arrivals in per for x in latencies(sent, arrivals))
