@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from typing import Any
 
 import asyncpg
@@ -92,31 +91,28 @@ async def test_every_watcher_sees_every_hit_and_the_final_amounts(client: Client
     try:
         for w in watchers:
             await next_matching(w, lambda _: True, 10, "a snapshot")
-        hit_ids, settled_at = [], {}
+        hit_ids = []
         for r in range(12):
             await client.commit(table, f"r{r}", [1, 2])
             paid = await client.settle(table, f"r{r}", {1: FLUSH} if r % 3 == 0 else {})
-            for p in paid.payouts:
-                hit_ids.append(p.hit_id)
-                settled_at[p.hit_id] = time.monotonic()
+            hit_ids += [p.hit_id for p in paid.payouts]
         final = await client.display.GetPools(display_pb2.GetPoolsRequest(link_id=link))
 
-        async def follow(stream: Any) -> tuple[list[str], float]:
-            seen, late = [], 0.0
+        async def follow(stream: Any) -> list[str]:
+            seen = []
             async with asyncio.timeout(20):
                 async for u in stream:
                     if u.HasField("hit"):
                         seen.append(u.hit.hit_id)
-                        late = max(late, time.monotonic() - settled_at[u.hit.hit_id])
                     if u.sequence >= final.sequence and not u.HasField("hit") and len(seen) == len(hit_ids):
                         assert amounts(u) == amounts(final)
-                        return seen, late
+                        return seen
             raise AssertionError("the stream ended")
 
         results = await asyncio.gather(*(follow(w) for w in watchers))
-        assert all(seen == hit_ids for seen, _ in results) and len(hit_ids) == 4
-        # each saw its hits while one stream was never read at all
-        assert max(late for _, late in results) < 5, max(late for _, late in results)
+        assert all(seen == hit_ids for seen in results) and len(hit_ids) == 4
+        # all that while one stream was never read: it delayed no one, and it was not let go (it has it all too)
+        assert await follow(stalled) == hit_ids
     finally:
         for w in [*watchers, stalled]:
             w.cancel()
