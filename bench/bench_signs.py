@@ -53,7 +53,8 @@ async def play(table: table_pb2_grpc.TableServiceStub, rate: float, seconds: flo
         sent[committed.sequence] = at
         settled = await table.SettleRound(table_pb2.SettleRoundRequest(
             request_id=str(uuid.uuid4()), table_id="t1", round_id=r,
-            hands=[table_pb2.SeatHand(seat=1, cards=FLUSH if rounds % 10 == 0 else NOTHING)]))
+            hands=[table_pb2.SeatHand(seat=1, cards=FLUSH if rounds % 10 == 0 else NOTHING),
+                   *(table_pb2.SeatHand(seat=s, no_hand=table_pb2.FOLDED) for s in (2, 3))]))
         hits += [p.hit_id for p in settled.payouts]
         rounds += 1
         await asyncio.sleep(max(0.0, 1 / rate - (time.perf_counter() - at)))
