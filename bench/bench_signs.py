@@ -53,7 +53,8 @@ async def play(table: table_pb2_grpc.TableServiceStub, rate: float, seconds: flo
         sent[committed.sequence] = at
         settled = await table.SettleRound(table_pb2.SettleRoundRequest(
             request_id=str(uuid.uuid4()), table_id="t1", round_id=r,
-            hands=[table_pb2.SeatHand(seat=1, cards=FLUSH if rounds % 10 == 0 else NOTHING)]))
+            hands=[table_pb2.SeatHand(seat=1, cards=FLUSH if rounds % 10 == 0 else NOTHING),
+                   *(table_pb2.SeatHand(seat=s, no_hand=table_pb2.FOLDED) for s in (2, 3))]))
         hits += [p.hit_id for p in settled.payouts]
         rounds += 1
         await asyncio.sleep(max(0.0, 1 / rate - (time.perf_counter() - at)))
@@ -76,6 +77,18 @@ async def watch(display: display_pb2_grpc.DisplayServiceStub, arrivals: list[tup
             hits.append(u.hit.hit_id)
         else:
             arrivals.append((u.sequence, now))
+
+
+async def caught_up(seen: list[list[str]], per: list[list[tuple[int, float]]], hits: list[str], last: int,
+                    timeout: float) -> None:
+    """Wait until every watcher has seen every hit and an update at or after sequence `last`, at most `timeout`
+    seconds (then the report counts those that had not)."""
+    deadline = time.perf_counter() + timeout
+    while not all(s == hits and any(seq >= last for seq, _ in a) for s, a in zip(seen, per, strict=True)):
+        if time.perf_counter() > deadline:
+            print(f"not every watcher caught up within {timeout:.0f} s of the last round", file=sys.stderr)
+            return
+        await asyncio.sleep(0.05)
 
 
 def latencies(sent: dict[int, float], arrivals: list[tuple[int, float]]) -> list[float]:
@@ -117,7 +130,7 @@ async def run(args: argparse.Namespace) -> None:
         cpu0, t0 = tree_cpu(pid), time.perf_counter()
         rounds, hits = await play(table, args.rate, args.seconds, sent)
         busy = (tree_cpu(pid) - cpu0) / (time.perf_counter() - t0)
-        await asyncio.sleep(2)  # the last updates
+        await caught_up(seen, per, hits, max(sent), 30)  # the last updates
         for t in tasks:
             t.cancel()
         lat = sorted(x for arrivals in per for x in latencies(sent, arrivals))

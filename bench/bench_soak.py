@@ -30,6 +30,7 @@ from stack import create_link, start_stack  # noqa: E402  (bench/stack.py)
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, table_pb2, table_pb2_grpc  # noqa: E402
 from jackpotd.domain.cards import card_name  # noqa: E402
+from jackpotd.store import keys  # noqa: E402
 
 AUDIT = admin_pb2.Audit(actor="soak", reason="soak", approval_ref="SOAK")
 DECK = [card_name(c) for c in range(52)]
@@ -80,6 +81,20 @@ async def sample(redis: aioredis.Redis, soak: Soak, every: float, started: float
         await asyncio.sleep(every)
 
 
+async def rounds_gone(redis: aioredis.Redis, link: str, timeout: float) -> None:
+    """Wait until Redis holds no round and no request record of the link (the retention let them all go), at
+    most `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [k for k in await redis.keys(keys.link_pattern(link)) if b":round:" in k or b":req:" in k]
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{len(left)} rounds and request records of link {link} still in Redis after "
+                             f"{timeout:.0f} s (the retention should have let them go)")
+        await asyncio.sleep(0.5)
+
+
 def per_round(a: Sample, b: Sample) -> float:
     return (b.used_memory - a.used_memory) / max(1, b.rounds - a.rounds)
 
@@ -103,7 +118,7 @@ async def run(args: argparse.Namespace) -> int:
                 await asyncio.gather(sample(redis, soak, args.sample_seconds, started),
                                      *(play(stub, t, soak, bar) for t in tables))
             elapsed = time.monotonic() - started
-            await asyncio.sleep(args.retention_seconds + 2)  # the last rounds leave too
+            await rounds_gone(redis, link, args.retention_seconds + 60)  # the last rounds leave too
             info = await redis.info("memory")
             soak.samples.append(Sample(time.monotonic() - started, soak.done, int(info["used_memory"]),
                                        int(await redis.dbsize())))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
@@ -13,6 +14,7 @@ K = TypeVar("K")
 R = TypeVar("R")
 
 Send = Callable[[list[K]], Awaitable[Sequence[R | BaseException]]]
+Sleep = Callable[[float], Awaitable[None]]
 
 
 class Batcher(Generic[K, R]):
@@ -21,14 +23,16 @@ class Batcher(Generic[K, R]):
     `send` answers every item of a batch, in order: a result, or an exception for that item alone; an
     exception it raises fails the whole batch. `linger` (s): when batches follow each other closer than
     this, wait that long for company first (a query per call would cost more than the call's other work).
+    `sleep` is how it lingers (a test passes one it can watch and release).
     """
 
-    def __init__(self, send: Send[K, R], linger: float = 0.0) -> None:
+    def __init__(self, send: Send[K, R], linger: float = 0.0, sleep: Sleep = asyncio.sleep) -> None:
         self._send = send
         self._linger = linger
+        self._sleep = sleep
         self._queue: list[tuple[K, asyncio.Future[R]]] = []
         self._flusher: asyncio.Future[None] | None = None
-        self._last_flush = -1.0
+        self._last_flush = -math.inf  # never: the first call goes at once
         self._closed: BaseException | None = None
 
     async def call(self, item: K) -> R:
@@ -53,7 +57,7 @@ class Batcher(Generic[K, R]):
     async def _flush(self) -> None:
         loop = asyncio.get_running_loop()
         if self._linger and loop.time() - self._last_flush < self._linger:
-            await asyncio.sleep(self._linger)
+            await self._sleep(self._linger)
         self._last_flush = loop.time()
         while self._queue:
             batch, self._queue = self._queue, []

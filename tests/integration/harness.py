@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import time
@@ -27,6 +28,7 @@ from jackpotd.api.gen.jackpot.v1 import (
 from jackpotd.auth.client import TableTokens, open_channel
 from jackpotd.auth.identity import Role
 from jackpotd.auth.tokens import issue
+from jackpotd.store import keys
 
 from ..conftest import AUTH_KEY
 
@@ -163,11 +165,13 @@ class Commits:
     acknowledged: dict[str, int] = field(default_factory=dict)
     refused: int = 0
 
-    async def play(self, client: Client, table: str, rounds: int, pace: float = 0.0) -> None:
+    async def play(self, client: Client, table: str, rounds: int, pace: float = 0.0, timeout: float = 60.0) -> None:
         """Commit seats 1 and 2 at `table` for rounds r0.., each retried with its request id while UNAVAILABLE (the
-        API's "safe to retry") until answered; any other status fails the test. `pace`: seconds between rounds."""
+        API's "safe to retry") until answered, for at most `timeout` seconds a round; any other status, or a round
+        still refused after that, fails the test. `pace`: seconds between rounds (it paces the load)."""
         for n in range(rounds):
             request_id = rid()
+            deadline = time.monotonic() + timeout
             while True:
                 try:
                     done = await client.commit(table, f"r{n}", [1, 2], request_id=request_id)
@@ -176,6 +180,9 @@ class Commits:
                 except grpc.aio.AioRpcError as e:
                     assert e.code() == grpc.StatusCode.UNAVAILABLE, e.details()
                     self.refused += 1
+                    if time.monotonic() > deadline:
+                        raise AssertionError(f"the commit of {table}/r{n} ({request_id}): still UNAVAILABLE after "
+                                             f"{timeout} s ({e.details()})") from e
                     await asyncio.sleep(0.2)
             if pace:
                 await asyncio.sleep(pace)
@@ -236,3 +243,91 @@ async def next_matching(stream: Any, predicate: Callable[[Any], bool], timeout: 
         if predicate(message):
             return message
         seen.append(message)
+
+
+async def stream_error(stream: Any, timeout: float, what: str) -> grpc.aio.AioRpcError:
+    """The status a gRPC response stream ends with, reading (and dropping) its messages meanwhile, at most
+    `timeout` seconds in all; a stream that ends OK, or is still open then, fails the test."""
+    deadline = time.monotonic() + timeout
+    read = 0
+    while True:
+        try:
+            message = await asyncio.wait_for(stream.read(), max(deadline - time.monotonic(), 0.001))
+        except grpc.aio.AioRpcError as e:
+            return e
+        except TimeoutError:
+            raise AssertionError(f"{what}: the stream still open after {timeout} s (read {read})") from None
+        assert message is not grpc.aio.EOF, f"{what}: the stream ended without an error (read {read})"
+        read += 1
+
+
+def online_tables(update: Any) -> set[str]:
+    """The tables a WatchPools update shows online."""
+    return {t.table_id for t in update.tables if t.online}
+
+
+async def set_online(client: Client, table: str, online: bool) -> None:
+    """Show the table online (or not) as a controller's meter stream would: its presence key in Redis."""
+    if online:
+        await client.redis.set(keys.online(table), "1")
+    else:
+        await client.redis.delete(keys.online(table))
+
+
+class Pulse:
+    """Keeps a link's WatchPools streams talking while its ledger is frozen.
+
+    A frozen ledger commits nothing, so a stream has only presence to send, and a stream quiet for 2 s sends a
+    heartbeat snapshot that waits for the ledger, silencing the stream until it thaws. The pulse flips a table's
+    presence each time its own stream (the witness) shows the last flip; the link's feed, which looks at presence
+    about once a second, then sends every stream of the link an update at each look. A test can thus wait for a
+    later update (a marker) instead of sleeping. The link's feed offers presence once it has read an entry, so
+    commit something on the link after `start`."""
+
+    def __init__(self, client: Client, link: str, table: str) -> None:
+        self.client, self.link, self.table = client, link, table
+        self.flips = 0  # presence changes made
+        self.shown = 0  # of those, how many the witness stream has shown
+        self._online = False  # the presence last set
+        self._stream: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._flipping = asyncio.Lock()
+
+    async def start(self) -> Pulse:
+        self._stream = self.client.display.WatchPools(display_pb2.WatchPoolsRequest(link_id=self.link))
+        self._task = asyncio.create_task(self._run(), name=f"pulse-{self.table}")
+        return self
+
+    async def _run(self) -> None:
+        async for update in self._stream:
+            shows = self.table in online_tables(update)
+            if self.flips == 0:  # the snapshot: the presence as it is
+                self._online = shows
+            elif shows != self._online:  # sent before the last flip was seen
+                continue
+            self.shown = self.flips
+            async with self._flipping:
+                self.flips += 1
+                await set_online(self.client, self.table, not self._online)
+                self._online = not self._online
+
+    async def beating(self, timeout: float) -> None:
+        """Return once the witness has shown a flip this pulse made (the feed offers presence), at most
+        `timeout` s."""
+        await eventually(lambda: self._alive() and self.shown >= 1, timeout,
+                         f"the pulse on {self.table}: a presence flip shown on link {self.link}")
+
+    def _alive(self) -> bool:
+        if self._task is not None and self._task.done():
+            self._task.result()
+            raise AssertionError("the pulse's stream ended")
+        return True
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            async with self._flipping:  # never mid-flip: the presence set is the one recorded
+                self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+        if self._stream is not None:
+            self._stream.cancel()

@@ -8,7 +8,7 @@ import logging
 import os
 import random
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,28 +46,39 @@ def forced_hits(table: str, rounds: int, seed: int, hit_every: int) -> Scenario:
 
 
 class _Retries(logging.Handler):
-    """Counts one table's retries: the controller logs each one on the `jackpot_table` logger at INFO."""
+    """Counts retries by table: the controller logs each one on the `jackpot_table` logger at INFO."""
 
-    def __init__(self, table: str, tally: Tally) -> None:
+    def __init__(self, counted: Callable[[str], None]) -> None:
         super().__init__(logging.INFO)
-        self.table, self.tally = table, tally
+        self.counted = counted
 
     def emit(self, record: logging.LogRecord) -> None:
-        if "retrying" in str(record.msg) and isinstance(record.args, tuple) and record.args[:1] == (self.table,):
-            self.tally.retries += 1
+        if "retrying" in str(record.msg) and isinstance(record.args, tuple) and record.args:
+            self.counted(str(record.args[0]))
 
 
 @contextlib.contextmanager
-def _counting_retries(table: str, tally: Tally) -> Iterator[None]:
+def counting_retries(counted: Callable[[str], None]) -> Iterator[None]:
+    """While open, `counted(table_id)` is called for each call a table controller retries."""
     logger = logging.getLogger("jackpot_table")
+    level = logger.level
     if not logger.isEnabledFor(logging.INFO):
         logger.setLevel(logging.INFO)
-    handler = _Retries(table, tally)
+    handler = _Retries(counted)
     logger.addHandler(handler)
     try:
         yield
     finally:
         logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def _counting_retries(table: str, tally: Tally) -> contextlib.AbstractContextManager[None]:
+    def counted(table_id: str) -> None:
+        if table_id == table:
+            tally.retries += 1
+
+    return counting_retries(counted)
 
 
 async def run_table(target: str, table: str, rounds: int, tally: Tally, seed: int, hit_every: int = 5,

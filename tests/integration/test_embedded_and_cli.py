@@ -60,12 +60,9 @@ async def test_serve_embedded_demo_then_ctrl_c_stops_everything(tmp_path: Path) 
     assert "MAJOR" in out and "$10,000.00" in out
     descendants = {p.pid: p.name() for p in psutil.Process(pid).children(recursive=True)}
     assert await asyncio.to_thread(server.interrupt) == 0
-    for _ in range(100):  # helpers such as multiprocessing's resource tracker leave a moment after
-        left = {p: n for p, n in descendants.items() if _running(p)}
-        if not left:
-            break
-        await asyncio.sleep(0.1)
-    assert not left, left
+    # helpers such as multiprocessing's resource tracker leave a moment after
+    await eventually(lambda: not {p: n for p, n in descendants.items() if _running(p)}, 10,
+                     f"every process jackpotd started gone (started: {descendants})")
     assert "stopping" in server.log.read_text()
     # a second start on the same state reuses the data: the demo is not seeded twice
     await asyncio.to_thread(server.start, 120)

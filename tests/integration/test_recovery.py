@@ -41,9 +41,10 @@ async def test_kill_9_mid_load_loses_and_doubles_nothing(proc_service: tuple[Ser
     if load.done():  # in the middle of the load, not after it
         load.result()
         raise AssertionError("the load was over before the kill")
-    answered_before_kill = len(tally.answers)
+    answered_before_kill, retries = len(tally.answers), tally.retries
     server.kill9()
-    await asyncio.sleep(0.5)
+    # down until the tables have met it: a call the dead service did not answer, retried
+    await eventually(lambda: tally.retries > retries or load.done(), 30, "a table retrying while jackpotd is down")
     await asyncio.to_thread(server.start)
     await load  # the clients' retries succeed after the restart
     assert answered_before_kill < 6 * rounds * 2

@@ -175,8 +175,10 @@ async def test_valkey_restart_under_load_is_rebuilt(private: Private) -> None:
     load = asyncio.gather(*(run_table(private.target, t, 25, tally, seed=i, hit_every=3)
                             for i, t in enumerate(tables)))
     await eventually(lambda: _answered(tally, 30), 30, "30 answers to the tables")
+    retries = tally.retries
     private.valkey.stop()
-    await asyncio.sleep(0.3)
+    # down until the tables have met it: a call the service could not answer, retried
+    await eventually(lambda: tally.retries > retries or load.done(), 30, "a table retrying while Valkey is down")
     private.valkey.start()  # empty: the embedded Valkey keeps no files
     await load
     assert len(tally.answers) == 2 * 25 * 2

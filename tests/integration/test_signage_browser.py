@@ -29,7 +29,7 @@ from jackpotd.store import keys
 from ..conftest import Isolated, unique
 from .browser import ARGS, CHROMIUM, require_chromium
 from .conftest import Private, start_private
-from .harness import AUDIT, Client, eventually, rid, token
+from .harness import AUDIT, Client, Pulse, eventually, rid, set_online, token
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "signage"
 ROYAL = ["As", "Ks", "Qs", "Js", "Ts"]
@@ -229,9 +229,14 @@ async def test_a_royal_flush_the_ledger_does_not_hold_is_never_shown(private: Pr
                                                                      sign: Any, browser: Any) -> None:
     c = private.client
     link, table = await new_link(c, fund=2_000_000)
-    await c.commit(table, "r1", [1], amount=WAGER)
+    other = unique("t")
+    await c.register(other, link)  # its presence keeps the streams talking while the ledger is frozen
+    pulse = await Pulse(c, link, other).start()
     page = await browser(HD)
     await page.goto(await sign(link))
+    await showing(page, "MAJOR", (await c.pools(link))["MAJOR"].amount_cents, 10, "the funded MAJOR")
+    await c.commit(table, "r1", [1], amount=WAGER)  # an entry the feed reads: from then on it offers presence too
+    await pulse.beating(10)
     held = (await c.pools(link))["MAJOR"].amount_cents
     await showing(page, "MAJOR", held, 10, "the ledger's MAJOR")
     await page.evaluate(RECORD)
@@ -248,12 +253,17 @@ async def test_a_royal_flush_the_ledger_does_not_hold_is_never_shown(private: Pr
             return int(await c.redis.get(keys.seq(link))) > applied
 
         await eventually(redis_applied, 10, "Redis applying the royal flush")
-        await asyncio.sleep(4)  # the ledger cannot hold it: nothing of it may be shown
+        # The marker: a table that was never online comes online now. The sign shows it only after jackpotd's
+        # feed has looked at the link since Redis applied the royal flush, and after anything of it sent before.
+        await set_online(c, table, True)
+        await eventually(lambda: page.is_visible(f'li[data-table="{table}"][data-online="true"]'), 10,
+                         "the sign showing the table online (the feed has run since the royal flush)")
         assert not await visible(page, "#celebration")
         assert await shown(page, "MAJOR") == held
         record = await seen(page)
         assert record["celebrations"] == [] and all(cents == held for _, cents in record["pools"]), record
         await screenshot(page, "test_a_royal_flush_the_ledger_does_not_hold_is_never_shown-frozen")
+        await pulse.stop()
         await lock.rollback()
         paid = await asyncio.wait_for(settle, 30)
         settle = None
@@ -266,6 +276,7 @@ async def test_a_royal_flush_the_ledger_does_not_hold_is_never_shown(private: Pr
         assert [x["hit"] for x in record["celebrations"]] == [paid.payouts[0].hit_id], record
         await screenshot(page, "test_a_royal_flush_the_ledger_does_not_hold_is_never_shown")
     finally:
+        await pulse.stop()
         if settle is not None:
             settle.cancel()
         await frozen.close()

@@ -23,6 +23,7 @@ from jackpotd.domain.paytable import PaytableEntry, default_paytable
 
 from ..conftest import unique
 from .harness import Client, eventually, token
+from .load import counting_retries
 from .process import ServerProcess
 
 
@@ -56,15 +57,22 @@ async def test_service_restart_mid_session_loses_nothing_and_commits_nothing_twi
     ctrls = await controllers(server.target, tables, tmp_path / "outbox")
     tally = Tally()
     settings = TableSettings(share=0.8, misdeal_rate=0.05, absent_rate=0.05)
-    games = asyncio.gather(*(play(c, settings, 60, tally, system_rng()) for c in ctrls))
-    await eventually(lambda: tally.wagers >= 150 or games.done(), 60, "150 wagers before the restart")
-    if games.done():  # mid-session, not after it
-        games.result()
-        raise AssertionError("the session was over before the restart")
-    server.interrupt()
-    await asyncio.sleep(1.0)
-    await asyncio.to_thread(server.start)
-    await games
+    retried: Counter[str] = Counter()
+    with counting_retries(lambda table: retried.update([table])):
+        games = asyncio.gather(*(play(c, settings, 60, tally, system_rng()) for c in ctrls))
+        await eventually(lambda: tally.wagers >= 150 or games.done(), 60, "150 wagers before the restart")
+        if games.done():  # mid-session, not after it
+            games.result()
+            raise AssertionError("the session was over before the restart")
+        await asyncio.to_thread(server.interrupt)
+        # down until every table has met it: each retries a call the stopped service did not answer
+        await eventually(lambda: set(retried) >= set(tables) or games.done(), 60,
+                         f"every table retrying while the service is down (retried: {retried})")
+        if games.done():
+            games.result()
+            raise AssertionError("the session was over before every table met the outage")
+        await asyncio.to_thread(server.start)
+        await asyncio.wait_for(games, 180)
     for c in ctrls:
         assert await c.resume() == 0  # every saved request got its answer
         await c.close()
@@ -111,8 +119,8 @@ async def test_silence_turns_jackpot_wagers_off_and_the_service_back_turns_them_
     ctrls = await controllers(server.target, tables, tmp_path / "outbox", silence=2.0)
     assert all(c.jackpot_enabled for c in ctrls)
     server.kill9()
-    await asyncio.sleep(2.5)  # the silence limit, and a little
-    assert not any(c.jackpot_enabled for c in ctrls)
+    await eventually(lambda: not any(c.jackpot_enabled for c in ctrls), 10,
+                     "jackpot wagers off at every table once silent for the 2 s limit")
     await asyncio.to_thread(server.start)
     assert all([await c.wait_for_service(10) for c in ctrls])
     for c in ctrls:

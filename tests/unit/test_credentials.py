@@ -107,14 +107,15 @@ async def test_an_open_stream_ends_when_its_credential_is_revoked() -> None:
             closed.set()
 
     seen = []
+    first = asyncio.Event()
 
     async def watch() -> None:
         async for item in guard.while_valid(identity, quiet()):
             seen.append(item)
+            first.set()
 
     task = asyncio.create_task(watch())
-    while not seen:
-        await asyncio.sleep(0)
+    await asyncio.wait_for(first.wait(), 5)  # the stream's first item
     assert guard.sweep() == 0  # still valid: nothing ends
     guard.revoke([identity.credential])
     assert guard.sweep() == 1
@@ -134,7 +135,7 @@ async def test_an_open_stream_ends_when_its_credential_expires() -> None:
             yield 0
 
     task = asyncio.create_task(anext(guard.while_valid(identity, endless())))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one turn of the loop: the task runs into its wait, its stream watched
     assert guard.sweep(now=time.time() + 120) == 1
     with pytest.raises(Unauthenticated, match="expired"):
         await asyncio.wait_for(task, 5)
@@ -147,9 +148,12 @@ async def test_a_cancelled_call_stops_and_closes_its_stream() -> None:
     assert identity is not None
     closed = asyncio.Event()
 
+    waiting = asyncio.Event()
+
     async def quiet() -> AsyncIterator[int]:
         try:
             yield 1
+            waiting.set()
             await asyncio.Event().wait()
             yield 2
         finally:
@@ -161,8 +165,7 @@ async def test_a_cancelled_call_stops_and_closes_its_stream() -> None:
 
     before = len(asyncio.all_tasks())
     task = asyncio.create_task(watch())
-    for _ in range(20):
-        await asyncio.sleep(0)
+    await asyncio.wait_for(waiting.wait(), 5)  # the stream is open and waiting for its next item
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

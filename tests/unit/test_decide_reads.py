@@ -84,7 +84,8 @@ async def test_a_watcher_that_stops_reading_is_let_go_without_waiting() -> None:
 async def test_next_waits_for_an_offer() -> None:
     w = Watcher(start=0)
     waiting = asyncio.ensure_future(w.next(5))
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0)  # one turn of the loop: the task runs into its wait, nothing offered yet
+    assert not waiting.done()
     w.offer([], update(3))
     got = await asyncio.wait_for(waiting, 1)
     assert got is not None and got.seq == 3

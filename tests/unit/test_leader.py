@@ -5,6 +5,7 @@ shards restarts the writer on the new set, stopping the old one before its shard
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -79,12 +80,12 @@ def leader(lease: FakeLease, writers: list[FakeWriter], fail_stop: bool = False)
     return out
 
 
-async def _until(check: Any, what: str) -> None:
-    for _ in range(500):
-        if check():
-            return
+async def _until(check: Any, what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
         await asyncio.sleep(0.01)
-    raise AssertionError(what)
 
 
 @pytest.fixture(autouse=True)

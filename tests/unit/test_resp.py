@@ -68,12 +68,13 @@ def test_timeouts_from_the_url_as_redis_py_names_them() -> None:
 
 
 @contextlib.asynccontextmanager
-async def silent_server() -> AsyncIterator[int]:
-    """Accepts connections, reads whatever comes, never answers."""
+async def silent_server(heard: asyncio.Event | None = None) -> AsyncIterator[int]:
+    """Accepts connections, reads whatever comes (setting `heard` once something came), never answers."""
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(Exception):
             while await reader.read(65536):
-                pass
+                if heard is not None:
+                    heard.set()
         writer.close()
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
@@ -105,10 +106,12 @@ async def test_a_connection_set_up_without_an_answer_times_out_as_unavailable() 
 
 
 async def test_a_cancelled_batch_drops_the_connection() -> None:
-    async with silent_server() as port:
+    heard = asyncio.Event()
+    async with silent_server(heard) as port:
         resp = RespPipeline(f"redis://127.0.0.1:{port}/0")
         task = asyncio.create_task(resp.execute([["PING"]]))
-        await asyncio.sleep(0.1)
+        await asyncio.wait_for(heard.wait(), 5)  # the batch is on the wire, waiting for its answer
+        assert resp._conn is not None
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
