@@ -28,9 +28,14 @@ HEADING_NUMBER = re.compile(rf"^#+\s+§?({SECTION_NUMBER})[.\s]", re.M)
 
 @cache
 def tracked() -> tuple[str, ...]:
-    """The repository's tracked files (what a clone holds)."""
-    out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-    return tuple(p for p in out.decode().split("\0") if p)
+    """The repository's tracked files (what a clone holds); without git, the files of the tree."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+        return tuple(p for p in out.decode().split("\0") if p)
+    except (OSError, subprocess.CalledProcessError):
+        skip = {".git", ".venv", "node_modules", "__pycache__", "build", "dist"}
+        return tuple(p.relative_to(ROOT).as_posix() for p in sorted(ROOT.rglob("*"))
+                     if p.is_file() and not skip & set(p.relative_to(ROOT).parts))
 
 
 def texts() -> list[tuple[str, str]]:
