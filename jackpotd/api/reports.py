@@ -1,4 +1,4 @@
-"""ReportService (API.md; DOMAIN.md §10): proto in, the service layer's report use cases, proto out."""
+"""ReportService (API.md; RULES.md §10): proto in, the service layer's report use cases, proto out."""
 
 from __future__ import annotations
 

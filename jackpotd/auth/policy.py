@@ -38,7 +38,7 @@ ALLOWED: Mapping[str, frozenset[Role]] = {
     "/jackpot.v1.AdminService/SplitPools": frozenset({A}),
     # the trail of administrative acts: those who answer for them, and finance, read it
     "/jackpot.v1.AdminService/ListAudit": frozenset({F, S, A}),
-    # ReportService: finance, and administrators who answer for the books (DOMAIN.md §10)
+    # ReportService: finance, and administrators who answer for the books (RULES.md §10)
     "/jackpot.v1.ReportService/GetReconciliation": frozenset({F, A}),
     "/jackpot.v1.ReportService/ExportLedger": frozenset({F, A}),
     "/jackpot.v1.ReportService/VerifyLedger": frozenset({F, A}),

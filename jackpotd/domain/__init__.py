@@ -1,4 +1,4 @@
-"""The pure rules of the jackpot network (DOMAIN.md): no I/O, no gRPC, no Redis, no SQL."""
+"""The pure rules of the jackpot network (RULES.md): no I/O, no gRPC, no Redis, no SQL."""
 
 from .hands import evaluate_hand
 

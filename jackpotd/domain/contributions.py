@@ -1,4 +1,4 @@
-"""Contributions and their exact reversal (DOMAIN.md §3, §6)."""
+"""Contributions and their exact reversal (RULES.md §3, §6)."""
 
 from __future__ import annotations
 

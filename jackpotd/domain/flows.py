@@ -1,4 +1,4 @@
-"""What each leg of a ledger entry is, for reconciliation (DOMAIN.md §10): contributions before any cap,
+"""What each leg of a ledger entry is, for reconciliation (RULES.md §10): contributions before any cap,
 overflow out and in, refunds, operator funding, transfers, payouts by hand. Pure.
 
 Every µ¢ an entry posts is classified exactly once: the flows of an entry sum, per account, to its postings.

@@ -1,4 +1,4 @@
-"""Gaming days (DOMAIN.md §10): a day starts at a configured local time (06:00 by default) in the link's time
+"""Gaming days (RULES.md §10): a day starts at a configured local time (06:00 by default) in the link's time
 zone, so it lasts 23 or 25 hours across a daylight-saving change. Pure: the zone is passed in."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hand categories per game (DOMAIN.md §4; NSW 13.1; QLD sch 15-17). Only the category matters to the jackpot.
+"""Hand categories per game (RULES.md §4; NSW 13.1; QLD sch 15-17). Only the category matters to the jackpot.
 
 Five-card hands are classified by a prime-product table built once at import, so one evaluation is
 a handful of integer operations. Best-of-N games take the highest category by that game's ranking.

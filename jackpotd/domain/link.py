@@ -1,4 +1,4 @@
-"""A link's whole configuration as data (DOMAIN.md §1, §3, §9), with its plain-dict form for storage."""
+"""A link's whole configuration as data (RULES.md §1, §3, §9), with its plain-dict form for storage."""
 
 from __future__ import annotations
 

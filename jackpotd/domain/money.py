@@ -1,4 +1,4 @@
-"""Money units of DOMAIN.md §2: cents on the wire, µ¢ in pools, ppm for rates. Integers only."""
+"""Money units of RULES.md §2: cents on the wire, µ¢ in pools, ppm for rates. Integers only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Paytables (DOMAIN.md §4; NSW 12.1): what each qualifying hand pays and from which pool. Data, not code."""
+"""Paytables (RULES.md §4; NSW 12.1): what each qualifying hand pays and from which pool. Data, not code."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ _DEFAULT_ROWS: Mapping[str, tuple[_Row, ...]] = {
 
 
 def default_paytable(game: str, mode: str) -> Paytable:
-    """The default paytable of a game for a SPLIT or COMBINED link (DOMAIN.md §4 table)."""
+    """The default paytable of a game for a SPLIT or COMBINED link (RULES.md §4 table)."""
     if game not in _DEFAULT_ROWS:
         raise InvalidInput("game", game, f"unknown game; known games: {', '.join(h.GAMES)}")
     if mode not in (SPLIT, COMBINED):

@@ -1,4 +1,4 @@
-"""Pools of a link (DOMAIN.md §1, §9): JACKPOT, or MAJOR + MINOR, plus a hidden RESERVE."""
+"""Pools of a link (RULES.md §1, §9): JACKPOT, or MAJOR + MINOR, plus a hidden RESERVE."""
 
 from __future__ import annotations
 

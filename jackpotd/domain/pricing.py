@@ -1,4 +1,4 @@
-"""Pricing a round's hits in the prescribed order (DOMAIN.md §5; NSW 12; NZ 11.10).
+"""Pricing a round's hits in the prescribed order (RULES.md §5; NSW 12; NZ 11.10).
 
 Pure: given the pool balances as they stand and the round's hits, it returns every payout in payment
 order, the resets, and the postings, which sum to zero.

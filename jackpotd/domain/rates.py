@@ -1,4 +1,4 @@
-"""Contribution rates (DOMAIN.md §2-3): versioned, approved, effective from a time, never retroactive."""
+"""Contribution rates (RULES.md §2-3): versioned, approved, effective from a time, never retroactive."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A period's reconciliation (DOMAIN.md §10): each pool's movements between its opening and closing balances,
+"""A period's reconciliation (RULES.md §10): each pool's movements between its opening and closing balances,
 the link's wagers against contributions and retained, and whether each identity holds. Pure: the balances come
 from the ledger's postings, the movements from the entries' classified flows (flows.py), two sources that must
 agree."""
@@ -177,7 +177,7 @@ def at_approved_rates(totals: Totals, rates: Mapping[int, RateSet]) -> list[Iden
                            f" ppm (rates {v})" for v, c in sorted(cents.items()) if v in rates) or "0"
         holds = got == want and not unknown
         out.append(Identity(
-            f"{name} at the approved rates", "DOMAIN.md §3, §10",
+            f"{name} at the approved rates", "RULES.md §3, §10",
             f"contributions {got} {'=' if got == want else '≠'} {terms} = {want} µ¢"
             + (f"; rate sets {unknown} are not in the link's history" if unknown else ""), holds))
     return out
@@ -193,14 +193,14 @@ def reconcile(pools: Mapping[str, tuple[int, int]], totals: Totals,
                                                                                         kv[0])))
     link = link_movements(totals)
     identities = [Identity(
-        f"pool {p.pool}", "DOMAIN.md §10",
+        f"pool {p.pool}", "RULES.md §10",
         f"{p.opening_uc} + {p.contributions_uc} − {p.overflow_out_uc} + {p.overflow_in_uc} − {p.refunds_uc} "
         f"+ {p.funding_uc} + {p.transfers_in_uc} − {p.payouts_uc} − {p.transfers_out_uc} = {p.expected_closing_uc}"
         f" {'=' if p.difference_uc == 0 else '≠'} closing {p.closing_uc} µ¢"
         + (f"; {p.unexplained_legs} legs ({p.unexplained_uc} µ¢) no rule accounts for" if p.unexplained_legs else ""),
         p.holds) for p in moved]
     identities.append(Identity(
-        "link", "DOMAIN.md §10",
+        "link", "RULES.md §10",
         f"wagers {link.wagers_accepted_uc} − refunded {link.wagers_refunded_uc} = "
         f"{link.wagers_accepted_uc - link.wagers_refunded_uc} {'=' if link.holds else '≠'} contributions "
         f"{link.contributions_uc} + retained {link.retained_uc} = {link.contributions_uc + link.retained_uc} µ¢"

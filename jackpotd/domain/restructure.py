@@ -1,4 +1,4 @@
-"""Splitting and combining a link's pools (DOMAIN.md §9; NZ 11.6A/B): only between rounds, with an approval
+"""Splitting and combining a link's pools (RULES.md §9; NZ 11.6A/B): only between rounds, with an approval
 reference, keeping every µ¢. Pure: from the config and the balances, the new config and the movement."""
 
 from __future__ import annotations

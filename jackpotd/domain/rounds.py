@@ -1,4 +1,4 @@
-"""Validating a round's wagers and hands before anything moves (DOMAIN.md §1, §4; ARCHITECTURE write path 1)."""
+"""Validating a round's wagers and hands before anything moves (RULES.md §1, §4; ARCHITECTURE.md, write path 1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seats of a table (DOMAIN.md §1): numbered 1..N, seat 1 at the dealer's left, seat N at the right."""
+"""Seats of a table (RULES.md §1): numbered 1..N, seat 1 at the dealer's left, seat N at the right."""
 
 from __future__ import annotations
 

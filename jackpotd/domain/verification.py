@@ -1,4 +1,4 @@
-"""Hits awaiting verification (DOMAIN.md §7): which hits wait, where their money waits, and the entries that
+"""Hits awaiting verification (RULES.md §7): which hits wait, where their money waits, and the entries that
 pay them (approval) or return them (rejection). Pure."""
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Audit:
-    """Who, why and under which approval (DOMAIN.md §9)."""
+    """Who, why and under which approval (RULES.md §9)."""
 
     actor: str = ""
     reason: str = ""

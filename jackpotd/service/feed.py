@@ -1,4 +1,4 @@
-"""What signs and meters are sent (issue 11; DOMAIN.md §8): only what the ledger has committed, read once per
+"""What signs and meters are sent (issue 11; RULES.md §8): only what the ledger has committed, read once per
 process and link, and fanned out to any number of watchers. A watcher that falls behind has its pool updates
 coalesced; one that stops reading altogether is let go; neither ever delays the others."""
 

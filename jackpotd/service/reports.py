@@ -1,4 +1,4 @@
-"""Finance (API.md ReportService; DOMAIN.md §10): reconciliation of a gaming day or any period, the ledger
+"""Finance (API.md ReportService; RULES.md §10): reconciliation of a gaming day or any period, the ledger
 exported and verified, and what the pools owe now. Every figure is the ledger's (PostgreSQL); only VerifyLedger
 asks Redis, to compare."""
 

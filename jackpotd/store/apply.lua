@@ -1,6 +1,6 @@
 -- The one atomic step of every mutating operation on a link (ARCHITECTURE.md, write path 2).
 -- Money arrives as decimal strings and moves with HINCRBY, so no value ever passes through a double
--- except for the sign check below, where balances are below 2^53 µ¢ by rule (DOMAIN.md §2).
+-- except for the sign check below, where balances are below 2^53 µ¢ by rule (RULES.md §2).
 --
 -- KEYS: 1 config  2 balances  3 seq  4 journal  5 request record  6 round (or an unused key)  7 last  8 fence
 --       9 open: how many of the link's rounds are open (committed, or settled with a hit awaiting verification)

@@ -29,7 +29,7 @@ class _Waiter:
 
 
 class DurabilityWatcher:
-    """Lets a gRPC worker wait until the ledger holds an entry (ARCHITECTURE write path 4).
+    """Lets a gRPC worker wait until the ledger holds an entry (ARCHITECTURE.md, write path 4).
 
     A caller is answered only when the ledger holds its very request at its sequence: a sequence number
     alone could belong to another operation if Redis went back and reused it.

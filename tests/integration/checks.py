@@ -32,7 +32,7 @@ async def assert_consistent(pg: asyncpg.Pool, redis: Any, link: str, tally: Tall
         in_ledger.setdefault((r["kind"], r["t"], r["r"]), []).append(int(r["seq"]))
     assert tally.answers, "the load got no answers"
     assert in_ledger == {k: [s] for k, s in tally.answers.items()}
-    # finance: wagers accepted - refunded = contributions + retained (DOMAIN.md §10)
+    # finance: wagers accepted - refunded = contributions + retained (RULES.md §10)
     net_wagers = -sums.get("wagers", 0) - sums.get("refunds", 0)
     assert net_wagers == (tally.wagered_cents - tally.refunded_cents) * 1_000_000
     assert sums.get("payouts", 0) == tally.paid_cents * 1_000_000

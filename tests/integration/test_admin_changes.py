@@ -1,4 +1,4 @@
-"""Administrative changes take effect (DOMAIN.md §3, §4, §7, §8, §9): new rates price the next wager, a new
+"""Administrative changes take effect (RULES.md §3, §4, §7, §8, §9): new rates price the next wager, a new
 paytable prices the next hand, a link's new wager amount and verification threshold are enforced, a resumed
 table takes wagers again. Each change is a ledger entry carrying who, why and the approval reference."""
 

@@ -1,4 +1,4 @@
-"""CombinePools and SplitPools (DOMAIN.md §3, §4, §9; NZ 11.6A/B): MAJOR and MINOR become one JACKPOT holding
+"""CombinePools and SplitPools (RULES.md §3, §4, §9; NZ 11.6A/B): MAJOR and MINOR become one JACKPOT holding
 both balances to the µ¢, and JACKPOT becomes MAJOR and MINOR by an allocation that adds up to its balance
 exactly; only between rounds, with an approval reference, by an administrator; the new rates and the mode's
 paytable price what comes after the act and nothing before it; refusals change nothing; a rebuilt Redis

@@ -1,4 +1,4 @@
-"""API.md error table: each bad input gets its status and a message naming the field and value, and changes nothing."""
+"""API.md, Errors: each bad input gets its status and a message naming the field and value, and changes nothing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ApproveHit and RejectHit (DOMAIN.md §7, §10): a hit above the verification threshold waits PENDING in
+"""ApproveHit and RejectHit (RULES.md §7, §10): a hit above the verification threshold waits PENDING in
 pending_payouts with its pool already reduced; a supervisor approves it (paid) or rejects it (its pool's part
 back to the pool, the operator's shortfall back to the operator, the reset left standing). Refusals change
 nothing; retries are idempotent; two decisions race and one wins; a lost Redis forgets no pending hit; the
@@ -82,7 +82,7 @@ async def refused(call: Any, code: S) -> str:
 
 
 async def assert_books(c: Client, link: str) -> None:
-    """DOMAIN.md §10 over the ledger: the audit passes, each pool's postings are its balance (as Redis and
+    """RULES.md §10 over the ledger: the audit passes, each pool's postings are its balance (as Redis and
     GetPools show it, to the µ¢), wagers net of refunds are the contributions plus retained, and what the
     payout accounts hold is what the hits not rejected won (pending_payouts: those still waiting)."""
     held = await balances(c, link)

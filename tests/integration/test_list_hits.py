@@ -1,4 +1,4 @@
-"""ListHits: the ledger's hits with what traces each payout (DOMAIN.md §7, §10), PENDING above the link's
+"""ListHits: the ledger's hits with what traces each payout (RULES.md §7, §10), PENDING above the link's
 verification threshold, filtered by table and status; finance, supervisors and administrators read it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Finance (issue 12; DOMAIN.md §10; API.md ReportService): a simulated day of rounds, hits, voids, fundings, a
+"""Finance (issue 12; RULES.md §10; API.md ReportService): a simulated day of rounds, hits, voids, fundings, a
 rate change and decided hits, reconciled by GetReconciliation; every figure checked against sums this test makes
 on its own from the raw postings, entries and hits; the same day by gaming day and by time; exports; liability;
 and VerifyLedger naming a posting a superuser altered."""
@@ -47,7 +47,7 @@ async def _simulate_day(c: Client, link: str) -> dict[str, Any]:
     for n in range(24):
         table = t1 if n % 2 else t2
         rnd = f"r{n}"
-        if n == 12:  # a rate change in the middle of the day, in force from now (DOMAIN.md §3)
+        if n == 12:  # a rate change in the middle of the day, in force from now (RULES.md §3)
             await c.admin.SetRates(admin_pb2.SetRatesRequest(
                 request_id=rid(), link_id=link, audit=AUDIT,
                 rates=admin_pb2.Rates(pools=[admin_pb2.PoolRate(pool=k, ppm=v) for k, v in RATES_2.items()],
@@ -139,7 +139,7 @@ async def test_a_simulated_day_reconciles_to_the_microcent(client: Client) -> No
         account = f"pool:{name}"
         assert p.opening_ucents == 0
         assert p.closing_ucents == raw["closing"][account] == raw["net"][account]
-        # contributions before any cap: each wager × the rate in force when it was committed (DOMAIN.md §3)
+        # contributions before any cap: each wager × the rate in force when it was committed (RULES.md §3)
         assert p.contributions_ucents == (counted["wagers_1"] * 100 * RATES_1[name]
                                           + counted["wagers_2"] * 100 * RATES_2[name]), name
     assert pools["MINOR"].overflow_out_ucents == raw["overflow"] > 0
@@ -160,7 +160,7 @@ async def test_a_simulated_day_reconciles_to_the_microcent(client: Client) -> No
         assert pools[name].transfers_in_ucents == raw["reset_reserve"].get(name, 0)
     assert pools["RESERVE"].transfers_out_ucents == sum(raw["reset_reserve"].values()) > 0
     assert raw["reset_operator"].get("MAJOR", 0) > 0  # the second royal's reset needed the operator
-    # the link: wagers in and out, and contributions plus retained (DOMAIN.md §10)
+    # the link: wagers in and out, and contributions plus retained (RULES.md §10)
     wagers = counted["wagers_1"] + counted["wagers_2"]
     assert r.link.wagers == wagers and r.link.wagers_accepted_ucents == wagers * 100 * UC
     assert r.link.refunds == counted["refunded"] and r.link.wagers_refunded_ucents == counted["refunded"] * 100 * UC

@@ -1,4 +1,4 @@
-"""Gaming days across both daylight-saving changes of Australia/Sydney (DOMAIN.md §10), with the service's clock
+"""Gaming days across both daylight-saving changes of Australia/Sydney (RULES.md §10), with the service's clock
 set to the moments around each day's 06:00 start; and `jackpot-report` against a real server: its CSV, JSON and
 HTML carry the same numbers, and the HTML opens in headless Chromium."""
 

@@ -144,7 +144,7 @@ class RecordingController(TableController):
 
 def priced(entry: PaytableEntry, pool_before_uc: int) -> int:
     """What one hit of `entry` pays (the only percentage hit of its round): the greater of its minimum
-    and its percentage of the pool, floored to the cent (DOMAIN.md §4, §5.7)."""
+    and its percentage of the pool, floored to the cent (RULES.md §4, §5.7)."""
     return max(entry.min_cents, pool_before_uc * entry.percent_ppm // 1_000_000 // 1_000_000)
 
 

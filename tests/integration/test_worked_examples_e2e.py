@@ -1,4 +1,4 @@
-"""DOMAIN.md §5 worked examples end to end: commit, settle, read the pools back, check the ledger rows."""
+"""RULES.md §5 worked examples end to end: commit, settle, read the pools back, check the ledger rows."""
 
 from __future__ import annotations
 

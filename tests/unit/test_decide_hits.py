@@ -1,4 +1,4 @@
-"""Hits awaiting verification (DOMAIN.md §7), pure: a settle above the threshold holds the prize in
+"""Hits awaiting verification (RULES.md §7), pure: a settle above the threshold holds the prize in
 pending_payouts and leaves the round PENDING; an approval pays it, a rejection returns it. No servers."""
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def ms(text: str) -> int:
 
 def pool(name: str, *, hidden: bool = False, holds: bool = True, skew: int = 0, **movements: int
          ) -> report_pb2.PoolReconciliation:
-    """A pool whose closing is what DOMAIN.md §10 makes it (plus `skew`, to make the numbers not add up)."""
+    """A pool whose closing is what RULES.md §10 makes it (plus `skew`, to make the numbers not add up)."""
     signs = {"contributions": 1, "overflow_out": -1, "overflow_in": 1, "refunds": -1, "funding": 1,
              "transfers_in": 1, "payouts": -1, "transfers_out": -1}
     opening = movements.pop("opening")
@@ -68,10 +68,10 @@ def reconciliation(**overrides: Any) -> report_pb2.Reconciliation:
                                    wagers_refunded_ucents=100_000_000, contributions_ucents=1_080_000_000,
                                    retained_ucents=2_520_000_000, paid_ucents=102_500_000_000,
                                    operator_funding_ucents=1_234_567, identity_holds=True),
-        identities=[report_pb2.Identity(name=f"pool {p.pool}", rule="DOMAIN.md §10", holds=True,
+        identities=[report_pb2.Identity(name=f"pool {p.pool}", rule="RULES.md §10", holds=True,
                                         expression=f"{p.opening_ucents} + ... = {p.closing_ucents}")
                     for p in (major, minor, reserve)]
-        + [report_pb2.Identity(name="link", rule="DOMAIN.md §10", holds=True, expression="3700000000 - 100000000 "
+        + [report_pb2.Identity(name="link", rule="RULES.md §10", holds=True, expression="3700000000 - 100000000 "
                                "= 1080000000 + 2520000000")],
         all_hold=True,
         hits=[report_pb2.ReportHit(hit_id="h-1", table_id="+SUM(1)", round_id=SCRIPT, seat=3, hand="FOUR_OF_A_KIND",

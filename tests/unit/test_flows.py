@@ -1,4 +1,4 @@
-"""Reconciliation's pure parts (DOMAIN.md §10): every leg of an entry classified exactly once, contributions
+"""Reconciliation's pure parts (RULES.md §10): every leg of an entry classified exactly once, contributions
 before the cap, the identities, and gaming-day bounds across daylight-saving changes."""
 
 from __future__ import annotations

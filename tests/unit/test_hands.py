@@ -1,4 +1,4 @@
-"""Hand categories (DOMAIN.md §4; NSW 13.1; QLD sch 15-17)."""
+"""Hand categories (RULES.md §4; NSW 13.1; QLD sch 15-17)."""
 
 from __future__ import annotations
 

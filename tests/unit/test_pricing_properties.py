@@ -1,4 +1,4 @@
-"""Properties of contributions and pricing over random links and rounds (DOMAIN.md §2-5)."""
+"""Properties of contributions and pricing over random links and rounds (RULES.md §2-5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Splitting and combining pools (DOMAIN.md §9; NZ 11.6A/B), pure: every µ¢ moves, the new rates are in force
+"""Splitting and combining pools (RULES.md §9; NZ 11.6A/B), pure: every µ¢ moves, the new rates are in force
 from the act, and the decision asks the live store for the link between rounds. No servers."""
 
 from __future__ import annotations

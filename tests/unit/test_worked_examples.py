@@ -1,4 +1,4 @@
-"""DOMAIN.md §5 worked examples 1-8, each reproduced to the cent."""
+"""RULES.md §5 worked examples 1-8, each reproduced to the cent."""
 
 from __future__ import annotations
 

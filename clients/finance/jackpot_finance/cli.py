@@ -1,5 +1,5 @@
 """`jackpot-report`: reconcile a link's gaming day or any period, export its ledger to CSV, verify its ledger,
-and show what its pools owe players (jackpotd's ReportService, role finance; DOMAIN.md §10)."""
+and show what its pools owe players (jackpotd's ReportService, role finance; RULES.md §10)."""
 
 from __future__ import annotations
 
@@ -86,9 +86,9 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    r = sub.add_parser("reconcile", parents=[common], help="a period's reconciliation (DOMAIN.md §10)",
+    r = sub.add_parser("reconcile", parents=[common], help="a period's reconciliation (RULES.md §10)",
                        description="A gaming day's or a period's movements per pool and per link, and whether every "
-                                   "identity of DOMAIN.md §10 holds (exit 1 when one does not).",
+                                   "identity of RULES.md §10 holds (exit 1 when one does not).",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     period = r.add_mutually_exclusive_group(required=True)
     period.add_argument("--day", metavar="YYYY-MM-DD", help="a gaming day of the link")

@@ -2,7 +2,7 @@
 the exact dollars beside them, times in UTC and in the link's zone. Every format renders from these dicts, so
 text, CSV, JSON and HTML carry the same numbers.
 
-The client also redoes each identity of DOMAIN.md §10 from the figures it was sent (`checked`): a report
+The client also redoes each identity of RULES.md §10 from the figures it was sent (`checked`): a report
 whose numbers do not add up is not passed as holding just because the server says so."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ Report = dict[str, Any]
 
 @dataclass(frozen=True)
 class Movement:
-    """A line of a pool's reconciliation (DOMAIN.md §10): `sign` +1 or -1 for a movement, 0 for the opening
+    """A line of a pool's reconciliation (RULES.md §10): `sign` +1 or -1 for a movement, 0 for the opening
     and closing balances."""
 
     key: str
@@ -28,7 +28,7 @@ class Movement:
     sign: int
 
 
-# DOMAIN.md §10: opening + contributions − overflow out + overflow in − refunds + funding + transfers in
+# RULES.md §10: opening + contributions − overflow out + overflow in − refunds + funding + transfers in
 #   − payouts − transfers out = closing. The order is the identity's.
 MOVEMENTS = (
     Movement("opening", "opening", 0),
@@ -93,7 +93,7 @@ def link_dict(t: report_pb2.LinkTotals) -> Report:
     d: Report = {"wagers": t.wagers, "refunds": t.refunds, "identity_holds": t.identity_holds}
     for key, _ in LINK_AMOUNTS:
         d |= money(key, int(getattr(t, f"{key}_ucents")))
-    # DOMAIN.md §10: wagers accepted − wagers refunded = contributions to all pools + retained.
+    # RULES.md §10: wagers accepted − wagers refunded = contributions to all pools + retained.
     d["checked"] = (t.wagers_accepted_ucents - t.wagers_refunded_ucents
                     == t.contributions_ucents + t.retained_ucents)
     return d

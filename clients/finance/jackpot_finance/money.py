@@ -1,4 +1,4 @@
-"""Exact money strings from integer µ¢ (DOMAIN.md §2): never a float, nothing rounded.
+"""Exact money strings from integer µ¢ (RULES.md §2): never a float, nothing rounded.
 
 1 cent is 1,000,000 µ¢, so a dollar is 100,000,000 µ¢ and an exact dollar amount needs 8 decimal places: a
 $1 wager at 0.0001% (1 ppm) adds 100 µ¢, $0.00000100."""

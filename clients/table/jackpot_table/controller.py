@@ -33,7 +33,7 @@ def _retryable(error: BaseException) -> bool:
 
 
 class JackpotDisabled(RuntimeError):
-    """The service has been silent too long (DOMAIN.md §8): take no jackpot wagers."""
+    """The service has been silent too long (RULES.md §8): take no jackpot wagers."""
 
 
 @dataclass

@@ -29,7 +29,7 @@ class Tally:
     wagered_cents: int = 0
     refunded_cents: int = 0
     paid_cents: int = 0
-    pending_cents: int = 0  # prizes above the verification threshold, awaiting a supervisor (DOMAIN.md §7)
+    pending_cents: int = 0  # prizes above the verification threshold, awaiting a supervisor (RULES.md §7)
     voids: int = 0
     skipped: int = 0  # rounds played without jackpot wagers because the service was silent
     hits: Counter[str] = field(default_factory=Counter)

@@ -1,4 +1,4 @@
-"""Admin decisions (DOMAIN.md §3 rates, §4 paytables, §9 configuration, NZ 11.6(b) funding): every change is
+"""Admin decisions (RULES.md §3 rates, §4 paytables, §9 configuration, NZ 11.6(b) funding): every change is
 a journaled entry with who, why and the approval reference. Pure."""
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def require_approval(cmd: ConfigCommand | Restructure | Fund | DecideHit) -> Non
     equipment (NSW 14.13) must never wait for paperwork."""
     audit = cmd.audit
     if not audit.reason.strip():
-        raise InvalidInput("audit.reason", audit.reason, "every administrative act says why (DOMAIN.md §9)")
+        raise InvalidInput("audit.reason", audit.reason, "every administrative act says why (RULES.md §9)")
     if audit.approval_ref.strip():
         return
     if isinstance(cmd, SuspendTable):
@@ -89,7 +89,7 @@ def require_approval(cmd: ConfigCommand | Restructure | Fund | DecideHit) -> Non
     if isinstance(cmd, CombinePools | SplitPools):
         raise InvalidInput("audit.approval_ref", "", "splitting or combining pools needs an approval reference")
     raise InvalidInput("audit.approval_ref", audit.approval_ref, "every administrative act cites its approval "
-                       "(DOMAIN.md §9)")
+                       "(RULES.md §9)")
 
 
 def changed(cmd: ConfigCommand, config: LinkConfig, now_ms: int) -> LinkConfig:

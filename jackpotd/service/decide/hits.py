@@ -1,4 +1,4 @@
-"""Hit decisions (DOMAIN.md §7): a supervisor approves a PENDING hit, so it is paid, or rejects it, so a
+"""Hit decisions (RULES.md §7): a supervisor approves a PENDING hit, so it is paid, or rejects it, so a
 reversing entry returns its prize. Pure: the round's live record says which hits still wait."""
 
 from __future__ import annotations

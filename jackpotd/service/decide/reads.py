@@ -1,4 +1,4 @@
-"""Read decisions (ARCHITECTURE.md, Reads; DOMAIN.md §8): what signs and meters announce. Pure."""
+"""Read decisions (ARCHITECTURE.md, Reads; RULES.md §8): what signs and meters announce. Pure."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Table decisions (DOMAIN.md §3 commit, §5 settle, §6 void): from the config, the state read and the
+"""Table decisions (RULES.md §3 commit, §5 settle, §6 void): from the config, the state read and the
 command, the step to apply. Pure: every rule here is unit-tested without servers."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
--- Hits awaiting verification (DOMAIN.md §7; issue 10, part 4): a supervisor's approval or rejection of a
+-- Hits awaiting verification (RULES.md §7; issue 10, part 4): a supervisor's approval or rejection of a
 -- PENDING hit. Append-only like the hits it decides: one decision per hit, forever. A hit's status is its
 -- decision's (PAID or REJECTED) when it has one, else the status it was settled with.
 CREATE TABLE hit_decisions (

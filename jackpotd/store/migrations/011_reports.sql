@@ -1,4 +1,4 @@
--- Finance (issue 12; DOMAIN.md §10; README, Reports). The ledger writer keeps, in the same statement that
+-- Finance (issue 12; RULES.md §10; README, Finance). The ledger writer keeps, in the same statement that
 -- appends the entries, each link's movements summed per quarter hour (UTC) and per account, flow and detail
 -- (jackpotd/domain/flows.py says what each flow is). A day's reconciliation reads ~96 quarter hours of
 -- summaries instead of the day's entries. Projections, like account_balances: `jackpotd audit` and
@@ -30,8 +30,8 @@ GRANT SELECT, INSERT ON flow_buckets, flow_totals TO jackpotd_app;
 GRANT UPDATE (first_seq, last_seq, entries) ON flow_buckets TO jackpotd_app;
 GRANT UPDATE (amount_uc, items) ON flow_totals TO jackpotd_app;
 
--- ---- Views for BI tools (README, Reports). Gaming days use each link's current time zone and gaming-day
--- start (DOMAIN.md §10), to the quarter hour: exact for a start on a quarter hour (06:00, 06:15, ...);
+-- ---- Views for BI tools (README, Finance). Gaming days use each link's current time zone and gaming-day
+-- start (RULES.md §10), to the quarter hour: exact for a start on a quarter hour (06:00, 06:15, ...);
 -- GetReconciliation is exact for any start and any period.
 CREATE VIEW report_link_days AS
 SELECT DISTINCT ON (c.link_id) c.link_id, (c.config::jsonb ->> 'time_zone') AS time_zone,
@@ -57,7 +57,7 @@ FROM flow_totals t JOIN report_link_days d USING (link_id)
 WHERE t.account LIKE 'pool:%'
 GROUP BY 1, 2, 3;
 
--- Every hit with what traces it (DOMAIN.md §10): round, seat, cards, the pool before, the rule, its status now.
+-- Every hit with what traces it (RULES.md §10): round, seat, cards, the pool before, the rule, its status now.
 CREATE VIEW report_hits AS
 SELECT h.link_id, h.hit_id, h.seq, e.created_at,
        ((e.created_at AT TIME ZONE d.time_zone) - d.day_start)::date AS gaming_day,

@@ -26,7 +26,7 @@ if _version_not_supported:
 
 
 class AdminServiceStub:
-    """Supervisors and administrators. Every act records who, why and the approval reference (DOMAIN.md §9).
+    """Supervisors and administrators. Every act records who, why and the approval reference (RULES.md §9).
     """
 
     def __init__(self, channel):
@@ -108,7 +108,7 @@ class AdminServiceStub:
 
 
 class AdminServiceServicer:
-    """Supervisors and administrators. Every act records who, why and the approval reference (DOMAIN.md §9).
+    """Supervisors and administrators. Every act records who, why and the approval reference (RULES.md §9).
     """
 
     def CreateLink(self, request, context):
@@ -167,14 +167,14 @@ class AdminServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListHits(self, request, context):
-        """Hits as the ledger holds them, with what traces each payout (DOMAIN.md §7, §10; newest first).
+        """Hits as the ledger holds them, with what traces each payout (RULES.md §7, §10; newest first).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ApproveHit(self, request, context):
-        """A PENDING hit (above the verification threshold, DOMAIN.md §7) approved: it is paid.
+        """A PENDING hit (above the verification threshold, RULES.md §7) approved: it is paid.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -284,7 +284,7 @@ def add_AdminServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class AdminService:
-    """Supervisors and administrators. Every act records who, why and the approval reference (DOMAIN.md §9).
+    """Supervisors and administrators. Every act records who, why and the approval reference (RULES.md §9).
     """
 
     @staticmethod

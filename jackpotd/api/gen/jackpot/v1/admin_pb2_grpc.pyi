@@ -27,7 +27,7 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class AdminServiceStub:
-    """Supervisors and administrators. Every act records who, why and the approval reference (DOMAIN.md §9)."""
+    """Supervisors and administrators. Every act records who, why and the approval reference (RULES.md §9)."""
 
     @_typing.overload
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
@@ -44,9 +44,9 @@ class AdminServiceStub:
     ListAudit: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListAuditRequest, _admin_pb2.ListAuditResponse]
     """The append-only trail of administrative acts, refused ones included (newest first)."""
     ListHits: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListHitsRequest, _admin_pb2.ListHitsResponse]
-    """Hits as the ledger holds them, with what traces each payout (DOMAIN.md §7, §10; newest first)."""
+    """Hits as the ledger holds them, with what traces each payout (RULES.md §7, §10; newest first)."""
     ApproveHit: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ApproveHitRequest, _admin_pb2.HitDecisionResponse]
-    """A PENDING hit (above the verification threshold, DOMAIN.md §7) approved: it is paid."""
+    """A PENDING hit (above the verification threshold, RULES.md §7) approved: it is paid."""
     RejectHit: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RejectHitRequest, _admin_pb2.HitDecisionResponse]
     """A PENDING hit rejected: a reversing entry returns its amount to its pool (and the operator's share of
     it to the operator).
@@ -58,7 +58,7 @@ class AdminServiceStub:
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
-    """Supervisors and administrators. Every act records who, why and the approval reference (DOMAIN.md §9)."""
+    """Supervisors and administrators. Every act records who, why and the approval reference (RULES.md §9)."""
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     CreateLink: _aio.UnaryUnaryMultiCallable[_admin_pb2.CreateLinkRequest, _admin_pb2.LinkResponse]  # type: ignore[assignment]
@@ -72,9 +72,9 @@ class AdminServiceAsyncStub(AdminServiceStub):
     ListAudit: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListAuditRequest, _admin_pb2.ListAuditResponse]  # type: ignore[assignment]
     """The append-only trail of administrative acts, refused ones included (newest first)."""
     ListHits: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListHitsRequest, _admin_pb2.ListHitsResponse]  # type: ignore[assignment]
-    """Hits as the ledger holds them, with what traces each payout (DOMAIN.md §7, §10; newest first)."""
+    """Hits as the ledger holds them, with what traces each payout (RULES.md §7, §10; newest first)."""
     ApproveHit: _aio.UnaryUnaryMultiCallable[_admin_pb2.ApproveHitRequest, _admin_pb2.HitDecisionResponse]  # type: ignore[assignment]
-    """A PENDING hit (above the verification threshold, DOMAIN.md §7) approved: it is paid."""
+    """A PENDING hit (above the verification threshold, RULES.md §7) approved: it is paid."""
     RejectHit: _aio.UnaryUnaryMultiCallable[_admin_pb2.RejectHitRequest, _admin_pb2.HitDecisionResponse]  # type: ignore[assignment]
     """A PENDING hit rejected: a reversing entry returns its amount to its pool (and the operator's share of
     it to the operator).
@@ -85,7 +85,7 @@ class AdminServiceAsyncStub(AdminServiceStub):
     """NZ 11.6A: JACKPOT split into MAJOR and MINOR by an explicit allocation of its balance, between rounds."""
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
-    """Supervisors and administrators. Every act records who, why and the approval reference (DOMAIN.md §9)."""
+    """Supervisors and administrators. Every act records who, why and the approval reference (RULES.md §9)."""
 
     @_abc_1.abstractmethod
     def CreateLink(
@@ -157,7 +157,7 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _admin_pb2.ListHitsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.ListHitsResponse, _abc.Awaitable[_admin_pb2.ListHitsResponse]]:
-        """Hits as the ledger holds them, with what traces each payout (DOMAIN.md §7, §10; newest first)."""
+        """Hits as the ledger holds them, with what traces each payout (RULES.md §7, §10; newest first)."""
 
     @_abc_1.abstractmethod
     def ApproveHit(
@@ -165,7 +165,7 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _admin_pb2.ApproveHitRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.HitDecisionResponse, _abc.Awaitable[_admin_pb2.HitDecisionResponse]]:
-        """A PENDING hit (above the verification threshold, DOMAIN.md §7) approved: it is paid."""
+        """A PENDING hit (above the verification threshold, RULES.md §7) approved: it is paid."""
 
     @_abc_1.abstractmethod
     def RejectHit(

@@ -29,7 +29,7 @@ class PoolAmount(_message.Message):
     pool: _builtins.str
     """JACKPOT, MAJOR, MINOR (RESERVE only to admins)"""
     amount_cents: _builtins.int
-    """balance floored to whole cents (DOMAIN.md §2)"""
+    """balance floored to whole cents (RULES.md §2)"""
     reset_cents: _builtins.int
     balance_ucents: _builtins.int
     """exact balance in µ¢"""
@@ -51,7 +51,7 @@ Global___PoolAmount: _TypeAlias = PoolAmount  # noqa: Y015
 
 @_typing.final
 class HitAnnouncement(_message.Message):
-    """A hit as announced on floor signs (DOMAIN.md §8)."""
+    """A hit as announced on floor signs (RULES.md §8)."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -73,7 +73,7 @@ class HitAnnouncement(_message.Message):
     hit_id: _builtins.str
     sequence: _builtins.int
     status: _builtins.str
-    """PAID; PENDING while a hit above the verification threshold awaits a supervisor (DOMAIN.md §7); a
+    """PAID; PENDING while a hit above the verification threshold awaits a supervisor (RULES.md §7); a
     supervisor's decision is announced again as PAID or REJECTED.
     """
     def __init__(
@@ -99,7 +99,7 @@ Global___HitAnnouncement: _TypeAlias = HitAnnouncement  # noqa: Y015
 
 @_typing.final
 class TableStatus(_message.Message):
-    """A table of the link as signs show it (DOMAIN.md §8): online while its controller holds a meter stream
+    """A table of the link as signs show it (RULES.md §8): online while its controller holds a meter stream
     (WatchMeter) open, suspended while a supervisor has its jackpot wagers off (NSW 14.13).
     """
 

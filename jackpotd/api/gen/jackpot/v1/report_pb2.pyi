@@ -64,7 +64,7 @@ class PayoutsByHand(_message.Message):
     paid_ucents: _builtins.int
     """what those hits took from the pool"""
     rejected_hits: _builtins.int
-    """PENDING hits rejected in the period (DOMAIN.md §7)"""
+    """PENDING hits rejected in the period (RULES.md §7)"""
     returned_ucents: _builtins.int
     """what their rejections gave back to the pool"""
     def __init__(
@@ -86,7 +86,7 @@ Global___PayoutsByHand: _TypeAlias = PayoutsByHand  # noqa: Y015
 
 @_typing.final
 class PoolReconciliation(_message.Message):
-    """DOMAIN.md §10: opening + contributions − overflow out + overflow in − refunds + funding + transfers in
+    """RULES.md §10: opening + contributions − overflow out + overflow in − refunds + funding + transfers in
       − payouts − transfers out = closing.
     """
 
@@ -163,7 +163,7 @@ Global___PoolReconciliation: _TypeAlias = PoolReconciliation  # noqa: Y015
 
 @_typing.final
 class LinkTotals(_message.Message):
-    """DOMAIN.md §10: wagers accepted − wagers refunded = contributions to all pools + retained."""
+    """RULES.md §10: wagers accepted − wagers refunded = contributions to all pools + retained."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -227,7 +227,7 @@ class Identity(_message.Message):
     name: _builtins.str
     """e.g. "pool MAJOR", "link" """
     rule: _builtins.str
-    """where it comes from, e.g. "DOMAIN.md §10" """
+    """where it comes from, e.g. "RULES.md §10" """
     expression: _builtins.str
     """the identity with this period's numbers"""
     holds: _builtins.bool
@@ -739,7 +739,7 @@ class Liability(_message.Message):
     def pools(self) -> _containers.RepeatedCompositeFieldContainer[Global___PoolLiability]: ...
     @_builtins.property
     def pending_hits(self) -> _containers.RepeatedCompositeFieldContainer[Global___ReportHit]:
-        """prizes awaiting verification (DOMAIN.md §7)"""
+        """prizes awaiting verification (RULES.md §7)"""
 
     def __init__(
         self,

@@ -26,7 +26,7 @@ if _version_not_supported:
 
 
 class ReportServiceStub:
-    """Finance (role finance): reconciliation, liability, and the ledger exported and verified (DOMAIN.md §10).
+    """Finance (role finance): reconciliation, liability, and the ledger exported and verified (RULES.md §10).
     Every figure is read from the PostgreSQL ledger, never from Redis (VerifyLedger compares the two).
     Money is µ¢ (ucents) here unless a field says cents: reconciliation must add up to the µ¢.
     Times are Unix milliseconds, UTC.
@@ -61,7 +61,7 @@ class ReportServiceStub:
 
 
 class ReportServiceServicer:
-    """Finance (role finance): reconciliation, liability, and the ledger exported and verified (DOMAIN.md §10).
+    """Finance (role finance): reconciliation, liability, and the ledger exported and verified (RULES.md §10).
     Every figure is read from the PostgreSQL ledger, never from Redis (VerifyLedger compares the two).
     Money is µ¢ (ucents) here unless a field says cents: reconciliation must add up to the µ¢.
     Times are Unix milliseconds, UTC.
@@ -69,7 +69,7 @@ class ReportServiceServicer:
 
     def GetReconciliation(self, request, context):
         """A period's movements per pool (hidden RESERVE included) and per link, and whether every identity of
-        DOMAIN.md §10 holds. The period is a gaming day of the link (its local start in its time zone) or any
+        RULES.md §10 holds. The period is a gaming day of the link (its local start in its time zone) or any
         [from_ms, to_ms).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -131,7 +131,7 @@ def add_ReportServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class ReportService:
-    """Finance (role finance): reconciliation, liability, and the ledger exported and verified (DOMAIN.md §10).
+    """Finance (role finance): reconciliation, liability, and the ledger exported and verified (RULES.md §10).
     Every figure is read from the PostgreSQL ledger, never from Redis (VerifyLedger compares the two).
     Money is µ¢ (ucents) here unless a field says cents: reconciliation must add up to the µ¢.
     Times are Unix milliseconds, UTC.

@@ -27,7 +27,7 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class ReportServiceStub:
-    """Finance (role finance): reconciliation, liability, and the ledger exported and verified (DOMAIN.md §10).
+    """Finance (role finance): reconciliation, liability, and the ledger exported and verified (RULES.md §10).
     Every figure is read from the PostgreSQL ledger, never from Redis (VerifyLedger compares the two).
     Money is µ¢ (ucents) here unless a field says cents: reconciliation must add up to the µ¢.
     Times are Unix milliseconds, UTC.
@@ -39,7 +39,7 @@ class ReportServiceStub:
     def __new__(cls, channel: _aio.Channel) -> ReportServiceAsyncStub: ...
     GetReconciliation: _grpc.UnaryUnaryMultiCallable[_report_pb2.GetReconciliationRequest, _report_pb2.Reconciliation]
     """A period's movements per pool (hidden RESERVE included) and per link, and whether every identity of
-    DOMAIN.md §10 holds. The period is a gaming day of the link (its local start in its time zone) or any
+    RULES.md §10 holds. The period is a gaming day of the link (its local start in its time zone) or any
     [from_ms, to_ms).
     """
     ExportLedger: _grpc.UnaryStreamMultiCallable[_report_pb2.ExportLedgerRequest, _report_pb2.LedgerEntry]
@@ -55,7 +55,7 @@ class ReportServiceStub:
 
 @_typing.type_check_only
 class ReportServiceAsyncStub(ReportServiceStub):
-    """Finance (role finance): reconciliation, liability, and the ledger exported and verified (DOMAIN.md §10).
+    """Finance (role finance): reconciliation, liability, and the ledger exported and verified (RULES.md §10).
     Every figure is read from the PostgreSQL ledger, never from Redis (VerifyLedger compares the two).
     Money is µ¢ (ucents) here unless a field says cents: reconciliation must add up to the µ¢.
     Times are Unix milliseconds, UTC.
@@ -64,7 +64,7 @@ class ReportServiceAsyncStub(ReportServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     GetReconciliation: _aio.UnaryUnaryMultiCallable[_report_pb2.GetReconciliationRequest, _report_pb2.Reconciliation]  # type: ignore[assignment]
     """A period's movements per pool (hidden RESERVE included) and per link, and whether every identity of
-    DOMAIN.md §10 holds. The period is a gaming day of the link (its local start in its time zone) or any
+    RULES.md §10 holds. The period is a gaming day of the link (its local start in its time zone) or any
     [from_ms, to_ms).
     """
     ExportLedger: _aio.UnaryStreamMultiCallable[_report_pb2.ExportLedgerRequest, _report_pb2.LedgerEntry]  # type: ignore[assignment]
@@ -79,7 +79,7 @@ class ReportServiceAsyncStub(ReportServiceStub):
     """
 
 class ReportServiceServicer(metaclass=_abc_1.ABCMeta):
-    """Finance (role finance): reconciliation, liability, and the ledger exported and verified (DOMAIN.md §10).
+    """Finance (role finance): reconciliation, liability, and the ledger exported and verified (RULES.md §10).
     Every figure is read from the PostgreSQL ledger, never from Redis (VerifyLedger compares the two).
     Money is µ¢ (ucents) here unless a field says cents: reconciliation must add up to the µ¢.
     Times are Unix milliseconds, UTC.
@@ -92,7 +92,7 @@ class ReportServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_report_pb2.Reconciliation, _abc.Awaitable[_report_pb2.Reconciliation]]:
         """A period's movements per pool (hidden RESERVE included) and per link, and whether every identity of
-        DOMAIN.md §10 holds. The period is a gaming day of the link (its local start in its time zone) or any
+        RULES.md §10 holds. The period is a gaming day of the link (its local start in its time zone) or any
         [from_ms, to_ms).
         """
 

@@ -115,7 +115,7 @@ class AcceptedWager(_message.Message):
     contributed_ucents: _builtins.int
     """what went into the pools (the rest is retained)"""
     overflow_ucents: _builtins.int
-    """passed on by a capped pool (DOMAIN.md §3)"""
+    """passed on by a capped pool (RULES.md §3)"""
     def __init__(
         self,
         *,
@@ -255,7 +255,7 @@ class Payout(_message.Message):
     funded_by_operator_cents: _builtins.int
     hit_id: _builtins.str
     status: _builtins.str
-    """PAID or PENDING (DOMAIN.md §7)"""
+    """PAID or PENDING (RULES.md §7)"""
     pool_before_ucents: _builtins.int
     rule: _builtins.str
     def __init__(
