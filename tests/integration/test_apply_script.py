@@ -11,7 +11,10 @@ import orjson
 import pytest_asyncio
 
 from jackpotd.domain.rounds import COMMITTED, SETTLED
+from jackpotd.service.commands import Audit
+from jackpotd.service.entries import Entry, FundDetail
 from jackpotd.service.ports import NEW_LINK, ROUND_ABSENT, Applied, IdReused, Stale, Step
+from jackpotd.service.replies import LinkResult
 from jackpotd.store import keys
 from jackpotd.store.redis_pools import RedisPools
 
@@ -29,7 +32,7 @@ def step(link: str, request_id: str, content: str = "{}", version: str = "1", **
     """A step of `link` with `request_id` whose hash is its content's (so other content is another hash)."""
     digest = hashlib.sha256(content.encode()).hexdigest()
     return Step(link, request_id, digest, f"{request_id}:{digest}", orjson.loads(content), content, version,
-                {"kind": "test"}, {"ok": True}, **checks)
+                Entry("fund", 0, request_id, digest, (), FundDetail(Audit())), LinkResult(link), **checks)
 
 
 async def created(redis: RedisPools) -> str:
