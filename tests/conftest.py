@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import signal
 import tempfile
 import uuid
 import warnings
@@ -65,6 +66,8 @@ def servers() -> Iterator[Servers]:
         yield Servers(pg, valkey, root)
     finally:
         valkey.stop()
+        if pg.proc is not None:  # immediate shutdown: the data is thrown away, so no shutdown checkpoint of it
+            pg.proc.send_signal(signal.SIGQUIT)
         pg.stop()
         shutil.rmtree(root, ignore_errors=True)  # a session's servers hold about 1 GB: leave nothing behind
         shutil.rmtree(_KEY_DIR, ignore_errors=True)

@@ -38,6 +38,11 @@ T = TypeVar("T")
 ADMIN = "test-admin"  # who the harness's admin calls are from: the audit trail's actor
 
 
+# Reconnecting as the table controller does (jackpot_table.controller): a restarted service is reached again within
+# 2 s, not after gRPC's default backoff (up to 120 s).
+RECONNECT = [("grpc.initial_reconnect_backoff_ms", 200), ("grpc.max_reconnect_backoff_ms", 2000)]
+
+
 def authorized_channel(target: str, options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
     """A channel whose table calls carry a token of the request's table and other calls an admin token."""
     return open_channel(target, interceptors=TableTokens(AUTH_KEY, Role.ADMIN, ADMIN).interceptors(),
@@ -72,7 +77,7 @@ class Client:
 
     @staticmethod
     async def connect(target: str, dsn: str, redis_url: str) -> Client:
-        channel = authorized_channel(target)
+        channel = authorized_channel(target, RECONNECT)
         pg = await asyncpg.create_pool(dsn, min_size=1, max_size=4)
         assert pg is not None
         return Client(channel, table_pb2_grpc.TableServiceStub(channel), display_pb2_grpc.DisplayServiceStub(channel),

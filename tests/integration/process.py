@@ -13,6 +13,11 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+# A channel polling a server that is starting: gRPC's reconnect backoff (1 s, then 1.6 s ...) would otherwise
+# answer the polls with the last failure for seconds after the server came up.
+STARTING = [("grpc.initial_reconnect_backoff_ms", 50), ("grpc.min_reconnect_backoff_ms", 50),
+            ("grpc.max_reconnect_backoff_ms", 200)]
+
 
 class ServerProcess:
     """`jackpotd serve` (or `grpc`, or `writer`: `command`) on given stores (or embedded ones under a state dir)."""
@@ -50,7 +55,7 @@ class ServerProcess:
 
     def health_channel(self) -> grpc.Channel:
         """How `start` asks whether it serves: plain text (a TLS server needs its own)."""
-        return grpc.insecure_channel(self.target)
+        return grpc.insecure_channel(self.target, options=STARTING)
 
     def start(self, timeout: float = 90) -> ServerProcess:
         out = open(self.log, "ab")  # noqa: SIM115 - the child writes to it

@@ -177,11 +177,15 @@ async def test_a_simulated_day_reconciles_to_the_microcent(client: Client) -> No
     assert {b.pool for b in r.balances} == {"MAJOR", "MINOR", "RESERVE"}
     after: dict[tuple[str, int], int] = {}  # each pool's balance after each entry, from the raw postings
     running: dict[str, int] = {}
+    moves: dict[int, list[tuple[str, int]]] = {}
     for row in await c.pg.fetch("SELECT seq, account, amount_uc FROM postings WHERE link_id = $1 ORDER BY seq, idx",
                                 link):
-        running[row["account"]] = running.get(row["account"], 0) + int(row["amount_uc"])
+        moves.setdefault(int(row["seq"]), []).append((row["account"], int(row["amount_uc"])))
+    for seq in range(1, len(entries) + 1):  # every entry, those without postings too (a chart point may name one)
+        for account, amount in moves.get(seq, []):
+            running[account] = running.get(account, 0) + amount
         for pool in pools:
-            after[(pool, int(row["seq"]))] = running.get(f"pool:{pool}", 0)
+            after[(pool, seq)] = running.get(f"pool:{pool}", 0)
     for point in r.balances:  # the chart: each point is the pool's balance after the entry it names
         if point.sequence > 0:
             assert point.balance_ucents == after[(point.pool, point.sequence)], point
