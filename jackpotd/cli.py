@@ -303,6 +303,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         if args.command == "rebuild-summaries":
             from tqdm import tqdm
 
+            from .service.errors import Unavailable
             from .store.ledger import summaries
 
             def progress(links: list[str]) -> Iterable[str]:
@@ -311,7 +312,12 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             def done(link: str, entries: int, rows: int) -> None:
                 print(f"{link}: {entries} entries, {rows} summary rows" if entries else f"{link}: no such link")
 
-            await summaries.rebuild_links(stores.owner_dsn or stores.dsn, args.link or [], done, progress)
+            try:
+                await summaries.rebuild_links(stores.owner_dsn or stores.dsn, args.link or [], done, progress)
+            except Unavailable as e:
+                print(f"jackpotd: the summaries could not be derived again ({e}): run it as the ledger's owner",
+                      file=sys.stderr)
+                return 1
             return 0
         if args.command == "revoke":
             from . import credential_commands

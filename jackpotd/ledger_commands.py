@@ -8,6 +8,7 @@ import socket
 import sys
 
 from .domain.money import format_cents
+from .service.errors import Unavailable
 from .settings import Settings
 from .store import checkpoints, ledger, recovery, unfence
 from .store.checkpoints import Checkpointer
@@ -80,21 +81,16 @@ async def lift(stores: Stores, settings: Settings, args: argparse.Namespace) -> 
 
 async def _rebuild_summaries(stores: Stores, link: str) -> None:
     """Finance's summaries of the link derived again from its entries, as the ledger's owner."""
-    import asyncpg
-
     from .store.ledger import summaries
 
+    def done(link: str, entries: int, rows: int) -> None:
+        print(f"link {link}: finance's summaries derived again from its {entries} entries ({rows} rows)")
+
     try:
-        conn = await asyncpg.connect(stores.owner_dsn or stores.dsn)
-        try:
-            entries, rows = await summaries.rebuild(conn, link)
-        finally:
-            await conn.close()
-    except (asyncpg.PostgresError, OSError) as e:
+        await summaries.rebuild_links(stores.owner_dsn or stores.dsn, [link], done)
+    except Unavailable as e:
         print(f"jackpotd: finance's summaries of {link} could not be derived again ({e}): run `jackpotd "
               f"rebuild-summaries --link {link}` as the ledger's owner", file=sys.stderr)
-        return
-    print(f"link {link}: finance's summaries derived again from its {entries} entries ({rows} rows)")
 
 
 async def audit(stores: Stores, settings: Settings, args: argparse.Namespace) -> int:

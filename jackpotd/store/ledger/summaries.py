@@ -14,6 +14,7 @@ import orjson
 
 from ...domain.flows import EntryFacts, Flow, HitPaid, ResetPaid, flows_of
 from ...domain.verification import PAID
+from ...service.errors import Unavailable
 from .unnest import columns
 
 BUCKET_MS = 15 * 60 * 1000  # a quarter hour: every real time zone's offset is a multiple of it
@@ -194,14 +195,18 @@ async def rebuild(conn: Any, link_id: str) -> tuple[int, int]:
 async def rebuild_links(dsn: str, links: Sequence[str], done: Callable[[str, int, int], None],
                         each: Callable[[list[str]], Iterable[str]] = iter) -> None:
     """`jackpotd rebuild-summaries`: `links` (none: every link) rebuilt one by one, logged in as `dsn` (the owner);
-    `each` may wrap the list (a progress bar); `done` hears each link's (entries, rows), 0 entries: no such link."""
-    conn = await asyncpg.connect(dsn)
+    `each` may wrap the list (a progress bar); `done` hears each link's (entries, rows), 0 entries: no such link.
+    Unavailable when the database cannot be reached or refuses (the owner's role is needed)."""
     try:
-        ids = list(links) or [r["link_id"] for r in await conn.fetch("SELECT link_id FROM links ORDER BY 1")]
-        for link in each(ids):
-            done(link, *await rebuild(conn, link))
-    finally:
-        await conn.close()
+        conn = await asyncpg.connect(dsn)
+        try:
+            ids = list(links) or [r["link_id"] for r in await conn.fetch("SELECT link_id FROM links ORDER BY 1")]
+            for link in each(ids):
+                done(link, *await rebuild(conn, link))
+        finally:
+            await conn.close()
+    except (asyncpg.PostgresError, OSError) as e:
+        raise Unavailable(str(e)) from e
 
 
 async def _write(conn: Any, derived: Summaries) -> None:
