@@ -315,7 +315,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
             try:
                 await summaries.rebuild_links(stores.owner_dsn or stores.dsn, args.link or [], done, progress)
             except Unavailable as e:
-                print(f"jackpotd: the summaries could not be derived again ({e}): run it as the ledger's owner",
+                print(f"jackpotd: the summaries could not be derived again: {e} (it runs as the ledger's owner)",
                       file=sys.stderr)
                 return 1
             return 0

@@ -114,7 +114,12 @@ class NoResult:
     """A funding: the sequence and pools say it all."""
 
 
-Result = CommitResult | SettleResult | VoidResult | HitResult | LinkResult | NoResult
+@dataclass(frozen=True, slots=True)
+class LostResult:
+    """A sequence number an operator accepted as removed from the ledger (`jackpotd unfence --accept`)."""
+
+
+Result = CommitResult | SettleResult | VoidResult | HitResult | LinkResult | NoResult | LostResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +167,8 @@ def stored_form(result: Result) -> dict[str, Any]:
             return {"link_id": link_id} if mode is None else {"link_id": link_id, "mode": mode}
         case NoResult():
             return {}
+        case LostResult():
+            return {"lost": True}
         case _:
             assert_never(result)
 
@@ -191,6 +198,8 @@ def decode_result(d: Mapping[str, Any]) -> Result:
                                      h["returned_to_pool_uc"], h["returned_to_operator_cents"]))
     if "link_id" in d:
         return LinkResult(d["link_id"], d.get("mode"))
+    if d.get("lost") is True:
+        return LostResult()
     if not d:
         return NoResult()
     raise ValueError(f"a stored result of no known kind: keys {sorted(d)}")
@@ -199,6 +208,13 @@ def decode_result(d: Mapping[str, Any]) -> Result:
 def pairs(flat: Sequence[str]) -> dict[str, int]:
     """A flat [k, v, k, v] of integer strings (HGETALL's shape; cjson writes an empty one as {})."""
     return {flat[i]: int(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+
+def encode_reply(reply: Reply) -> str:
+    """A reply written by Python rather than apply.lua (an accepted loss's): the same fields, canonical JSON."""
+    flat = [x for pool, uc in sorted(reply.balances.items()) for x in (pool, str(uc))]
+    return canonical_json({"seq": reply.seq, "result": stored_form(reply.result), "balances": flat,
+                           "content": reply.content, "hash": reply.hash})
 
 
 def decode_reply(raw: str | bytes) -> Reply:

@@ -14,7 +14,7 @@ from typing import Any, assert_never
 from ..metrics import DURABILITY_CHECKS
 from ..service.errors import LinkFenced, LinkLost, Unavailable
 from . import ledger
-from .announcements import Durable, Fenced, Rebuilt, parse
+from .announcements import Announcement, Durable, Fenced, Rebuilt, parse
 from .redis_pools import RedisPools
 
 log = logging.getLogger("jackpotd.durability")
@@ -106,12 +106,17 @@ class DurabilityWatcher:
     async def _listen(self, messages: AsyncIterator[str]) -> None:
         async for data in messages:
             try:
-                self._on_message(data)
-            except Exception:  # one announcement we cannot read must not silence the rest
+                announcement = parse(data)
+            except ValueError as e:  # a kind this version does not know (a newer writer mid-upgrade): skipped
+                log.warning("durability watcher: skipped an announcement it cannot read: %s", e)
+                continue
+            try:
+                self._on_message(announcement)
+            except Exception:  # one announcement we cannot act on must not silence the rest
                 log.exception("durability watcher: cannot read announcement %r", data[:200])
 
-    def _on_message(self, data: str) -> None:
-        match parse(data):
+    def _on_message(self, announcement: Announcement) -> None:
+        match announcement:
             case Durable(link, seq, hashes):  # entries seq.. appended, with their request hashes
                 self._durable(link, seq, hashes)
             case Rebuilt(link, seq):

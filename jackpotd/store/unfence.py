@@ -18,6 +18,7 @@ from typing import Any
 
 from ..canonical import canonical_json
 from ..domain.rounds import RoundState
+from ..service.replies import LostResult, Reply, encode_reply
 from . import ledger, recovery
 from .checkpoints import Acceptance, Anchor, Checkpointer, Lift, load_link
 from .ledger import head_guard
@@ -230,9 +231,8 @@ def _lost_entry(link: str, seq: int, now_ms: int, act: Act, verdict: Tampered,
     entry = {"kind": LOST, "ts_ms": now_ms, "request_id": f"ledger:lost:{seq}", "request_hash": request_hash,
              "postings": [], "lost": {"accepted_by": act.actor, "reason": act.reason,
                                       "removed": [verdict.first_seq, verdict.anchor.seq]}}
-    flat = [x for pool, uc in sorted(balances.items()) for x in (pool, str(uc))]
-    reply = {"seq": seq, "result": {"lost": True}, "balances": flat, "content": content, "hash": request_hash}
-    return ledger.JournalEntry(link, seq, canonical_json(entry), {}, canonical_json(reply))
+    reply = encode_reply(Reply(seq, LostResult(), balances, content, request_hash))
+    return ledger.JournalEntry(link, seq, canonical_json(entry), {}, reply)
 
 
 async def _repair_projections(conn: Any, link: str, head: int) -> None:

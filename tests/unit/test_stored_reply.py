@@ -8,7 +8,17 @@ import orjson
 import pytest
 
 from jackpotd.canonical import canonical_json
-from jackpotd.service.replies import Result, decode_reply, decode_result, encode_result, stored_form
+from jackpotd.service.decide.reads import announcements
+from jackpotd.service.replies import (
+    LostResult,
+    Reply,
+    Result,
+    decode_reply,
+    decode_result,
+    encode_reply,
+    encode_result,
+    stored_form,
+)
 
 RESULT = {"accepted": [{"seat": 1, "amount_cents": 100, "contributed_uc": 30_000_000, "overflow_uc": 0}]}
 CONTENT = {"table_id": "t1", "round_id": "r1", "wagers": [[1, 100, True]]}
@@ -46,6 +56,7 @@ STORED = [
     '{"link_id":"L"}',
     '{"link_id":"L","mode":"COMBINED"}',
     "{}",
+    '{"lost":true}',
 ]
 
 
@@ -62,3 +73,13 @@ def test_every_kind_of_result_has_a_stored_example() -> None:
 def test_a_stored_result_of_no_known_kind_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="keys \\['surprise'\\]"):
         decode_result({"surprise": 1})
+
+
+def test_an_accepted_loss_reads_back_and_announces_nothing() -> None:
+    # `jackpotd unfence --accept` writes these; the signs' feed reads one at a link's head
+    written = encode_reply(Reply(3, LostResult(), {"MAJOR": 5}, {"lost": 3, "link_id": "L"}, "h"))
+    assert written == ('{"balances":["MAJOR","5"],"content":{"link_id":"L","lost":3},"hash":"h",'
+                       '"result":{"lost":true},"seq":3}')
+    reply = decode_reply(written)
+    assert reply == Reply(3, LostResult(), {"MAJOR": 5}, {"lost": 3, "link_id": "L"}, "h")
+    assert announcements("lost", reply) == ()
