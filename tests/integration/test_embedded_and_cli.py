@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,15 @@ async def test_serve_embedded_demo_then_ctrl_c_stops_everything(tmp_path: Path) 
     assert audit.returncode == 0, audit.stdout + audit.stderr
     assert "demo: OK" in audit.stdout and "Redis not compared" in audit.stdout, audit.stdout
     assert "chain intact" in audit.stdout and "verified" in audit.stdout, audit.stdout
+
+
+def test_the_sign_stops_loudly_when_its_port_is_taken() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        out = subprocess.run([sys.executable, "-m", "jackpot_signage.cli", "--link", "demo", "--port", str(port)],
+                             capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"cannot serve on 127.0.0.1:{port}" in out.stderr and "address already in use" in out.stderr, out.stderr
 
 
 @pytest.mark.parametrize("args", [[], ["serve"], ["migrate"], ["recover"], ["audit"], ["pools"]])
