@@ -19,13 +19,19 @@ install: $(STAMP)
 system-account: install
 	@if [ "$$(id -u)" = 0 ]; then $(BIN)/jackpotd system-account; fi
 
-## run: serve jackpotd on embedded PostgreSQL and Valkey with the demo link, and its floor sign on
-## http://127.0.0.1:8080/links/demo (Ctrl-C stops everything)
+## run: serve jackpotd on embedded PostgreSQL and Valkey with the demo link on 127.0.0.1:$(GRPC_PORT), and its floor
+## sign on http://127.0.0.1:$(SIGN_PORT)/links/demo (Ctrl-C stops everything). Other ports, for a second checkout
+## beside a running one: make run SIGN_PORT=8081 GRPC_PORT=50052 METRICS_PORT=9465 (one jackpotd per state
+## directory, ./state)
+SIGN_PORT ?= 8080
+GRPC_PORT ?= 50051
+METRICS_PORT ?= 9464
 run: install system-account
-	@$(BIN)/jackpot-signage --link demo & sign=$$!; \
+	@$(BIN)/jackpot-signage --link demo --port $(SIGN_PORT) --target 127.0.0.1:$(GRPC_PORT) & sign=$$!; \
 	trap 'kill $$sign 2>/dev/null' EXIT INT TERM; \
-	echo "make run: the demo link's floor sign: http://127.0.0.1:8080/links/demo (jackpot-signage, pid $$sign)"; \
-	$(BIN)/jackpotd serve --demo; status=$$?; kill $$sign 2>/dev/null; wait $$sign; exit $$status
+	echo "make run: the demo link's floor sign: http://127.0.0.1:$(SIGN_PORT)/links/demo (jackpot-signage, pid $$sign)"; \
+	$(BIN)/jackpotd serve --demo --listen 127.0.0.1:$(GRPC_PORT) --metrics-port $(METRICS_PORT); status=$$?; kill $$sign 2>/dev/null; wait $$sign; \
+	exit $$status
 
 ## chromium: Debian's Chromium for the browser tests, installed as root when missing (never a browser
 ## downloaded by Playwright); not root and missing: the browser tests skip, saying so

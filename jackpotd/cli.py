@@ -76,7 +76,9 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="run the whole service: the gRPC API and the ledger writer", epilog=EPILOG,
                        description="Migrate; take this process's share of the ledger writer's shard leases (alone: "
                                    "all of them; then recover their links and write the ledger); serve TableService, "
-                                   "DisplayService, AdminService, ReportService, health and reflection until Ctrl-C.")
+                                   "DisplayService, AdminService, ReportService, health and reflection until Ctrl-C. "
+                                   "One jackpotd per state directory: a second start on it exits 2 (embedded "
+                                   "stores; `grpc` and `writer` likewise).")
     _common(s)
     _api(s)
     s.add_argument("--demo", action="store_true", help="load the demo link: one split link, six tables")
@@ -105,7 +107,10 @@ def parser() -> argparse.ArgumentParser:
                                    "rebuild it from PostgreSQL.")
     _common(r)
     a = sub.add_parser("audit", help="recompute every balance from the ledger and check Redis and the chain",
-                       description="Exit status 0 when every link's ledger sums, chains and matches Redis.")
+                       description="Exit status 0 when every link's ledger sums, chains and matches Redis. With "
+                                   "embedded stores and jackpotd stopped, Redis is not compared (the embedded "
+                                   "Valkey keeps nothing while jackpotd is stopped; it is rebuilt from the ledger "
+                                   "at start): the ledger, its chain and its anchors are checked.")
     _common(a)
     a.add_argument("--checkpoints", metavar="DIR", help="check the chain against the checkpoints in DIR (default "
                                                         "checkpoint_dir, STATE_DIR/checkpoints, when a checkpoint key "
@@ -248,6 +253,14 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as e:
         print(f"jackpotd: {e}", file=sys.stderr)
         return 2
+    if args.command in ("serve", "grpc", "writer") and settings.embedded:  # the state directory holds the stores
+        from .state_lock import StateDirBusy, hold
+
+        try:
+            hold(settings.state_dir)
+        except (StateDirBusy, OSError) as e:
+            print(f"jackpotd: {e}", file=sys.stderr)
+            return 2
     logging.basicConfig(level=settings.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
     metrics_dir = None

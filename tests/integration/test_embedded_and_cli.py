@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -70,8 +71,28 @@ async def test_serve_embedded_demo_then_ctrl_c_stops_everything(tmp_path: Path) 
     audit = subprocess.run([sys.executable, "-m", "jackpotd.cli", "audit", "--state-dir", str(state)],
                            capture_output=True, text=True)
     assert audit.returncode == 0, audit.stdout + audit.stderr
-    assert "demo: OK" in audit.stdout
+    assert "demo: OK" in audit.stdout and "Redis not compared" not in audit.stdout  # it compared the running one
+    # one jackpotd per state directory: a second start stops at once, naming the one that runs
+    second = subprocess.run([sys.executable, "-m", "jackpotd.cli", "serve", "--state-dir", str(state), "--listen",
+                             f"127.0.0.1:{free_port()}"], capture_output=True, text=True, timeout=60)
+    assert second.returncode == 2, second.stdout + second.stderr
+    assert f"pid {server.proc.pid}" in second.stderr and str(state.resolve()) in second.stderr, second.stderr
     assert await asyncio.to_thread(server.interrupt) == 0
+    # stopped: the ledger, its chain and anchors are checked; the empty embedded Valkey is not taken for a loss
+    audit = subprocess.run([sys.executable, "-m", "jackpotd.cli", "audit", "--state-dir", str(state)],
+                           capture_output=True, text=True)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    assert "demo: OK" in audit.stdout and "Redis not compared" in audit.stdout, audit.stdout
+    assert "chain intact" in audit.stdout and "verified" in audit.stdout, audit.stdout
+
+
+def test_the_sign_stops_loudly_when_its_port_is_taken() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        out = subprocess.run([sys.executable, "-m", "jackpot_signage.cli", "--link", "demo", "--port", str(port)],
+                             capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"cannot serve on 127.0.0.1:{port}" in out.stderr and "address already in use" in out.stderr, out.stderr
 
 
 @pytest.mark.parametrize("args", [[], ["serve"], ["migrate"], ["recover"], ["audit"], ["pools"]])

@@ -122,9 +122,10 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s")
     try:
         asyncio.run(serve(args))
-    except OSError as e:
-        print(f"jackpot-signage: cannot serve on {args.host}:{args.port}: {e}", file=sys.stderr)
-        return 1
+    except OSError as e:  # the port is taken (another sign?) or the address is not this host's: never carry on
+        print(f"jackpot-signage: cannot serve on {args.host}:{args.port}: {e.strerror or e}; choose another --port "
+              "(make run: SIGN_PORT=...)", file=sys.stderr)
+        return 2
     return 0
 
 
