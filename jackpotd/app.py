@@ -80,7 +80,7 @@ def _leading_writer(settings: Settings, stores: Stores, clock: Clock) -> Leading
     async def recover(shards: frozenset[int]) -> None:
         anchors = checkpoints.checkpointer_of(settings.checkpoint_key_file, settings.checkpoints)
         for a in await recovery.recover(stores.redis, stores.pg, owns=lambda link: shard_of(link) in shards,
-                                        anchors=anchors):
+                                        anchors=anchors, fresh_redis=stores.embedded is not None):
             log.info("recovery: link %s %s", a.link_id, a.said)
 
     return LeadingWriter(lease, writer, recover)
@@ -155,7 +155,8 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
                 log.info("jackpotd serving on %s (%s, %s)%s",
                          supervisor.listen if settings.workers else settings.listen,
                          "TLS, client certificates required" if listen.credentials else "plain text, loopback",
-                         f"{settings.workers} worker processes" if settings.workers else "in-process",
+                         f"{settings.workers} worker process{'es' if settings.workers > 1 else ''}" if settings.workers
+                         else "in-process",
                          " with embedded PostgreSQL and Valkey" if stores.embedded else "")
                 if demo:
                     from .demo import load_demo

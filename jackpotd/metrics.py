@@ -1,5 +1,9 @@
 """Prometheus metrics a dashboard can use: request rates and latency, ledger batches, hits, pool amounts.
 
+Every series exists at 0 as soon as its labels are known, so an alert sees 0 rather than nothing: unlabelled ones
+from import, a link's as its writer follows it or its first watcher comes, restarts per process kind when the
+supervisor starts, a method's OK count when it is first called. Streaming calls count when they end.
+
 With gRPC worker processes (`jackpotd serve --workers N`) every process writes its metrics to files in
 PROMETHEUS_MULTIPROC_DIR (set by `jackpotd serve` before prometheus_client is imported) and the
 supervisor's /metrics adds them up (`registry()`); counts of a dead worker stay in the sums.
@@ -35,6 +39,8 @@ LINK_FENCED = Gauge("jackpotd_link_fenced", "1 while a link is fenced because th
                     ["link"], multiprocess_mode="mostrecent")
 DURABILITY_CHECKS = Counter("jackpotd_durability_ledger_checks_total", "answers whose durability was confirmed by "
                             "reading the ledger because no announcement named them", ["outcome"])
+for _outcome in ("held", "replaced"):  # every outcome at 0 from the start (store/durability.py counts them)
+    DURABILITY_CHECKS.labels(_outcome)
 ADMIN_AUDIT_FAILURES = Counter("jackpotd_admin_audit_failures_total", "AdminService calls answered but not "
                                "recorded in the audit trail (admin_audit)", ["method"])
 # Signs and meters (service/feed.py): how many watch, how often the ledger is read for them, who was let go.

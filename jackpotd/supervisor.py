@@ -92,6 +92,12 @@ class Supervisor:
         self._ctx = multiprocessing.get_context("spawn")
         self._worker_settings = settings.model_copy(update={"redis_url": stores.redis_url, "postgres_dsn": stores.dsn,
                                                             "listen": self.listen}).model_dump()
+        for kind in self.kinds():  # each at 0 from the start: an alert on restarts sees 0, not nothing
+            RESTARTS.labels(kind)
+
+    def kinds(self) -> list[str]:
+        """The kinds of process this supervisor restarts (jackpotd_process_restarts_total's `process`)."""
+        return (["worker"] if self.settings.workers else []) + (["valkey", "postgres"] if self.stores.embedded else [])
 
     def start_workers(self) -> None:
         self.workers = [self._spawn(n) for n in range(self.settings.workers)]

@@ -85,21 +85,29 @@ def _unary(path: str, handler: Any, guard: Guard) -> Any:
 
 
 def _stream(path: str, handler: Any, guard: Guard) -> Any:
-    """Admitted, then streamed while the caller's credential stays valid; an error answered as its status."""
+    """Admitted, then streamed while the caller's credential stays valid; an error answered as its status; metered
+    when it ends: OK, its error's status, or CANCELLED (the caller went away, or the server stopped)."""
     meter = CallMeter(_method(path))
     inner_stream = handler.unary_stream
 
     async def stream(request: Any, context: Ctx) -> AsyncIterator[Any]:
+        started = time.perf_counter()
+        code = grpc.StatusCode.CANCELLED  # unless it ends otherwise: cancelled, or closed unfinished
         try:
             identity = admitted(guard, path, request, context)
             CALLER.set(identity)
             # a stream ends when its caller's credential is revoked or expires (UNAUTHENTICATED)
             async for item in guard.while_valid(identity, inner_stream(request, context)):
                 yield item
+            code = grpc.StatusCode.OK
+        except grpc.aio.AbortError:  # the handler set its own status
+            code = context.code() or grpc.StatusCode.UNKNOWN
+            raise
         except Exception as e:
             code, message = status_of(e)
-            meter.refused(code)
             await context.abort(code, message)
+        finally:
+            meter.ended(code, started)
 
     return grpc.unary_stream_rpc_method_handler(stream, tolerant(handler.request_deserializer),
                                                 handler.response_serializer)

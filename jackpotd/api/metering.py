@@ -1,5 +1,5 @@
 """A method's calls counted by status (jackpotd_requests_total) and, when answered OK, timed
-(jackpotd_request_seconds)."""
+(jackpotd_request_seconds); a server-streaming call is counted when it ends, timed from its start to its end."""
 
 from __future__ import annotations
 
@@ -28,3 +28,10 @@ class CallMeter:
     def refused(self, code: grpc.StatusCode) -> None:
         """A call answered with `code`."""
         REQUESTS.labels(self.method, code.name).inc()
+
+    def ended(self, code: grpc.StatusCode, started: float) -> None:
+        """A call started at `started` that ended with `code`: timed when OK, like a unary answer."""
+        if code is grpc.StatusCode.OK:
+            self.answered(started)
+        else:
+            self.refused(code)

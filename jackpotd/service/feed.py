@@ -130,6 +130,7 @@ class CommittedFeed:
         if state is None:
             mark = self.durability.floor(link_id)
             state = self._links[link_id] = _Link(mark, mark)
+            FEED_READS.labels(link_id), FEED_DROPPED.labels(link_id)  # at 0 from its first watcher on
             state.pump = asyncio.create_task(self._pump(link_id, state), name=f"feed-{link_id}")
         watcher = Watcher()
         state.watchers.add(watcher)

@@ -82,10 +82,12 @@ class LinkRecovery:
 
 
 async def recover(redis: RedisPools, pg: ledger.Pool, owns: Callable[[str], bool] = lambda _: True,
-                  anchors: Checkpointer | None = None) -> list[LinkRecovery]:
+                  anchors: Checkpointer | None = None, *, fresh_redis: bool = False) -> list[LinkRecovery]:
     """Bring every link's Redis state in line with the ledger (every link this writer `owns`); a link the ledger
     refuses is fenced alone, and so is a link whose ledger head its newest anchor (kept outside the database) does
-    not back, a link every row of which was deleted included: nothing is drained onto it or rebuilt from it."""
+    not back, a link every row of which was deleted included: nothing is drained onto it or rebuilt from it. With
+    `fresh_redis` (an embedded Valkey just started, which keeps nothing) a link it lacks is rebuilt as expected, said
+    at INFO; otherwise Redis lost what it should have kept, said at WARNING."""
     out = []
     try:
         announced = set(await redis.links())
@@ -128,7 +130,9 @@ async def recover(redis: RedisPools, pg: ledger.Pool, owns: Callable[[str], bool
                     await rebuild(redis, pg, link)
                 action = RecoveryAction.REBUILT if drained is RecoveryState.FORKED else drained
             elif state in REBUILD:
-                await rebuild(redis, pg, link)
+                expected = fresh_redis and state is RecoveryState.LOST
+                await rebuild(redis, pg, link, level=logging.INFO if expected else logging.WARNING,
+                              why="the embedded Valkey starts empty" if expected else f"Redis {state}")
                 action = RecoveryAction.REBUILT
         except Exception as e:  # one link's trouble must not keep the others from being written; the ledger
             # writer drains a link Redis holds ahead, and its probe rebuilds one Redis lost, once it can
@@ -213,7 +217,8 @@ async def fence(redis: RedisPools, pg: ledger.Pool | ledger.Connection, link: st
     await redis.announce(Fenced(link, seq, text[:200]))
 
 
-async def rebuild(redis: RedisPools, pg: ledger.Pool, link: str, expect: Anchor | None = None) -> int:
+async def rebuild(redis: RedisPools, pg: ledger.Pool, link: str, expect: Anchor | None = None, *,
+                  level: int = logging.WARNING, why: str = "") -> int:
     """Replace the link's Redis keys with the state recorded in the ledger; returns the ledger's head. With `expect`,
     only from that very head (the one the writer just checked): a head that moved since is Unavailable.
 
@@ -225,7 +230,7 @@ async def rebuild(redis: RedisPools, pg: ledger.Pool, link: str, expect: Anchor 
         raise Unavailable(f"link {link}: the ledger's head moved to {snap.last_seq} while it was being checked; "
                           "the rebuild waits for the next check")
     await redis.replace_link(snap)
-    log.warning("link %s rebuilt from the ledger at sequence %d", link, snap.last_seq)
+    log.log(level, "link %s rebuilt from the ledger at sequence %d%s", link, snap.last_seq, f" ({why})" if why else "")
     return snap.last_seq
 
 

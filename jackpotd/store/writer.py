@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 
 from ..backoff import Backoff, exponential
 from ..clock import Clock, now_ms
-from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_REBUILDS, POOL_CENTS
+from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS
 from ..service.errors import Unavailable
 from . import ledger, recovery
 from .checkpoints import Anchor, Checkpointer
@@ -85,6 +85,7 @@ class LedgerWriter:
         self._failing: tuple[float, str] | None = None  # since when, and why, appends fail
         self._unannounced: dict[str, list[ledger.Written]] = {}  # appended, not yet announced
         self._rebuilt_at: dict[str, list[float]] = {}
+        self._metered_links: set[str] = set()  # links whose series exist (_metered)
         self.checkpoints = checkpoints  # heads anchored outside the database (store/checkpoints.py)
         self.heads = WriterHeads(checkpoints)  # what each link's ledger head is held to (store/writer_heads.py)
         self.fences = WriterFences(redis, pg, self.heads)  # the links stopped for a person (store/writer_fences.py)
@@ -189,8 +190,19 @@ class LedgerWriter:
                 announced = set(self._links_cache)
                 now += self.LINKS_RETRY  # a node that is down may take seconds to refuse: not every pass
             self._links_cache = sorted(link for link in announced | set(self.durable) if self.owns(link))
+            self._metered(self._links_cache)
             self._links_read_at = now
         return [link for link in self._links_cache if link not in self.fenced]
+
+    def _metered(self, links: list[str]) -> None:
+        """Each link's fence gauge and rebuild counters, at their values (0 until something happens) from when this
+        writer first follows it: an alert sees 0, not nothing."""
+        for link in links:
+            if link not in self._metered_links:
+                self._metered_links.add(link)
+                LINK_FENCED.labels(link).set(1 if link in self.fenced else 0)
+                for why in recovery.REBUILD:
+                    LINK_REBUILDS.labels(link, why)
 
     async def _once(self) -> None:
         await self._announce()  # what an earlier pass appended but could not announce

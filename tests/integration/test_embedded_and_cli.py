@@ -68,6 +68,14 @@ async def test_serve_embedded_demo_then_ctrl_c_stops_everything(tmp_path: Path) 
     # a second start on the same state reuses the data: the demo is not seeded twice
     await asyncio.to_thread(server.start, 120)
     assert await _demo_pools(server.target) == {"MAJOR": 1_000_000, "MINOR": 100_000}
+    # without noise: the fresh Valkey's rebuild is expected (INFO), a lone worker is "1 worker process", and
+    # the embedded PostgreSQL's package is never imported (its import warns when XDG_RUNTIME_DIR is unset)
+    lines = server.log.read_text().splitlines()
+    assert any(" INFO " in line and "link demo rebuilt from the ledger" in line for line in lines), lines
+    assert not [line for line in lines if "rebuilt" in line and (" WARNING " in line or " ERROR " in line)]
+    assert any("1 worker process)" in line for line in lines) and not any("1 worker processes" in line
+                                                                           for line in lines)
+    assert not [line for line in lines if "RuntimeDirWarning" in line]
     audit = subprocess.run([sys.executable, "-m", "jackpotd.cli", "audit", "--state-dir", str(state)],
                            capture_output=True, text=True)
     assert audit.returncode == 0, audit.stdout + audit.stderr

@@ -19,7 +19,7 @@ import redis.asyncio as aioredis
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
-from jackpotd.api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
+from jackpotd.api.gen.jackpot.v1 import display_pb2, display_pb2_grpc, report_pb2
 from jackpotd.api.transport import Listener, listener
 from jackpotd.app import jackpot_service, serve
 from jackpotd.embedded import EmbeddedValkey, free_port
@@ -32,7 +32,7 @@ from jackpotd.store.redis_pools import RedisPools
 from jackpotd.store.shards import ALL, shard_of
 
 from ..conftest import AUTH_KEY_FILE, Isolated, unique
-from .harness import Client, authorized_channel, eventually
+from .harness import Client, authorized_channel, eventually, next_matching
 from .process import ServerProcess
 
 T = TypeVar("T")
@@ -150,15 +150,41 @@ async def test_killed_worker_is_respawned_and_calls_keep_succeeding(isolated: Is
 
 
 async def test_requests_counted_in_workers_reach_metrics(isolated: Isolated, tmp_path: Path) -> None:
+    """Calls counted in the workers reach /metrics, streams when they end; the series an alert watches are there
+    at 0 from the start (restarts at once, a link's fence and rebuilds as soon as its writer follows it)."""
     server = ServerProcess(free_port(), tmp_path / "serve.log", redis_url=isolated.redis_url, dsn=isolated.dsn,
                            state_dir=str(tmp_path / "state"), workers=2, metrics_port=free_port())
     await asyncio.to_thread(server.start)
     client = await Client.connect(server.target, isolated.dsn, isolated.redis_url)
     try:
+        assert _sample(await asyncio.to_thread(server.metrics), "jackpotd_process_restarts_total",
+                       process="worker") == 0
         link = unique("metrics")
         await client.create_link(link)
         for _ in range(20):
             assert await _get_pools(server.target, link)
+        watch = client.display.WatchPools(display_pb2.WatchPoolsRequest(link_id=link))
+        await next_matching(watch, lambda _: True, 5, "the snapshot")
+        watch.cancel()
+        [e async for e in client.report.ExportLedger(report_pb2.ExportLedgerRequest(link_id=link))]
+
+        async def zeros() -> str | None:
+            text = await asyncio.to_thread(server.metrics)
+            at_zero = [_sample(text, "jackpotd_link_fenced", link=link)] + [
+                _sample(text, "jackpotd_link_rebuilds_total", link=link, reason=why) for why in
+                ("lost", "behind", "forked")]
+            return text if at_zero == [0, 0, 0, 0] else None
+
+        await eventually(zeros, 10, "the link's fence and rebuild series at 0")
+
+        async def streams_counted() -> str | None:
+            text = await asyncio.to_thread(server.metrics)
+            watched = _sample(text, "jackpotd_requests_total", method="WatchPools", code="CANCELLED")
+            exported = _sample(text, "jackpotd_requests_total", method="ExportLedger", code="OK")
+            return text if watched == 1 and exported == 1 else None
+
+        text = await eventually(streams_counted, 10, "WatchPools and ExportLedger counted when they ended")
+        assert _sample(text, "jackpotd_request_seconds_count", method="ExportLedger") == 1
 
         async def counted() -> str | None:
             text = await asyncio.to_thread(server.metrics)
@@ -216,6 +242,7 @@ async def test_killed_embedded_valkey_is_restarted(tmp_path: Path) -> None:
             assert await eventually(lambda: _equals(pools(), before), 20, "the pools rebuilt")
         text = await asyncio.to_thread(server.metrics)
         assert _sample(text, "jackpotd_process_restarts_total", process="valkey") == 1
+        assert _sample(text, "jackpotd_process_restarts_total", process="postgres") == 0  # there at 0 all along
         log = server.log.read_text()
         assert f"embedded valkey (pid {old}" in log and "was killed by SIGKILL" in log
         assert "embedded valkey restarted as pid" in log

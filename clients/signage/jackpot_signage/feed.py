@@ -35,6 +35,39 @@ HITS_MAX = 100  # unread hit events a browser may leave before it is let go
 ChannelFactory = Callable[[str], grpc.aio.Channel]  # target -> a channel presenting the sign's credential
 
 
+class CredentialsWait:
+    """The sign's wait for its credentials, said once for all its links (they wait for the same ones): plainly at
+    INFO when it starts (`make run` starts the sign before jackpotd issues them), with the detail at WARNING once
+    if it lasts LONG seconds (flags that name the wrong place)."""
+
+    LONG = 30.0
+    REASON = "waiting for jackpotd"  # what the sign's page says meanwhile
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+        self.warned = False
+
+    def missing(self, e: CredentialsMissing) -> None:
+        """Its credentials are not there (yet)."""
+        now = time.monotonic()
+        if self.since is None:
+            self.since = now
+            if e.directory is not None:
+                log.info("waiting for jackpotd to issue this sign's credentials in %s", e.directory)
+            else:
+                log.info("waiting for this sign's credentials: %s", e)
+        elif not self.warned and now - self.since >= self.LONG:
+            self.warned = True
+            log.warning("this sign still has no credentials after %.0f s: %s", now - self.since, e)
+
+    def found(self) -> None:
+        """Its credentials are there: a later loss is said again."""
+        self.since, self.warned = None, False
+
+
+CREDENTIALS = CredentialsWait()  # one sign per process
+
+
 def pool_json(p: Any) -> dict[str, Any]:
     return {"pool": p.pool, "amount_cents": int(p.amount_cents), "reset_cents": int(p.reset_cents)}
 
@@ -83,8 +116,10 @@ class Subscriber:
 class LinkFeed:
     """The one WatchPools stream of a link and the browsers watching it."""
 
-    def __init__(self, link: str, target: str, channel: ChannelFactory) -> None:
+    def __init__(self, link: str, target: str, channel: ChannelFactory, credentials: CredentialsWait | None = None
+                 ) -> None:
         self.link = link
+        self.credentials = credentials or CREDENTIALS  # shared by the sign's links
         self.target = target
         self._channel = channel
         self.online = False
@@ -151,9 +186,8 @@ class LinkFeed:
             except asyncio.CancelledError:
                 raise
             except CredentialsMissing as e:
-                if self._down("waiting for credentials"):
-                    log.info("link %s: waiting for credentials (trying every %.0f s or less): %s", self.link,
-                             BACKOFF_MAX, e)
+                self._down(CredentialsWait.REASON)
+                self.credentials.missing(e)
             except grpc.aio.AioRpcError as e:
                 if self._down(f"{e.code().name}: {e.details()}"):
                     log.info("link %s: no stream (%s); retrying every %.0f s or less", self.link, self.reason,
@@ -167,6 +201,7 @@ class LinkFeed:
         """One stream until it ends; whether any update came through it."""
         got = False
         channel = self._channel(self.target)
+        self.credentials.found()
         try:
             stub = display_pb2_grpc.DisplayServiceStub(channel)
             call = stub.WatchPools(display_pb2.WatchPoolsRequest(link_id=self.link))
