@@ -170,6 +170,7 @@ class CreateLinkRequest(_message.Message):
     TIME_ZONE_FIELD_NUMBER: _builtins.int
     GAMES_FIELD_NUMBER: _builtins.int
     AUDIT_FIELD_NUMBER: _builtins.int
+    DUAL_APPROVAL_THRESHOLD_CENTS_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     link_id: _builtins.str
     mode: _builtins.str
@@ -179,6 +180,10 @@ class CreateLinkRequest(_message.Message):
     gaming_day_start: _builtins.str
     """"06:00" """
     time_zone: _builtins.str
+    dual_approval_threshold_cents: _builtins.int
+    """NM 15.1.24.12, dual control: a hit at or above this is PENDING until two distinct supervisors approve it
+    (0: off). At or above the verification threshold when both are set.
+    """
     @_builtins.property
     def pools(self) -> _containers.RepeatedCompositeFieldContainer[Global___PoolConfig]: ...
     @_builtins.property
@@ -203,10 +208,11 @@ class CreateLinkRequest(_message.Message):
         time_zone: _builtins.str = ...,
         games: _abc.Iterable[_builtins.str] | None = ...,
         audit: Global___Audit | None = ...,
+        dual_approval_threshold_cents: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "rates", b"rates"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "games", b"games", "gaming_day_start", b"gaming_day_start", "link_id", b"link_id", "mode", b"mode", "pools", b"pools", "rates", b"rates", "request_id", b"request_id", "time_zone", b"time_zone", "verification_threshold_cents", b"verification_threshold_cents", "wager_amount_cents", b"wager_amount_cents"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "dual_approval_threshold_cents", b"dual_approval_threshold_cents", "games", b"games", "gaming_day_start", b"gaming_day_start", "link_id", b"link_id", "mode", b"mode", "pools", b"pools", "rates", b"rates", "request_id", b"request_id", "time_zone", b"time_zone", "verification_threshold_cents", b"verification_threshold_cents", "wager_amount_cents", b"wager_amount_cents"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -222,11 +228,13 @@ class UpdateLinkRequest(_message.Message):
     POOLS_FIELD_NUMBER: _builtins.int
     VERIFICATION_THRESHOLD_CENTS_FIELD_NUMBER: _builtins.int
     AUDIT_FIELD_NUMBER: _builtins.int
+    DUAL_APPROVAL_THRESHOLD_CENTS_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     link_id: _builtins.str
     wager_amount_cents: _builtins.int
     """0: unchanged"""
     verification_threshold_cents: _builtins.int
+    dual_approval_threshold_cents: _builtins.int
     @_builtins.property
     def pools(self) -> _containers.RepeatedCompositeFieldContainer[Global___PoolConfig]:
         """empty: unchanged"""
@@ -242,13 +250,19 @@ class UpdateLinkRequest(_message.Message):
         pools: _abc.Iterable[Global___PoolConfig] | None = ...,
         verification_threshold_cents: _builtins.int | None = ...,
         audit: Global___Audit | None = ...,
+        dual_approval_threshold_cents: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_verification_threshold_cents", b"_verification_threshold_cents", "audit", b"audit", "verification_threshold_cents", b"verification_threshold_cents"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_dual_approval_threshold_cents", b"_dual_approval_threshold_cents", "_verification_threshold_cents", b"_verification_threshold_cents", "audit", b"audit", "dual_approval_threshold_cents", b"dual_approval_threshold_cents", "verification_threshold_cents", b"verification_threshold_cents"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_verification_threshold_cents", b"_verification_threshold_cents", "audit", b"audit", "link_id", b"link_id", "pools", b"pools", "request_id", b"request_id", "verification_threshold_cents", b"verification_threshold_cents", "wager_amount_cents", b"wager_amount_cents"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_dual_approval_threshold_cents", b"_dual_approval_threshold_cents", "_verification_threshold_cents", b"_verification_threshold_cents", "audit", b"audit", "dual_approval_threshold_cents", b"dual_approval_threshold_cents", "link_id", b"link_id", "pools", b"pools", "request_id", b"request_id", "verification_threshold_cents", b"verification_threshold_cents", "wager_amount_cents", b"wager_amount_cents"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__dual_approval_threshold_cents: _TypeAlias = _typing.Literal["dual_approval_threshold_cents"]  # noqa: Y015
+    _WhichOneofArgType__dual_approval_threshold_cents: _TypeAlias = _typing.Literal["_dual_approval_threshold_cents", b"_dual_approval_threshold_cents"]  # noqa: Y015
     _WhichOneofReturnType__verification_threshold_cents: _TypeAlias = _typing.Literal["verification_threshold_cents"]  # noqa: Y015
     _WhichOneofArgType__verification_threshold_cents: _TypeAlias = _typing.Literal["_verification_threshold_cents", b"_verification_threshold_cents"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__dual_approval_threshold_cents) -> _WhichOneofReturnType__dual_approval_threshold_cents | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__verification_threshold_cents) -> _WhichOneofReturnType__verification_threshold_cents | None: ...
 
 Global___UpdateLinkRequest: _TypeAlias = UpdateLinkRequest  # noqa: Y015
@@ -541,6 +555,7 @@ class AuditRow(_message.Message):
     APPROVAL_REF_FIELD_NUMBER: _builtins.int
     OUTCOME_FIELD_NUMBER: _builtins.int
     DETAIL_FIELD_NUMBER: _builtins.int
+    AGENT_FIELD_NUMBER: _builtins.int
     id: _builtins.int
     at_ms: _builtins.int
     actor: _builtins.str
@@ -556,6 +571,10 @@ class AuditRow(_message.Message):
     """OK or the status code's name"""
     detail: _builtins.str
     """the status message, truncated"""
+    agent: _builtins.str
+    """the console that acted for the person named by actor and role ("console:floor-1"); empty when the person
+    called directly. Read together: "console:floor-1 for supervisor:alice".
+    """
     def __init__(
         self,
         *,
@@ -571,10 +590,11 @@ class AuditRow(_message.Message):
         approval_ref: _builtins.str = ...,
         outcome: _builtins.str = ...,
         detail: _builtins.str = ...,
+        agent: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "approval_ref", b"approval_ref", "at_ms", b"at_ms", "detail", b"detail", "id", b"id", "link_id", b"link_id", "method", b"method", "outcome", b"outcome", "reason", b"reason", "request_id", b"request_id", "role", b"role", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "agent", b"agent", "approval_ref", b"approval_ref", "at_ms", b"at_ms", "detail", b"detail", "id", b"id", "link_id", b"link_id", "method", b"method", "outcome", b"outcome", "reason", b"reason", "request_id", b"request_id", "role", b"role", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -650,6 +670,10 @@ class HitRow(_message.Message):
     RULE_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
+    AT_MS_FIELD_NUMBER: _builtins.int
+    APPROVED_BY_FIELD_NUMBER: _builtins.int
+    APPROVALS_NEEDED_FIELD_NUMBER: _builtins.int
+    REJECTED_BY_FIELD_NUMBER: _builtins.int
     hit_id: _builtins.str
     link_id: _builtins.str
     table_id: _builtins.str
@@ -666,8 +690,18 @@ class HitRow(_message.Message):
     """PAID; PENDING above the verification threshold until approved (PAID) or REJECTED"""
     sequence: _builtins.int
     """the settle's entry"""
+    at_ms: _builtins.int
+    """when the round settled"""
+    approvals_needed: _builtins.int
+    """1; 2 under dual control (dual_approval_threshold_cents)"""
+    rejected_by: _builtins.str
+    """REJECTED: who rejected it"""
     @_builtins.property
     def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def approved_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """who approved it, in order, as "supervisor:alice" (or "console:floor-1 for supervisor:alice")"""
+
     def __init__(
         self,
         *,
@@ -685,10 +719,14 @@ class HitRow(_message.Message):
         rule: _builtins.str = ...,
         status: _builtins.str = ...,
         sequence: _builtins.int = ...,
+        at_ms: _builtins.int = ...,
+        approved_by: _abc.Iterable[_builtins.str] | None = ...,
+        approvals_needed: _builtins.int = ...,
+        rejected_by: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_cents", b"amount_cents", "cards", b"cards", "funded_by_operator_cents", b"funded_by_operator_cents", "hand", b"hand", "hit_id", b"hit_id", "link_id", b"link_id", "pool", b"pool", "pool_before_ucents", b"pool_before_ucents", "round_id", b"round_id", "rule", b"rule", "seat", b"seat", "sequence", b"sequence", "status", b"status", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_cents", b"amount_cents", "approvals_needed", b"approvals_needed", "approved_by", b"approved_by", "at_ms", b"at_ms", "cards", b"cards", "funded_by_operator_cents", b"funded_by_operator_cents", "hand", b"hand", "hit_id", b"hit_id", "link_id", b"link_id", "pool", b"pool", "pool_before_ucents", b"pool_before_ucents", "rejected_by", b"rejected_by", "round_id", b"round_id", "rule", b"rule", "seat", b"seat", "sequence", b"sequence", "status", b"status", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -785,6 +823,8 @@ class HitDecisionResponse(_message.Message):
     POOLS_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
     HAND_FIELD_NUMBER: _builtins.int
+    APPROVED_BY_FIELD_NUMBER: _builtins.int
+    APPROVALS_NEEDED_FIELD_NUMBER: _builtins.int
     hit_id: _builtins.str
     status: _builtins.str
     """PAID (approved) or REJECTED"""
@@ -796,8 +836,13 @@ class HitDecisionResponse(_message.Message):
     """a rejection: the operator's shortfall funding given back"""
     sequence: _builtins.int
     hand: _builtins.str
+    approvals_needed: _builtins.int
     @_builtins.property
     def pools(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.PoolAmount]: ...
+    @_builtins.property
+    def approved_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """PENDING after the first of two approvals (dual control); PAID once approvals_needed are in"""
+
     def __init__(
         self,
         *,
@@ -810,10 +855,12 @@ class HitDecisionResponse(_message.Message):
         pools: _abc.Iterable[_common_pb2.PoolAmount] | None = ...,
         sequence: _builtins.int = ...,
         hand: _builtins.str = ...,
+        approved_by: _abc.Iterable[_builtins.str] | None = ...,
+        approvals_needed: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_cents", b"amount_cents", "hand", b"hand", "hit_id", b"hit_id", "pool", b"pool", "pools", b"pools", "returned_to_operator_cents", b"returned_to_operator_cents", "returned_to_pool_ucents", b"returned_to_pool_ucents", "sequence", b"sequence", "status", b"status"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_cents", b"amount_cents", "approvals_needed", b"approvals_needed", "approved_by", b"approved_by", "hand", b"hand", "hit_id", b"hit_id", "pool", b"pool", "pools", b"pools", "returned_to_operator_cents", b"returned_to_operator_cents", "returned_to_pool_ucents", b"returned_to_pool_ucents", "sequence", b"sequence", "status", b"status"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

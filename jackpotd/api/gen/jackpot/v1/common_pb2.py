@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17jackpot/v1/common.proto\x12\njackpot.v1\"]\n\nPoolAmount\x12\x0c\n\x04pool\x18\x01 \x01(\t\x12\x14\n\x0c\x61mount_cents\x18\x02 \x01(\x03\x12\x13\n\x0breset_cents\x18\x03 \x01(\x03\x12\x16\n\x0e\x62\x61lance_ucents\x18\x04 \x01(\x03\"\xb6\x01\n\x0fHitAnnouncement\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\x05\x12\x0c\n\x04hand\x18\x03 \x01(\t\x12\x14\n\x0c\x61mount_cents\x18\x04 \x01(\x03\x12\x0c\n\x04pool\x18\x05 \x01(\t\x12\x1f\n\x17pool_amount_after_cents\x18\x06 \x01(\x03\x12\x0e\n\x06hit_id\x18\x07 \x01(\t\x12\x10\n\x08sequence\x18\x08 \x01(\x03\x12\x0e\n\x06status\x18\t \x01(\t\"B\n\x0bTableStatus\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0e\n\x06online\x18\x02 \x01(\x08\x12\x11\n\tsuspended\x18\x03 \x01(\x08\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17jackpot/v1/common.proto\x12\njackpot.v1\"]\n\nPoolAmount\x12\x0c\n\x04pool\x18\x01 \x01(\t\x12\x14\n\x0c\x61mount_cents\x18\x02 \x01(\x03\x12\x13\n\x0breset_cents\x18\x03 \x01(\x03\x12\x16\n\x0e\x62\x61lance_ucents\x18\x04 \x01(\x03\"\xe3\x01\n\x0fHitAnnouncement\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\x05\x12\x0c\n\x04hand\x18\x03 \x01(\t\x12\x14\n\x0c\x61mount_cents\x18\x04 \x01(\x03\x12\x0c\n\x04pool\x18\x05 \x01(\t\x12\x1f\n\x17pool_amount_after_cents\x18\x06 \x01(\x03\x12\x0e\n\x06hit_id\x18\x07 \x01(\t\x12\x10\n\x08sequence\x18\x08 \x01(\x03\x12\x0e\n\x06status\x18\t \x01(\t\x12\x11\n\tapprovals\x18\n \x01(\x05\x12\x18\n\x10\x61pprovals_needed\x18\x0b \x01(\x05\"\\\n\x0bTableStatus\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x0e\n\x06online\x18\x02 \x01(\x08\x12\x11\n\tsuspended\x18\x03 \x01(\x08\x12\x18\n\x10last_round_at_ms\x18\x04 \x01(\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,7 +34,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_POOLAMOUNT']._serialized_start=39
   _globals['_POOLAMOUNT']._serialized_end=132
   _globals['_HITANNOUNCEMENT']._serialized_start=135
-  _globals['_HITANNOUNCEMENT']._serialized_end=317
-  _globals['_TABLESTATUS']._serialized_start=319
-  _globals['_TABLESTATUS']._serialized_end=385
+  _globals['_HITANNOUNCEMENT']._serialized_end=362
+  _globals['_TABLESTATUS']._serialized_start=364
+  _globals['_TABLESTATUS']._serialized_end=456
 # @@protoc_insertion_point(module_scope)

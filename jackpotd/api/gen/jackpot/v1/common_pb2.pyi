@@ -64,6 +64,8 @@ class HitAnnouncement(_message.Message):
     HIT_ID_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
+    APPROVALS_FIELD_NUMBER: _builtins.int
+    APPROVALS_NEEDED_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     seat: _builtins.int
     hand: _builtins.str
@@ -76,6 +78,11 @@ class HitAnnouncement(_message.Message):
     """PAID; PENDING while a hit above the verification threshold awaits a supervisor (RULES.md §7); a
     supervisor's decision is announced again as PAID or REJECTED.
     """
+    approvals: _builtins.int
+    """A PENDING hit: the approvals it has (0 or 1) and needs (1; 2 at or above the link's
+    dual_approval_threshold_cents, NM 15.1.24.12). A sign shows "1 of 2 approvals".
+    """
+    approvals_needed: _builtins.int
     def __init__(
         self,
         *,
@@ -88,10 +95,12 @@ class HitAnnouncement(_message.Message):
         hit_id: _builtins.str = ...,
         sequence: _builtins.int = ...,
         status: _builtins.str = ...,
+        approvals: _builtins.int = ...,
+        approvals_needed: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_cents", b"amount_cents", "hand", b"hand", "hit_id", b"hit_id", "pool", b"pool", "pool_amount_after_cents", b"pool_amount_after_cents", "seat", b"seat", "sequence", b"sequence", "status", b"status", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_cents", b"amount_cents", "approvals", b"approvals", "approvals_needed", b"approvals_needed", "hand", b"hand", "hit_id", b"hit_id", "pool", b"pool", "pool_amount_after_cents", b"pool_amount_after_cents", "seat", b"seat", "sequence", b"sequence", "status", b"status", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -108,19 +117,23 @@ class TableStatus(_message.Message):
     TABLE_ID_FIELD_NUMBER: _builtins.int
     ONLINE_FIELD_NUMBER: _builtins.int
     SUSPENDED_FIELD_NUMBER: _builtins.int
+    LAST_ROUND_AT_MS_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
     online: _builtins.bool
     suspended: _builtins.bool
+    last_round_at_ms: _builtins.int
+    """when the table's last round settled or was voided; 0: none yet"""
     def __init__(
         self,
         *,
         table_id: _builtins.str = ...,
         online: _builtins.bool = ...,
         suspended: _builtins.bool = ...,
+        last_round_at_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["online", b"online", "suspended", b"suspended", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["last_round_at_ms", b"last_round_at_ms", "online", b"online", "suspended", b"suspended", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -265,6 +265,8 @@ class ReportHit(_message.Message):
     STATUS_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
     AT_MS_FIELD_NUMBER: _builtins.int
+    APPROVED_BY_FIELD_NUMBER: _builtins.int
+    REJECTED_BY_FIELD_NUMBER: _builtins.int
     hit_id: _builtins.str
     table_id: _builtins.str
     round_id: _builtins.str
@@ -281,8 +283,14 @@ class ReportHit(_message.Message):
     sequence: _builtins.int
     """the settle's entry"""
     at_ms: _builtins.int
+    rejected_by: _builtins.str
+    """REJECTED: who rejected it"""
     @_builtins.property
     def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def approved_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """who approved it, in order (two under dual control)"""
+
     def __init__(
         self,
         *,
@@ -300,10 +308,12 @@ class ReportHit(_message.Message):
         status: _builtins.str = ...,
         sequence: _builtins.int = ...,
         at_ms: _builtins.int = ...,
+        approved_by: _abc.Iterable[_builtins.str] | None = ...,
+        rejected_by: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_cents", b"amount_cents", "at_ms", b"at_ms", "cards", b"cards", "funded_by_operator_cents", b"funded_by_operator_cents", "hand", b"hand", "hit_id", b"hit_id", "pool", b"pool", "pool_before_ucents", b"pool_before_ucents", "round_id", b"round_id", "rule", b"rule", "seat", b"seat", "sequence", b"sequence", "status", b"status", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_cents", b"amount_cents", "approved_by", b"approved_by", "at_ms", b"at_ms", "cards", b"cards", "funded_by_operator_cents", b"funded_by_operator_cents", "hand", b"hand", "hit_id", b"hit_id", "pool", b"pool", "pool_before_ucents", b"pool_before_ucents", "rejected_by", b"rejected_by", "round_id", b"round_id", "rule", b"rule", "seat", b"seat", "sequence", b"sequence", "status", b"status", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
