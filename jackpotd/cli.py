@@ -15,15 +15,17 @@ from urllib.parse import urlsplit
 
 from .auth.credentials import add_credential_flags
 from .host_commands import DEFAULT_ROLES
-from .settings import Settings, SettingsError, load
+from .settings import NAMES, Settings, SettingsError, load
 
 EPILOG = """With neither --redis-url nor --postgres-dsn, jackpotd starts embedded PostgreSQL and Valkey
 servers under --state-dir and stops them when it exits. Settings may also come from JACKPOTD_* variables
-(JACKPOTD_REDIS_URL, JACKPOTD_POSTGRES_DSN, JACKPOTD_LISTEN, JACKPOTD_STATE_DIR) or a TOML file (--config)."""
+(JACKPOTD_<KEY>, e.g. JACKPOTD_REDIS_URL, JACKPOTD_LISTEN, JACKPOTD_STATE_DIR) or a TOML file (--config); flags win
+over the environment, which wins over the file."""
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="TOML file with redis_url, postgres_dsn, listen, state_dir, metrics_port")
+    p.add_argument("--config", help="TOML file of settings, any of these keys (each also JACKPOTD_<KEY> in the "
+                                    f"environment): {', '.join(NAMES)}")
     p.add_argument("--redis-url", help="Redis or Valkey URL, e.g. redis://10.0.0.5:6379/0 (no password: "
                                        "--redis-password-file)")
     p.add_argument("--postgres-dsn", help="PostgreSQL DSN, e.g. postgresql://jackpotd_app@db/jackpot (no password: "
