@@ -202,3 +202,29 @@ def test_jackpot_table_help_explains_itself(args: list[str]) -> None:
     assert out.returncode == 0
     assert "usage: jackpot-table" in out.stdout
     assert "--tables" in out.stdout or "simulate" in out.stdout
+
+
+async def test_jackpot_table_round_plays_the_named_cards_once(client: Client, target: str, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from jackpot_table.cli import parser, run
+
+    link, (table,) = await tables_on_a_link(client, 1)
+    argv = ["round", "--target", target, "--table", table, "--round-id", "r1", "--outbox-dir", str(tmp_path),
+            "--hand", "1=As,Ks,Qs,Js,Ts", "--hand", "2=2c,7d,9s,Jh,Kd"]
+    assert await run(parser().parse_args(argv)) == 0
+    first = capsys.readouterr().out
+    assert "2 wager(s) accepted" in first and "seat 1: royal flush wins" in first and "from MAJOR" in first
+    assert await run(parser().parse_args(argv)) == 0  # the same round again: answered from the outbox, once
+    assert capsys.readouterr().out == first
+    rows = await client.pg.fetch("SELECT seq FROM entries WHERE link_id = $1 AND kind = 'settle'", link)
+    assert len(rows) == 1
+
+
+def test_jackpot_table_round_help_shows_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    from jackpot_table.cli import parser
+
+    with pytest.raises(SystemExit) as done:
+        parser().parse_args(["round", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "--hand SEAT=CARDS" in out and "jackpot-table round --table demo-table-1" in out

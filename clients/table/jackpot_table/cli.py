@@ -1,4 +1,5 @@
-"""`jackpot-table`: run simulated tables against jackpotd, or load it for a benchmark."""
+"""`jackpot-table`: run simulated tables against jackpotd, play one round with chosen cards, or load it for a
+benchmark."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from jackpotd.domain.verification import HitStatus
 
 from .controller import ControllerConfig, TableController
 from .deal import LAYOUTS, system_rng
+from .one_round import add_parser as add_round_parser
+from .one_round import outbox_of, play_round
 from .simulator import Scenario, TableSettings, Tally, percentile, play
 
 EPILOG = """Tables must be registered on a link first: `jackpotd serve --demo` registers demo-table-1..6 on
@@ -70,6 +73,7 @@ def parser() -> argparse.ArgumentParser:
         else:
             p.add_argument("--seconds", type=float, default=30, help="how long to run (default 30)")
         _credential_flags(p)
+    _credential_flags(add_round_parser(sub, EPILOG))
     return top
 
 
@@ -230,6 +234,10 @@ def _print_hit(table_id: str, p: table_pb2.Payout) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
+    if args.command == "round":
+        credentials = credentials_of(args, [args.table])
+        return await play_round(args, credentials.table_config(ControllerConfig(args.target, args.table,
+                                                                                outbox_of(args))))
     tables = tables_of(args)
     credentials = credentials_of(args, tables)
     if args.setup:
