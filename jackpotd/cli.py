@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from . import admin_commands
 from .auth.credentials import add_credential_flags
 from .host_commands import DEFAULT_ROLES
 from .settings import NAMES, Settings, SettingsError, load
@@ -172,6 +173,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--link", default="demo", help="link id (default demo)")
     p.add_argument("--target", default="127.0.0.1:50051", help="jackpotd address (default 127.0.0.1:50051)")
     add_credential_flags(p)
+    admin_commands.add_parsers(sub)
     sub.add_parser("system-account", help="create the system account the embedded PostgreSQL runs as under root",
                    description="As root, jackpotd runs its embedded PostgreSQL as a system account of its own, "
                                "jackpotd-pg, which no other process shares (a package's install step: `make run` and "
@@ -246,6 +248,10 @@ def _carries_password(url: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command in ("fund", "update-link"):
+        from . import admin_commands
+
+        return admin_commands.run(args)
     if args.command in ("pools", "certs", "system-account"):
         from . import host_commands
 
