@@ -317,8 +317,9 @@ class Durability(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class AdminAct:
-    """One administrative act: who (the authenticated actor, '' when there was none), what and how it ended
-    (`outcome`: OK or the status code's name; `detail`: the status message). `id` and `at` are the trail's."""
+    """One administrative act: who (the authenticated actor, '' when there was none; `agent`: the console it acted
+    through, "console:<name>", or ''), what and how it ended (`outcome`: OK or the status code's name; `detail`:
+    the status message). `id` and `at` are the trail's."""
 
     actor: str
     role: str
@@ -332,6 +333,7 @@ class AdminAct:
     detail: str = ""
     id: int = 0
     at: datetime | None = None
+    agent: str = ""
 
 
 @dataclass(frozen=True, slots=True)
