@@ -80,7 +80,8 @@ def pool_amounts(pools: Sequence[results.PoolView]) -> list[common_pb2.PoolAmoun
 
 
 def tables_of(tables: Sequence[results.TableView]) -> list[common_pb2.TableStatus]:
-    return [common_pb2.TableStatus(table_id=t.table_id, online=t.online, suspended=t.suspended) for t in tables]
+    return [common_pb2.TableStatus(table_id=t.table_id, online=t.online, suspended=t.suspended,
+                                   last_round_at_ms=t.last_round_at_ms) for t in tables]
 
 
 def hit_of(hit: results.HitAnnouncement | None) -> common_pb2.HitAnnouncement | None:
