@@ -242,7 +242,8 @@ async def run(args: argparse.Namespace, channel_factory: ChannelFactory) -> int:
     try:
         out = await COMMANDS[args.command](args, FloorCalls(channel, timeout=args.timeout))
     except FloorError as e:
-        print(f"{PROG}: {e.code}: {e.message}", file=sys.stderr)
+        hint = f"is jackpotd running at {args.target}? ({e.message})" if e.code == "UNAVAILABLE" else e.message
+        print(f"{PROG}: {e.code}: {hint}", file=sys.stderr)
         return 1
     finally:
         await channel.close(grace=None)
