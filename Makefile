@@ -57,10 +57,10 @@ unit: install
 	$(BIN)/python -m pytest -q tests/unit
 
 lint: install
-	$(BIN)/ruff check jackpotd clients tests bench scripts  # clients: clients/table, clients/signage and clients/finance
+	$(BIN)/ruff check jackpotd clients tests bench scripts  # clients: clients/table, clients/signage, clients/finance and clients/floor
 
 typecheck: install
-	$(BIN)/mypy jackpotd clients/table/jackpot_table clients/signage/jackpot_signage clients/finance/jackpot_finance
+	$(BIN)/mypy jackpotd clients/table/jackpot_table clients/signage/jackpot_signage clients/finance/jackpot_finance clients/floor/jackpot_floor
 
 ## deploy-check: validate deploy/ offline (Kubernetes and Compose schemas; settings, ports and metrics against
 ## the code): scripts/check_deploy.py
