@@ -3,13 +3,16 @@ bounds a query must keep (ListAudit)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from ..domain.errors import InvalidInput
 from .errors import Unavailable
 from .ports import AdminAct, AdminActFilter, AuditTrail
 
+log = logging.getLogger("jackpotd.service")
 LIST_AUDIT_MAX = 1000  # acts one query returns at most
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MILLISECOND = timedelta(milliseconds=1)
@@ -25,16 +28,33 @@ def ms_of(at: datetime) -> int:
     return (at - EPOCH) // MILLISECOND
 
 
+TableLink = Callable[[str], Awaitable[str | None]]  # the link a table is registered on, if any
+
+
+async def no_link(table_id: str) -> str | None:
+    return None
+
+
 class AdminTrail:
     """Records and lists administrative acts; without a trail (None) nothing is recorded and listing is refused."""
 
-    def __init__(self, trail: AuditTrail | None = None) -> None:
+    def __init__(self, trail: AuditTrail | None = None, link_of_table: TableLink = no_link) -> None:
         self.trail = trail
+        self.link_of_table = link_of_table
 
     async def record(self, act: AdminAct) -> None:
-        """Append `act`; a store failure raises (the caller logs and counts it, the call's answer stands)."""
-        if self.trail is not None:
-            await self.trail.record(act)
+        """Append `act`; a store failure raises (the caller logs and counts it, the call's answer stands). An act
+        on a table that names no link (SuspendTable, ResumeTable) is filed under the table's link, so the link's
+        trail (ListAudit link_id) shows it."""
+        if self.trail is None:
+            return
+        if act.table_id and not act.link_id:
+            try:
+                act = replace(act, link_id=await self.link_of_table(act.table_id) or "")
+            except Exception:  # the stores cannot say: the act is still recorded, under its table only
+                log.warning("the audit trail files %s on table %r under no link: its link could not be read",
+                            act.method, act.table_id, exc_info=True)
+        await self.trail.record(act)
 
     async def acts(self, link_id: str, actor: str, method: str, since_ms: int, until_ms: int,
                    limit: int) -> Sequence[AdminAct]:

@@ -28,4 +28,4 @@ class Services:
         links = Links(live, ledger, durability)
         engine = WritePath(live, ledger, durability, links)
         return Services(TableCommands(engine, links, clock), AdminCommands(engine, links, live, ledger, clock),
-                        Reads(links, live, ledger, durability), AdminTrail(trail))
+                        Reads(links, live, ledger, durability), AdminTrail(trail, links.current_link_of))

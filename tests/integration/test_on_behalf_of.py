@@ -41,6 +41,9 @@ async def test_a_console_suspends_a_table_for_a_supervisor_and_both_are_recorded
     rows = (await client.admin.ListAudit(admin_pb2.ListAuditRequest(actor=person))).rows  # by the person
     assert [(r.method, r.outcome, r.actor, r.role, r.agent, r.table_id) for r in rows] == [
         ("SuspendTable", "OK", person, "supervisor", "console:floor-1", table)]
+    # the request names only the table: the trail files the act under the table's link, where the floor looks
+    by_link = (await client.admin.ListAudit(admin_pb2.ListAuditRequest(link_id=link, method="SuspendTable"))).rows
+    assert [(r.actor, r.outcome) for r in by_link] == [(person, "OK"), ("floor-1", "PERMISSION_DENIED")]  # newest first
     refused = (await client.admin.ListAudit(admin_pb2.ListAuditRequest(actor="floor-1", method="SuspendTable"))).rows
     assert any(r.table_id == table and (r.role, r.agent, r.outcome) == ("console", "", "PERMISSION_DENIED")
                for r in refused)
