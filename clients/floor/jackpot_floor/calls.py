@@ -14,6 +14,7 @@ import grpc
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, display_pb2, display_pb2_grpc
 from jackpotd.auth.client import bearer, open_channel
 from jackpotd.auth.credentials import RoleCredential
+from jackpotd.auth.identity import ON_BEHALF_OF as ON_BEHALF_OF  # the header naming the person a console acts for
 from jackpotd.auth.identity import Role
 
 if TYPE_CHECKING:
@@ -22,9 +23,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-# The gRPC metadata key by which the console names the person it acts for ("supervisor:alice"). The same value
-# as jackpotd.auth.identity.ON_BEHALF_OF (being added there by the on-behalf-of change); kept here until it lands.
-ON_BEHALF_OF = "x-jackpot-on-behalf-of"
 ROLES = (Role.SUPERVISOR, Role.ADMIN)  # who may act on the floor, supervisor first
 DEFAULT_TIMEOUT = 15.0  # seconds: every floor call is a small unary one
 
