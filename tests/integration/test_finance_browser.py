@@ -59,9 +59,9 @@ async def test_reconciliation_page_in_chromium() -> None:
                 # the hostile round id is text on the page, not markup
                 assert "<script>alert(1)</script>" in await page.locator("table.hits").inner_text()
                 assert await page.locator("script").count() == 0
-                # dollars and cents, MAJOR's sub-cent beside its closing and explained once; hands by name
+                # dollars and cents, MINOR's half cent beside its closing and explained once; hands by name
                 closing = "".join((await page.locator('#pools tr[data-row="closing"]').inner_text()).split())
-                assert "$10,072.00+0.00014¢" in closing and "$1,000.00" in closing, closing
+                assert "$10,073.80+0.00014¢" in closing and "$1,000.67+0.5¢" in closing, closing
                 assert await page.locator("#subcent-note").is_visible()
                 assert "Four of a kind" in await page.locator("table.hits").inner_text()
                 assert "0.00000000" not in await page.locator("body").inner_text()

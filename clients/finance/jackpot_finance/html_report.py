@@ -165,7 +165,7 @@ def _identities(report: Report) -> str:
 
 
 HIT_COLUMNS = ("round", "table", "seat", "hand", "cards", "pool", "amount", "funded by operator", "pool before",
-               "rule", "status", "approved by", "rejected by", "sequence", "time")
+               "rule", "status", "approved by", "rejected by", "sequence", "time (local)")
 
 
 def _omitted(report: Report) -> str:
@@ -190,8 +190,8 @@ def _hits(report: Report) -> str:
         f'{_money(cents_uc(h["amount_cents"]))}{_money(cents_uc(h["funded_by_operator_cents"]))}'
         f'{_money(h["pool_before_ucents"])}<td>{escape(h["rule"])}</td><td>{escape(h["status"])}</td>'
         f'<td>{"<br>".join(escape(a) for a in h["approved_by"])}</td><td>{escape(h["rejected_by"])}</td>'
-        f'<td class="num">{h["sequence"]}</td><td>{escape(h["at_local"].replace("T", " "))}<br>'
-        f'{escape(h["at_utc"].replace("T", " "))}</td>'
+        f'<td class="num">{h["sequence"]}</td><td class="nowrap" title="{escape(h["at_local"])} = '
+        f'{escape(h["at_utc"])}">{escape(h["at_local"][:19].replace("T", " "))}</td>'
         "</tr>"
         for h in report["hits"])
     return f'<table class="hits"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
