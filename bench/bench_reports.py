@@ -342,6 +342,7 @@ async def export_csv(pg: ledger.Pool, first: int, last: int, path: Path) -> tupl
     """The entries [first, last] as ExportLedger streams them (a LedgerEntry each) written by jackpot-report's CSV
     export: (entries, postings)."""
     n = legs = 0
+    seen: dict[str, dict[str, object]] = {}  # as jackpot-report keeps it: a decision's row names its hit's hand
     with path.open("w", encoding=ENCODING, newline="") as f, \
             tqdm(total=last - first + 1, desc="export", unit=" entries", unit_scale=True, disable=None) as bar:
         writer = csv.writer(f, lineterminator="\r\n")
@@ -354,7 +355,7 @@ async def export_csv(pg: ledger.Pool, first: int, last: int, path: Path) -> tupl
                     entry_json=e.entry, first_sequence=first, last_sequence=last,
                     postings=[report_pb2.LedgerPosting(account=a, amount_ucents=uc, balance_after_ucents=after)
                               for a, uc, after in e.postings])
-                writer.writerows(export_rows(entry))
+                writer.writerows(export_rows(entry, seen))
                 legs += len(entry.postings)
             n += len(page)
             bar.update(len(page))

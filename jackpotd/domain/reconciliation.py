@@ -178,7 +178,8 @@ def at_approved_rates(totals: Totals, rates: Mapping[int, RateSet]) -> list[Iden
         holds = got == want and not unknown
         out.append(Identity(
             f"{name} at the approved rates", "RULES.md §3, §10",
-            f"contributions {got} {'=' if got == want else '≠'} {terms} = {want} µ¢"
+            f"{'retained before voids' if name == 'retained' else 'contributions'} {got} "
+            f"{'=' if got == want else '≠'} {terms} = {want} µ¢"
             + (f"; rate sets {unknown} are not in the link's history" if unknown else ""), holds))
     return out
 

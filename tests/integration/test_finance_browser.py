@@ -1,7 +1,8 @@
 """The reconciliation's HTML file (`jackpot-report reconcile --format html`) in a real browser: Debian's headless
 Chromium, driven by Playwright, opens the file of a hand-built Reconciliation as a finance officer would. It
-renders without an error, draws one line per pool, and ticks every identity. A full-page screenshot goes to
-artifacts/finance/reconciliation.png. No server: the end-to-end path is tested elsewhere."""
+renders without an error, draws one line per pool, ticks every identity, and reads in dollars and cents with the
+sub-cent remainders explained. A full-page screenshot goes to artifacts/finance-report.png. No server: the
+end-to-end path is tested elsewhere."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from jackpot_finance.render import render_reconciliation
 from ..unit.test_finance_render import reconciliation
 from .browser import ARGS, CHROMIUM, require_chromium
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "finance"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts"
 
 require_chromium()
 
@@ -58,9 +59,15 @@ async def test_reconciliation_page_in_chromium() -> None:
                 # the hostile round id is text on the page, not markup
                 assert "<script>alert(1)</script>" in await page.locator("table.hits").inner_text()
                 assert await page.locator("script").count() == 0
+                # dollars and cents, MINOR's half cent beside its closing and explained once; hands by name
+                closing = "".join((await page.locator('#pools tr[data-row="closing"]').inner_text()).split())
+                assert "$10,073.80+0.00014¢" in closing and "$1,000.67+0.5¢" in closing, closing
+                assert await page.locator("#subcent-note").is_visible()
+                assert "Four of a kind" in await page.locator("table.hits").inner_text()
+                assert "0.00000000" not in await page.locator("body").inner_text()
 
                 ARTIFACTS.mkdir(parents=True, exist_ok=True)
-                await page.screenshot(path=str(ARTIFACTS / "reconciliation.png"), full_page=True)
+                await page.screenshot(path=str(ARTIFACTS / "finance-report.png"), full_page=True)
             finally:
                 await context.close()
         assert not errors, errors

@@ -124,10 +124,12 @@ async def test_jackpot_report_formats_carry_the_same_numbers(client: Client, tar
     for p in served.pools:
         for uc in (p.opening_ucents, p.contributions_ucents, p.overflow_out_ucents, p.payouts_ucents,
                    p.closing_ucents):
-            dollars = f"{'-' if uc < 0 else ''}{abs(uc) // 100_000_000}.{abs(uc) % 100_000_000:08d}"
+            places = f"{abs(uc) % 100_000_000:08d}".rstrip("0").ljust(2, "0")  # exact, as many places as needed
+            dollars = f"{'-' if uc < 0 else ''}{abs(uc) // 100_000_000}.{places}"
             assert str(uc) in json.dumps(report), (p.pool, uc)
             assert dollars in cells, (p.pool, dollars)
-            assert dollars in outputs["html"].replace(",", ""), (p.pool, dollars)
+            assert f'data-ucents="{uc}" title="{"-" if uc < 0 else ""}${dollars.lstrip("-")}' in \
+                outputs["html"].replace(",", ""), (p.pool, dollars)
     assert served.pools[1].overflow_out_ucents > 0  # MINOR's cap passed some on
     assert served.all_hold and len(served.hits) == 2
     for h in served.hits:

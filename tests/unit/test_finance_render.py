@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from jackpot_finance import chart, cli
-from jackpot_finance.model import MOVEMENTS, report_dict
-from jackpot_finance.money import PLACES, display, dollars
+from jackpot_finance.model import MOVEMENTS, hand_name, report_dict
+from jackpot_finance.money import PLACES, display, dollars, exact, subcent
 from jackpot_finance.render import render_liability, render_reconciliation, render_verification
 from jackpot_finance.spreadsheet import EXPORT_COLUMNS, export_rows
 from jackpot_finance.times import NaiveTime, local_iso, parse_instant, utc_iso, zone
@@ -53,12 +53,12 @@ def pool(name: str, *, hidden: bool = False, holds: bool = True, skew: int = 0, 
 def reconciliation(**overrides: Any) -> report_pb2.Reconciliation:
     """A gaming day of a split link: MAJOR, MINOR (won, reset from RESERVE), hidden RESERVE; one hit whose ids
     and rule are hostile."""
-    major = pool("MAJOR", opening=1_000_000_000_017, contributions=7_400_000_123, refunds=200_000_000)
-    minor = pool("MINOR", opening=100_000_000_000, contributions=2_775_000_000, refunds=75_000_000,
+    major = pool("MAJOR", opening=1_000_000_000_017, contributions=7_400_000_123, refunds=20_000_000)
+    minor = pool("MINOR", opening=100_000_000_000, contributions=2_775_000_000, refunds=7_500_000,
                  payouts=102_500_000_000, transfers_in=99_800_000_000)
     minor.payouts_by_hand.add(hand="FOUR_OF_A_KIND", hits=1, paid_ucents=102_500_000_000)
     reserve = pool("RESERVE", hidden=True, opening=500_000_000_000, contributions=925_000_000,
-                   refunds=25_000_000, funding=1_234_567, overflow_in=3, transfers_out=99_800_000_000)
+                   refunds=2_500_000, funding=1_234_567, overflow_in=3, transfers_out=99_800_000_000)
     start, end = ms("2024-04-30T20:00:00+00:00"), ms("2024-05-01T20:00:00+00:00")
     hit_at = ms("2024-05-01T03:04:05+00:00") + 678
     rec = report_pb2.Reconciliation(
@@ -88,6 +88,8 @@ def reconciliation(**overrides: Any) -> report_pb2.Reconciliation:
         if isinstance(value, list):
             rec.ClearField(key)  # type: ignore[arg-type]
             getattr(rec, key).extend(value)
+        elif isinstance(value, report_pb2.LinkTotals):
+            rec.link.CopyFrom(value)
         else:
             setattr(rec, key, value)
     return rec
@@ -118,19 +120,40 @@ def sections(text: str) -> list[list[list[str]]]:
 # ---- money and time -------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("uc, text", [(0, "0.00000000"), (1, "0.00000001"), (-1, "-0.00000001"),
-                                      (-1_234_567_890, "-12.34567890"), (2**53 + 1, "90071992.54740993"),
-                                      (-(2**63), "-92233720368.54775808")])
-def test_dollars_is_exact(uc: int, text: str) -> None:
+@pytest.mark.parametrize("uc, text", [(0, "0.00"), (1, "0.00000001"), (-1, "-0.00000001"),
+                                      (-1_234_567_890, "-12.3456789"), (2**53 + 1, "90071992.54740993"),
+                                      (104_335_500_000, "1043.355"), (104_335_000_000, "1043.35"),
+                                      (100_000_000, "1.00"), (-(2**63), "-92233720368.54775808")])
+def test_dollars_is_exact_with_the_places_it_needs(uc: int, text: str) -> None:
     assert dollars(uc) == text
-    assert PLACES == 8  # 1 $ = 100 cents = 100,000,000 µ¢
+    assert exact(uc).replace(",", "") == ("-$" if uc < 0 else "$") + text.lstrip("-")
+    assert PLACES == 8  # 1 $ = 100 cents = 100,000,000 µ¢: never more places than 8
+
+
+@pytest.mark.parametrize("uc, cents, sub", [
+    (104_335_500_000, "$1,043.35", "+0.5¢"),  # MINOR's half cent: the sign shows $1,043.35
+    (104_335_000_000, "$1,043.35", ""), (1, "$0.00", "+0.000001¢"), (999_999, "$0.00", "+0.999999¢"),
+    (123_456_789_012_345, "$1,234,567.89", "+0.012345¢"), (-1_500_000, "-$0.01", "−0.5¢"), (0, "$0.00", "")])
+def test_dollars_and_cents_with_the_sub_cent_beside_them(uc: int, cents: str, sub: str) -> None:
+    assert display(uc) == cents and subcent(uc) == sub
 
 
 @given(st.integers(min_value=-(2**80), max_value=2**80))
-def test_dollars_round_trip(uc: int) -> None:
+def test_every_money_string_gives_back_its_microcents(uc: int) -> None:
     assert Decimal(dollars(uc)).scaleb(PLACES) == uc
-    assert Decimal(display(uc).replace("$", "").replace(",", "")).scaleb(PLACES) == uc
+    assert Decimal(exact(uc).replace("$", "").replace(",", "")).scaleb(PLACES) == uc
+    cents = Decimal(display(uc).replace("$", "").replace(",", "")).scaleb(PLACES)
+    sub = subcent(uc).replace("¢", "").replace("−", "-").replace("+", "")
+    assert cents + (Decimal(sub).scaleb(6) if sub else 0) == uc  # cents + sub-cent is the exact amount
+    assert abs(uc - cents) < 1_000_000 and abs(cents) <= abs(uc)  # whole cents, rounded toward zero
     assert display(uc).startswith("-$" if uc < 0 else "$")
+
+
+@pytest.mark.parametrize("hand, name", [("royal_flush", "Royal flush"), ("STRAIGHT_FLUSH", "Straight flush"),
+                                        ("four_of_a_kind", "Four of a kind"), ("full_house", "Full house"),
+                                        ("flush", "Flush"), ("", "")])
+def test_hands_by_their_names(hand: str, name: str) -> None:
+    assert hand_name(hand) == name
 
 
 def test_instants() -> None:
@@ -167,18 +190,22 @@ def test_every_format_carries_the_same_numbers() -> None:
             assert Decimal(j[f"{m.key}_dollars"]).scaleb(PLACES) == uc
             assert int(by_pool[p.pool][f"{m.label} (µ¢)"]) == uc
             assert by_pool[p.pool][f"{m.label} ($)"] == j[f"{m.key}_dollars"]
-            assert f'data-ucents="{uc}" title="{uc:,} µ¢">{display(uc)}<' in html
-            assert display(uc) in text and f"{uc:,} µ¢" in text
+            assert f'data-ucents="{uc}" title="{exact(uc)} = {uc:,} µ¢">{display(uc)}<' in html
+            assert f"{display(uc)} {subcent(uc)}".rstrip() + "\n" in text
         assert by_pool[p.pool]["identity"] == "✓" and j["identity_holds"] and j["checked"]
     assert as_json["pools"][2]["hidden"] is True and by_pool["RESERVE"]["hidden"] == "yes"
     link_header, link_row = csv_sections[2]
     link = dict(zip(link_header, link_row, strict=True))
-    assert int(link["retained by the operator (µ¢)"]) == as_json["link"]["retained_ucents"] == rec.link.retained_ucents
+    assert int(link["retained by the operator, net of voids (µ¢)"]) == as_json["link"]["retained_ucents"] \
+        == rec.link.retained_ucents
     assert f'data-ucents="{rec.link.retained_ucents}"' in html
     hit = as_json["hits"][0]
-    assert hit["amount_cents"] == 102_500 and hit["amount_dollars"] == "1025.00000000"
+    assert hit["amount_cents"] == 102_500 and hit["amount_dollars"] == "1025.00"
     assert hit["at_utc"] == "2024-05-01T03:04:05.678Z" and hit["at_local"] == "2024-05-01T13:04:05.678+10:00"
-    assert "$1,025.00000000" in html and "$1,025.00000000" in text
+    assert "$1,025.00" in html and "$1,025.00" in text
+    assert "Four of a kind" in html and "Four of a kind" in text and "FOUR_OF_A_KIND" not in text + html
+    assert dict(zip(csv_sections[4][0], csv_sections[4][1], strict=True))["hand"] == "Four of a kind"
+    assert "0.00000000" not in text + html  # never dollars to 8 places for people
     assert as_json["from_local"] == "2024-05-01T06:00:00.000+10:00" and as_json["from_utc"] in html
     assert as_json["verdict_holds"] is True and "ALL IDENTITIES HOLD" in text and "every identity holds" in html
     assert len(as_json["balances"]) == len(rec.balances)
@@ -217,7 +244,7 @@ def test_csv_defuses_formulas_in_text_cells_only() -> None:
     rows = sections(render_reconciliation(rec, "csv"))[1]
     major = dict(zip(rows[0], rows[1], strict=True))
     assert major["pool"] == "'=MAJOR"
-    assert major["closing ($)"] == "-12.34567890" and major["closing (µ¢)"] == "-1234567890"  # numbers, kept
+    assert major["closing ($)"] == "-12.3456789" and major["closing (µ¢)"] == "-1234567890"  # numbers, kept
 
 
 def test_failed_identity_and_numbers_that_do_not_add_up() -> None:
@@ -250,9 +277,12 @@ def test_liability_and_verification() -> None:
     liab = liability()
     data = json.loads(render_liability(liab, "json"))
     assert data["owed_to_players_ucents"] == liab.owed_to_players_ucents
-    assert data["reset_owed_by_operator_cents"] == 999_999 and data["reset_owed_by_operator_dollars"] == "9999.99000000"
+    assert data["reset_owed_by_operator_cents"] == 999_999 and data["reset_owed_by_operator_dollars"] == "9999.99"
     text = render_liability(liab, "text")
-    assert display(liab.owed_to_players_ucents) in text and "$9,999.99000000" in text
+    # exact, as its help says: never rounded to the cent (MAJOR holds 140 µ¢ beyond its cents)
+    assert "$15,072.0000014" in text and f"{liab.owed_to_players_ucents:,} µ¢" in text
+    assert "$10,072.0000014" in text and "$9,999.99" in text and "Royal flush" in text
+    assert display(liab.owed_to_players_ucents) not in text.replace(exact(liab.owed_to_players_ucents), "")
     assert "\x1b" not in text and "\\x1b[2J" in text  # a hostile id cannot drive the terminal
     resp = report_pb2.VerifyLedgerResponse(link_id="demo", ok=False, entries=40, chain_ok=False, balanced=True,
                                            first_altered_sequence=17, problems=["entry 17: hash differs"],
@@ -265,12 +295,13 @@ def test_liability_and_verification() -> None:
 # ---- the ledger's export ----------------------------------------------------------------------------------------
 
 
-def entry(sequence: int, *postings: tuple[str, int, int], request_id: str = "r-1") -> report_pb2.LedgerEntry:
+def entry(sequence: int, *postings: tuple[str, int, int], request_id: str = "r-1", kind: str = "commit",
+          body: dict[str, Any] | None = None) -> report_pb2.LedgerEntry:
     return report_pb2.LedgerEntry(
-        link_id="demo", sequence=sequence, at_ms=ms("2024-05-01T01:02:03+00:00") + 456, kind="commit",
+        link_id="demo", sequence=sequence, at_ms=ms("2024-05-01T01:02:03+00:00") + 456, kind=kind,
         request_id=request_id, table_id="t-1", round_id="7", hash_hex="ab" * 32, prev_hash_hex="cd" * 32,
         postings=[report_pb2.LedgerPosting(account=a, amount_ucents=u, balance_after_ucents=b) for a, u, b in postings],
-        first_sequence=1, last_sequence=2)
+        first_sequence=1, last_sequence=2, entry_json=json.dumps(body or {"kind": kind}))
 
 
 def test_export_rows_one_per_posting_and_one_without() -> None:
@@ -279,15 +310,18 @@ def test_export_rows_one_per_posting_and_one_without() -> None:
     assert len(rows) == 2
     first, second = (dict(zip(EXPORT_COLUMNS, r, strict=True)) for r in rows)
     assert first["time_utc"] == "2024-05-01T01:02:03.456Z" and first["request_id"] == "'=1+1"
+    assert first["row"] == second["row"] == "posting"
     assert first["posting_index"] == 0 and second["posting_index"] == 1
     assert first["balance_after_dollars"] == "90071992.54740999"
-    assert second["amount_ucents"] == -1_234_567_800 and second["amount_dollars"] == "-12.34567800"
+    assert second["amount_ucents"] == -1_234_567_800 and second["amount_dollars"] == "-12.345678"
     assert second["link_id"] == "demo" and second["hash_hex"] == "ab" * 32
+    assert all(first[c] == "" for c in ("hit_id", "hand", "seat", "cards", "status", "approved_by"))
     (alone,) = export_rows(entry(2))
     row = dict(zip(EXPORT_COLUMNS, alone, strict=True))
     assert row["sequence"] == 2 and row["kind"] == "commit" and row["prev_hash_hex"] == "cd" * 32
+    assert row["row"] == "entry"
     assert all(row[c] == "" for c in ("posting_index", "account", "amount_ucents", "amount_dollars",
-                                      "balance_after_ucents", "balance_after_dollars"))
+                                      "balance_after_ucents", "balance_after_dollars", "hit_id", "hand"))
 
 
 class _Call:

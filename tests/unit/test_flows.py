@@ -116,6 +116,9 @@ def test_contributions_are_checked_against_the_rate_set_each_commit_used() -> No
     approved = [i for i in ok.identities if "approved rates" in i.name]
     assert len(approved) == 4 and all(i.holds for i in approved)
     assert "300¢ × 200000 ppm (rates 1) + 200¢ × 250000 ppm (rates 2)" in approved[0].expression
+    # the retained portion checked here is before voids (the link's "retained" is net of them): it says so
+    assert approved[-1].name == "retained at the approved rates"
+    assert approved[-1].expression.startswith("retained before voids ")
     # the same wagers said to be at the first rates only: MAJOR got more than those rates give
     wrong = reconcile({"MAJOR": (0, 0)}, f.totals(legs), {1: RATES, 2: RATES})
     assert not all(i.holds for i in wrong.identities if "approved rates" in i.name)

@@ -3,7 +3,8 @@ per pool, since a balance holds until the next entry. Self-contained (no script,
 drawn with integer arithmetic from integer µ¢, so it never rounds money through a float.
 
 Each pool's line starts at its opening balance at the period's start and ends at its closing balance at the
-period's end, so a pool with no or one balance point in the period still draws (flat, or one step)."""
+period's end or at the time the report was generated, whichever is earlier (nothing is drawn in the future), so a
+pool with no or one balance point in the period still draws (flat, or one step)."""
 
 from __future__ import annotations
 
@@ -30,10 +31,17 @@ class Series:
     points: list[tuple[int, int]]
 
 
+def chart_end(report: Report) -> int:
+    """Where the lines stop: the period's end, or the time the report was generated when that is earlier."""
+    generated = int(report["generated_at_ms"])
+    end = int(report["to_ms"])
+    return min(end, generated) if generated > 0 else end
+
+
 def series(report: Report) -> list[Series]:
     """Each pool's line: the reconciled pools in their order (opening, the balance points, closing), then any
-    pool that only the balance points name."""
-    start, end = report["from_ms"], report["to_ms"]
+    pool that only the balance points name; none drawn past `chart_end`."""
+    start, end = report["from_ms"], chart_end(report)
     by_pool: dict[str, list[tuple[int, int, int]]] = {}
     for b in report["balances"]:
         by_pool.setdefault(b["pool"], []).append((b["sequence"], b["at_ms"], b["balance_ucents"]))
@@ -74,6 +82,8 @@ def tick_label(uc: int, step: int) -> str:
 
 def svg(report: Report) -> str:
     """The chart as an inline <svg> element, or a short note when the period has nothing to draw."""
+    if chart_end(report) <= report["from_ms"]:
+        return '<p class="empty">The period had not begun when this report was generated: nothing to draw yet.</p>'
     lines = series(report)
     if not lines:
         return '<p class="empty">No pool balances in this period.</p>'

@@ -56,9 +56,14 @@ EPILOG = """examples:
   jackpot-report liability --link demo --format json
 
 Times are ISO 8601 with an offset or Z (2024-05-01T06:00:00+10:00); a time without one is refused. A gaming
-day starts at the link's configured local time in its time zone. Amounts are exact: integer µ¢ (1 cent =
-1,000,000 µ¢) and dollars to 8 places, never rounded. CSV files are UTF-8 with a byte-order mark (Excel needs
-it to read UTF-8), and text cells that would start a formula get a leading apostrophe.
+day starts at the link's configured local time in its time zone. Amounts read as dollars and cents ($1,043.35);
+a pool's exact balance is kept in millionths of a cent (µ¢, 1 cent = 1,000,000 µ¢) so that contributions never
+round, and where it has a fraction of a cent the reconciliation shows it beside the cents (+0.5¢: signs and
+payouts show whole cents, rounded down; the remainder stays in the pool). `liability`, JSON and CSV are exact,
+never rounded ($1,043.355; CSV and JSON in µ¢ too). An empty period says "No activity in this period". CSV files
+are UTF-8 with a byte-order mark (Excel needs it to read UTF-8), and text cells that would start a formula get a
+leading apostrophe; the export has a row per posting and a row per hit (hand, seat, cards, pool before, rule,
+status, approved by, rejected by) beside its entry's postings.
 
 Exit status: 0 when every identity holds (reconcile) or the ledger verifies (verify); 1 when one does not;
 2 for a usage error, a missing credential or an error from jackpotd (its gRPC status is printed).
@@ -98,10 +103,12 @@ def parser() -> argparse.ArgumentParser:
                    help="text (default), csv, json, or html (one self-contained file)")
     r.add_argument("--out", metavar="FILE", help="write the report here (default: standard output)")
 
-    e = sub.add_parser("export", parents=[common], help="the ledger's entries to a CSV file, one row per posting",
+    e = sub.add_parser("export", parents=[common],
+                       help="the ledger's entries to a CSV file, one row per posting and per hit",
                        description="Stream the ledger's entries (by sequence, or by time) into a CSV file that a "
                                    "spreadsheet opens as it is: UTF-8 with a BOM, one row per posting with its "
-                                   "entry's columns repeated.",
+                                   "entry's columns repeated, and one row per hit the entry settled or decided "
+                                   "(hand, seat, cards, pool before, rule, status, approved by, rejected by).",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("--from-seq", type=int, default=0, metavar="N", help="the first sequence (default the first)")
     e.add_argument("--to-seq", type=int, default=0, metavar="N", help="the last sequence (default the last)")
@@ -117,7 +124,8 @@ def parser() -> argparse.ArgumentParser:
 
     li = sub.add_parser("liability", parents=[common], help="what the pools owe players now",
                         description="The pools' balances, RESERVE, the hits awaiting verification, the reset values "
-                                    "the operator must fund beyond RESERVE, and the total owed to players.",
+                                    "the operator must fund beyond RESERVE, and the total owed to players: exact, "
+                                    "never rounded (dollars with every place the µ¢ need, and µ¢).",
                         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     li.add_argument("--format", choices=sorted(fmt), default="text", help="text (default) or json")
     return p
@@ -223,6 +231,7 @@ async def export(args: argparse.Namespace, stub: ReportServiceAsyncStub) -> int:
     out = Path(args.out)
     partial = out.with_name(out.name + ".partial")
     entries = postings = 0
+    seen: dict[str, dict[str, object]] = {}  # the hits met so far: a decision's row names its hit's hand and cards
     try:
         with partial.open("w", encoding=ENCODING, newline="") as f, \
                 tqdm(total=None, desc="export", unit=" entries", file=sys.stderr, disable=None) as bar:
@@ -233,7 +242,7 @@ async def export(args: argparse.Namespace, stub: ReportServiceAsyncStub) -> int:
                 if bar.total is None and entry.last_sequence:
                     bar.total = entry.last_sequence - entry.first_sequence + 1
                     bar.refresh()
-                writer.writerows(export_rows(entry))
+                writer.writerows(export_rows(entry, seen))
                 entries += 1
                 postings += len(entry.postings)
                 bar.update(1)

@@ -2,15 +2,17 @@
 chart, no script, no external reference (a Content-Security-Policy forbids both), print-friendly.
 
 Every text value is escaped with html.escape: ids, hands, rules and expressions come from callers and are
-treated as hostile. Amounts are shown as exact dollars with their µ¢ in `data-ucents` (and a tooltip)."""
+treated as hostile. Amounts are shown in dollars and cents, with a pool's sub-cent remainder beside them and a
+footnote saying what it is; each keeps its exact µ¢ in `data-ucents` and its exact dollars in a tooltip."""
 
 from __future__ import annotations
 
 from html import escape
 
 from . import chart
-from .model import LINK_AMOUNTS, MOVEMENTS, Report
-from .money import PLACES, cents_uc, display, grouped
+from .model import LINK_AMOUNTS, MOVEMENTS, NO_ACTIVITY, Report
+from .money import SUBCENT_NOTE, cents_uc, display, exact, grouped, subcent
+from .text import has_subcents
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 SIGNS = {0: "", 1: "+ ", -1: "− "}
@@ -43,6 +45,8 @@ svg .plot { fill: #fafbfc; stroke: var(--line); } svg .grid { stroke: #e3e6ea; }
 svg text { font-size: 12px; fill: #1c1f24; } svg .tick { fill: #5a6270; } svg .axis { font-weight: 600; }
 .empty { color: #5a6270; font-style: italic; }
 .note { color: #5a6270; margin: 4px 0 8px; }
+.sub { color: #5a6270; font-size: 11px; margin-left: 4px; }
+.quiet { font-weight: 700; font-size: 16px; padding: 8px 12px; border-radius: 4px; background: #eef1f5; }
 footer { margin-top: 32px; color: #5a6270; font-size: 12px; }
 @media print {
   @page { size: A4 landscape; margin: 12mm; }
@@ -55,7 +59,11 @@ footer { margin-top: 32px; color: #5a6270; font-size: 12px; }
 
 
 def _money(uc: int, cls: str = "num") -> str:
-    return (f'<td class="{cls}" data-ucents="{uc}" title="{escape(grouped(uc))} µ¢">{escape(display(uc))}</td>')
+    """An amount's cell: dollars and cents, its sub-cent remainder beside them, its exact figure as a tooltip."""
+    rest = subcent(uc)
+    sub = f'<span class="sub">{escape(rest)}</span>' if rest else ""
+    return (f'<td class="{cls}" data-ucents="{uc}" title="{escape(exact(uc))} = {escape(grouped(uc))} µ¢">'
+            f"{escape(display(uc))}{sub}</td>")
 
 
 def _mark(holds: bool) -> str:
@@ -76,12 +84,14 @@ def _header(report: Report) -> str:
         ("generated at", f"{report['generated_at_local']}   ({report['generated_at_utc']})"),
     ]
     ok = report["verdict_holds"]
+    quiet = (f'<p class="quiet" id="no-activity">{NO_ACTIVITY}: no wagers, voids, hits, funding or transfers; '
+             "each pool closes at its opening balance.</p>" if report["no_activity"] else "")
     verdict = ("Reconciled: every identity holds" if ok else
                "NOT RECONCILED: an identity fails" + ("" if report["client_checked"] else
                                                       " (the figures do not add up as sent)"))
     return (f"<header><h1>Reconciliation of link {escape(report['link_id'])}, {escape(title)}</h1>"
             '<dl class="period">' + "".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in rows)
-            + f'</dl><p class="verdict {"ok" if ok else "fail"}" id="verdict">{escape(verdict)}</p></header>')
+            + f'</dl>{quiet}<p class="verdict {"ok" if ok else "fail"}" id="verdict">{escape(verdict)}</p></header>')
 
 
 def _pools(report: Report) -> str:
@@ -90,6 +100,10 @@ def _pools(report: Report) -> str:
         return '<p class="empty">No pools.</p>'
     head = "".join(f'<th class="num" scope="col">{escape(p["pool"])}{" (hidden)" if p["hidden"] else ""}</th>'
                    for p in pools)
+    if quiet(report):
+        return (f'<table class="pools"><thead><tr><th scope="col"></th>{head}</tr></thead><tbody>'
+                '<tr data-row="closing"><th scope="row">balance throughout (no movements)</th>'
+                + "".join(_money(p["closing_ucents"]) for p in pools) + "</tr></tbody></table>")
     body = []
     for m in MOVEMENTS:
         cls = ' class="total"' if m.key == "closing" else ""
@@ -104,11 +118,12 @@ def _pools(report: Report) -> str:
                     found = [h for h in p["payouts_by_hand"] if h["hand"] == hand]
                     cells.append(
                         "".join(f'<td class="num" data-ucents="{h["paid_ucents"]}">{h["hits"]} hit(s): '
-                                f'{escape(display(h["paid_ucents"]))}'
-                                + (f'<br>{h["rejected_hits"]} rejected, {escape(display(h["returned_ucents"]))} back'
+                                f'{escape(exact(h["paid_ucents"]))}'
+                                + (f'<br>{h["rejected_hits"]} rejected, {escape(exact(h["returned_ucents"]))} back'
                                    if h["rejected_hits"] else "") + "</td>" for h in found)
                         or '<td class="num"></td>')
-                body.append(f'<tr class="byhand"><th scope="row">{escape(hand)}</th>{"".join(cells)}</tr>')
+                name = next(h["hand_name"] for p in pools for h in p["payouts_by_hand"] if h["hand"] == hand)
+                body.append(f'<tr class="byhand"><th scope="row">{escape(name)}</th>{"".join(cells)}</tr>')
     body.append('<tr data-row="difference"><th scope="row">difference</th>'
                 + "".join(_money(p["difference_ucents"]) for p in pools) + "</tr>")
     body.append('<tr data-row="identity"><th scope="row">identity</th>'
@@ -117,22 +132,30 @@ def _pools(report: Report) -> str:
             f'<tbody>{"".join(body)}</tbody></table>')
 
 
+def quiet(report: Report) -> bool:
+    """A period without activity whose identities hold: its zeros are not listed."""
+    return bool(report["no_activity"] and report["verdict_holds"])
+
+
 def _link(report: Report) -> str:
     link = report["link"]
-    rows = [f'<tr><th scope="row">wagers accepted (count)</th><td class="num">{link["wagers"]}</td></tr>',
-            f'<tr><th scope="row">wagers refunded (count)</th><td class="num">{link["refunds"]}</td></tr>']
+    if quiet(report):
+        return '<p class="empty">No wagers, voids, funding or prizes in this period.</p>'
+    rows = [f'<tr><th scope="row">wagers accepted (count)</th><td class="num">{link["wagers"]:,}</td></tr>',
+            f'<tr><th scope="row">wagers refunded (count)</th><td class="num">{link["refunds"]:,}</td></tr>']
     rows += [f'<tr data-row="{key}"><th scope="row">{escape(label)}</th>{_money(link[f"{key}_ucents"])}</tr>'
              for key, label in LINK_AMOUNTS]
     holds = link["identity_holds"] and link["checked"]
     rows.append(f'<tr class="{"holds" if holds else "fails"}"><th scope="row">wagers accepted − refunded = '
                 f'contributions + retained</th>{_mark(holds)}</tr>')
-    return f'<table class="link"><tbody>{"".join(rows)}</tbody></table>'
+    return (f'<table class="link"><tbody>{"".join(rows)}</tbody></table>'
+            f'<p class="note" id="retained-note">{escape(link["retained_note"])}</p>')
 
 
 def _identities(report: Report) -> str:
     rows = "".join(
         f'<tr class="identity {"holds" if i["holds"] else "fails"}">{_mark(i["holds"])}<td>{escape(i["name"])}</td>'
-        f'<td>{escape(i["rule"])}</td><td><code>{escape(i["expression"])}</code></td></tr>'
+        f'<td>{escape(i["rule"])}</td><td title="{escape(i["expression"])}">{escape(i["in_dollars"])}</td></tr>'
         for i in report["identities"])
     if not rows:
         return '<p class="empty">The server listed no identities.</p>'
@@ -142,7 +165,7 @@ def _identities(report: Report) -> str:
 
 
 HIT_COLUMNS = ("round", "table", "seat", "hand", "cards", "pool", "amount", "funded by operator", "pool before",
-               "rule", "status", "sequence", "time")
+               "rule", "status", "approved by", "rejected by", "sequence", "time (local)")
 
 
 def _omitted(report: Report) -> str:
@@ -162,12 +185,13 @@ def _hits(report: Report) -> str:
                    for c in HIT_COLUMNS)
     rows = "".join(
         f'<tr class="hit" data-hit="{escape(h["hit_id"])}"><td>{escape(h["round_id"])}</td>'
-        f'<td>{escape(h["table_id"])}</td><td class="num">{h["seat"]}</td><td>{escape(h["hand"])}</td>'
+        f'<td>{escape(h["table_id"])}</td><td class="num">{h["seat"]}</td><td>{escape(h["hand_name"])}</td>'
         f'<td class="nowrap">{escape(" ".join(h["cards"]))}</td><td>{escape(h["pool"])}</td>'
         f'{_money(cents_uc(h["amount_cents"]))}{_money(cents_uc(h["funded_by_operator_cents"]))}'
         f'{_money(h["pool_before_ucents"])}<td>{escape(h["rule"])}</td><td>{escape(h["status"])}</td>'
-        f'<td class="num">{h["sequence"]}</td><td>{escape(h["at_local"].replace("T", " "))}<br>'
-        f'{escape(h["at_utc"].replace("T", " "))}</td>'
+        f'<td>{"<br>".join(escape(a) for a in h["approved_by"])}</td><td>{escape(h["rejected_by"])}</td>'
+        f'<td class="num">{h["sequence"]}</td><td class="nowrap" title="{escape(h["at_local"])} = '
+        f'{escape(h["at_utc"])}">{escape(h["at_local"][:19].replace("T", " "))}</td>'
         "</tr>"
         for h in report["hits"])
     return f'<table class="hits"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
@@ -187,6 +211,9 @@ def reconciliation_html(report: Report) -> str:
         f'<section id="link"><h2>Link totals</h2>{_link(report)}</section>'
         f'<section id="identities"><h2>Identities (RULES.md §10)</h2>{_identities(report)}</section>'
         f'<section id="hits"><h2>Hits</h2>{_omitted(report)}{_hits(report)}</section>'
-        f"<footer>Amounts are exact: dollars to {PLACES} places (1 µ¢ = $0.00000001); hover an amount for its µ¢. "
-        "Generated by jackpot-report from jackpotd's ledger.</footer>"
+        + (f'<p class="note" id="subcent-note">Sub-cent (+0.5¢ beside an amount): {escape(SUBCENT_NOTE)}</p>'
+           if has_subcents(report) else "")
+        + "<footer>Amounts are in dollars and cents; hover one for its exact figure in dollars and µ¢ (1 cent = "
+        "1,000,000 µ¢), and for an identity's exact terms. Generated by jackpot-report from jackpotd's ledger."
+        "</footer>"
         "</body></html>\n")
