@@ -2,7 +2,7 @@
 dual_approval_threshold_cents is paid only after two distinct supervisors approve it. The first approval is
 chained and answered PENDING 1 of 2 (a retry identically); the same person again is refused and changes nothing;
 a second person pays it; ListHits, GetPools and the audit show both names; one supervisor rejects after a first
-approval; a bad threshold is refused naming the field."""
+approval; a bad threshold is refused naming the field; a lost Redis forgets no first approval."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, display_pb2, 
 from jackpotd.auth.identity import Role
 
 from ..conftest import unique
-from .harness import AUDIT, Client, rid, token
-from .test_hit_approval import ROYAL, THRESHOLD, S, approve, assert_books, refused, reject, snapshot
+from .conftest import Private
+from .harness import AUDIT, Client, eventually, rid, token, while_unavailable
+from .test_hit_approval import ROYAL, THRESHOLD, S, _pools_served, approve, assert_books, refused, reject, snapshot
 
 DUAL = 1_500_000  # $15,000: the $20,000 royal needs two supervisors
 ALICE, BOB = "supervisor:alice", "supervisor:bob"
@@ -86,6 +87,8 @@ async def test_two_distinct_supervisors_pay_a_hit_at_the_dual_threshold(client: 
         assert (paid.status, list(paid.approved_by), paid.approvals_needed) == ("PAID", [ALICE, BOB], 2)
     row = await hit_row(client, link, hit_id)
     assert (row.status, list(row.approved_by), row.approvals_needed, row.rejected_by) == ("PAID", [ALICE, BOB], 2, "")
+    last = (await client.display.GetPools(display_pb2.GetPoolsRequest(link_id=link))).last_hit
+    assert (last.status, last.approvals, last.approvals_needed) == ("PAID", 2, 2)
     verified = await client.report.VerifyLedger(report_pb2.VerifyLedgerRequest(link_id=link))
     assert verified.ok, verified
     await assert_books(client, link)
@@ -114,3 +117,18 @@ async def test_a_dual_threshold_below_the_verification_one_is_refused(client: Cl
     assert details.startswith("dual_approval_threshold_cents=-5"), details
     await client.admin.UpdateLink(admin_pb2.UpdateLinkRequest(request_id=rid(), link_id=link,
                                                               dual_approval_threshold_cents=DUAL, audit=AUDIT))
+
+
+async def test_a_first_approval_survives_redis_losing_everything(private: Private) -> None:
+    c = private.client
+    link, hit_id = await dual_royal(c)
+    async with people(private.target) as (alice, bob):
+        await alice.approve(approve(hit_id))
+        await c.redis.flushall()
+        await eventually(lambda: _pools_served(c, link), 15, "the link rebuilt from the ledger")
+        refusal = await refused(while_unavailable(lambda: alice.approve(approve(hit_id)), 15, "ApproveHit"),
+                                S.FAILED_PRECONDITION)
+        assert "approved it already" in refusal
+        paid = await bob.approve(approve(hit_id))
+    assert (paid.status, list(paid.approved_by)) == ("PAID", [ALICE, BOB])
+    await assert_books(c, link)
