@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -37,3 +38,18 @@ async def test_a_refused_act_exits_1_naming_the_field(client: Client, target: st
     assert await asyncio.to_thread(main, argv) == 1
     err = capsys.readouterr().err
     assert "INVALID_ARGUMENT" in err and "pool" in err
+
+
+async def test_update_link_turns_dual_control_on_and_refuses_a_threshold_below_verification(
+        client: Client, target: str, capsys: pytest.CaptureFixture[str]) -> None:
+    link = unique("admincli")
+    await client.create_link(link, threshold=500_000)
+    base = ["update-link", "--link", link, "--reason", "dual control", "--ref", "REG-7", "--target", target]
+    assert await asyncio.to_thread(main, [*base, "--dual-approval-threshold-cents", "400000"]) == 1
+    err = capsys.readouterr().err
+    assert "INVALID_ARGUMENT" in err and "dual_approval_threshold_cents=400000" in err
+    assert await asyncio.to_thread(main, [*base, "--dual-approval-threshold-cents", "1000000"]) == 0
+    assert "configuration version 2" in capsys.readouterr().out
+    config = await client.pg.fetchval("SELECT entry->'config' FROM entries WHERE link_id = $1 AND kind = "
+                                      "'update_link' ORDER BY seq DESC LIMIT 1", link)
+    assert json.loads(config)["dual_approval_threshold_cents"] == 1_000_000
