@@ -3,6 +3,7 @@ the audit trail and the pools, as small frozen records that `jackpot-floor` and 
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -28,6 +29,18 @@ ROLES = (Role.SUPERVISOR, Role.ADMIN)  # who may act on the floor, supervisor fi
 DEFAULT_TIMEOUT = 15.0  # seconds: every floor call is a small unary one
 
 PENDING, PAID, REJECTED = "PENDING", "PAID", "REJECTED"
+# every administrative act says why (RULES.md §9); an approval's why is mostly its reference, so an approval
+# given no reason records this one
+APPROVAL_REASON = "hit verified before payment"
+
+
+AUDIT_MAX = 1000  # the most rows ListAudit returns at once
+READS = frozenset({"ListHits", "ListAudit"})  # AdminService methods that change nothing (the trail has them too)
+
+
+def is_answered_read(method: str, outcome: str) -> bool:
+    """A read that was answered: noise on the trail a person reads (a refused read is kept: it may be a probe)."""
+    return method in READS and outcome == "OK"
 
 
 class FloorError(Exception):
@@ -115,6 +128,7 @@ class AuditEntry:
     detail: str
     link_id: str = ""
     request_id: str = ""
+    id: int = 0  # the trail's row id
 
     @property
     def who(self) -> str:
@@ -162,7 +176,7 @@ def _decision(d: admin_pb2.HitDecisionResponse) -> Decision:
 def _audit(a: admin_pb2.AuditRow) -> AuditEntry:
     return AuditEntry(at_ms=a.at_ms, actor=a.actor, role=a.role, agent=a.agent, method=a.method,
                       table_id=a.table_id, reason=a.reason, approval_ref=a.approval_ref, outcome=a.outcome,
-                      detail=a.detail, link_id=a.link_id, request_id=a.request_id)
+                      detail=a.detail, link_id=a.link_id, request_id=a.request_id, id=a.id)
 
 
 class FloorCalls:
@@ -195,16 +209,19 @@ class FloorCalls:
 
     async def approve(self, hit_id: str, approval_ref: str, reason: str = "", request_id: str | None = None, *,
                       on_behalf_of: str | None = None) -> Decision:
-        """Approve a PENDING hit: PAID, or still PENDING with one approval of two under dual control."""
-        request = admin_pb2.ApproveHitRequest(request_id=request_id or new_request_id(), hit_id=hit_id,
-                                              audit=admin_pb2.Audit(reason=reason, approval_ref=approval_ref))
+        """Approve a PENDING hit: PAID, or still PENDING with one approval of two under dual control. An empty
+        reason records APPROVAL_REASON (the trail requires one)."""
+        audit = admin_pb2.Audit(reason=reason.strip() or APPROVAL_REASON, approval_ref=approval_ref)
+        request = admin_pb2.ApproveHitRequest(request_id=request_id or new_request_id(), hit_id=hit_id, audit=audit)
         return _decision(await self._call(self.admin.ApproveHit, request, on_behalf_of))
 
-    async def reject(self, hit_id: str, reason: str, request_id: str | None = None, *,
+    async def reject(self, hit_id: str, reason: str, request_id: str | None = None, *, approval_ref: str,
                      on_behalf_of: str | None = None) -> Decision:
-        """Reject a PENDING hit: its amount goes back to its pool (REJECTED)."""
+        """Reject a PENDING hit: its amount goes back to its pool (REJECTED). Like every act it cites an approval
+        (RULES.md §9): `approval_ref`, e.g. the surveillance review that found the hit void."""
         request = admin_pb2.RejectHitRequest(request_id=request_id or new_request_id(), hit_id=hit_id,
-                                             reason=reason, audit=admin_pb2.Audit(reason=reason))
+                                             reason=reason, audit=admin_pb2.Audit(reason=reason,
+                                                                                  approval_ref=approval_ref))
         return _decision(await self._call(self.admin.RejectHit, request, on_behalf_of))
 
     async def _pools(self, link_id: str, on_behalf_of: str | None) -> display_pb2.GetPoolsResponse:
@@ -236,9 +253,24 @@ class FloorCalls:
         resp = await self._call(self.admin.ResumeTable, request, on_behalf_of)
         return Changed(resp.link_id, resp.sequence, resp.config_version)
 
-    async def audit(self, link_id: str, limit: int = 50, actor: str = "", *,
+    async def audit(self, link_id: str, limit: int = 50, actor: str = "", *, reads: bool = True,
                     on_behalf_of: str | None = None) -> list[AuditEntry]:
-        """The link's administrative acts, newest first, refused ones included (of one actor when given)."""
-        request = admin_pb2.ListAuditRequest(link_id=link_id, actor=actor, limit=limit)
-        resp = await self._call(self.admin.ListAudit, request, on_behalf_of)
-        return [_audit(a) for a in resp.rows]
+        """The link's administrative acts, newest first, refused ones included (of one actor when given);
+        `reads=False` leaves out the reads that were answered (ListHits, ListAudit: the console polls them).
+        SuspendTable and ResumeTable name a table, not its link, so the trail files them under no link: they
+        are read by method and kept when they name one of the link's tables."""
+        wanted = limit if reads else AUDIT_MAX
+
+        def query(link: str, method: str) -> Awaitable[admin_pb2.ListAuditResponse]:
+            request = admin_pb2.ListAuditRequest(link_id=link, actor=actor, method=method, limit=wanted)
+            return self._call(self.admin.ListAudit, request, on_behalf_of)
+
+        of_link, tables, suspends, resumes = await asyncio.gather(
+            query(link_id, ""), self.tables(link_id, on_behalf_of=on_behalf_of),
+            query("", "SuspendTable"), query("", "ResumeTable"))
+        ours = {t.table_id for t in tables}
+        rows = {a.id: a for a in of_link.rows if reads or not is_answered_read(a.method, a.outcome)}
+        rows |= {a.id: a for r in (suspends, resumes) for a in r.rows
+                 if a.link_id in ("", link_id) and a.table_id in ours}
+        newest = sorted(rows.values(), key=lambda a: (a.at_ms, a.id), reverse=True)
+        return [_audit(a) for a in newest[:limit]]
