@@ -181,7 +181,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--tables", metavar="T1,T2", help="table ids to issue client certificates for")
     c.add_argument("--roles", metavar="ROLE:NAME,...",
                    help=f"role credentials (a certificate and a token each); default on a new directory: "
-                        f"{DEFAULT_ROLES}; ROLE is one of admin, supervisor, display, finance")
+                        f"{DEFAULT_ROLES}; ROLE is one of admin, supervisor, display, finance, console (a console acts "
+                        "for supervisors)")
     c.add_argument("--hosts", metavar="H1,H2", help="more names or addresses for the server certificate (it always "
                                                     "has localhost, 127.0.0.1 and ::1); issues it again")
     c.add_argument("--server", action="store_true", help="issue the server certificate again (it is issued when "

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-DEFAULT_ROLES = "admin:ops,supervisor:floor-1,display:sign-1,finance:office"  # certs on a new directory
+DEFAULT_ROLES = "admin:ops,supervisor:floor-1,display:sign-1,finance:office,console:floor-1"  # certs on a new directory
 
 
 def run(args: argparse.Namespace) -> int:

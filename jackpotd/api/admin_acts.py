@@ -55,8 +55,8 @@ class ActWriter:
 
 
 def act_of(method: str, request: Any, identity: Identity | None, outcome: str, detail: str) -> AdminAct:
-    """The audit row of a call: the authenticated actor ('' when none), and what the request names (nothing
-    if its bytes did not parse)."""
+    """The audit row of a call: the authenticated actor ('' when none) and the console it acted through, and what
+    the request names (nothing if its bytes did not parse)."""
     fields = request.DESCRIPTOR.fields_by_name if isinstance(request, Message) else {}
     audit = request.audit if "audit" in fields else None
 
@@ -70,7 +70,8 @@ def act_of(method: str, request: Any, identity: Identity | None, outcome: str, d
     reason = text("reason") or (audit.reason if audit is not None else "")
     return AdminAct(actor=identity.actor if identity else "", role=identity.role.value if identity else "",
                     method=method, request_id=text("request_id"), link_id=link_id, table_id=table_id, reason=reason,
-                    approval_ref=audit.approval_ref if audit is not None else "", outcome=outcome, detail=detail)
+                    approval_ref=audit.approval_ref if audit is not None else "", outcome=outcome, detail=detail,
+                    agent=identity.agent if identity else "")
 
 
 def _fields(act: AdminAct) -> dict[str, str]:

@@ -63,14 +63,15 @@ def audit_of(a: admin_pb2.Audit) -> c.Audit:
 
 def audited(msg: Any) -> tuple[c.Request, c.Audit]:
     """An admin request and its audit, the actor being the authenticated caller whatever the field said
-    (§9: who acted is who proved it)."""
+    (§9: who acted is who proved it): `console:floor-1 for supervisor:alice` through a console. The request id
+    stays the person's (caller_key): a console's retry for alice is alice's retry."""
     caller = CALLER.get()
     if caller is None:  # every admin method is closed: the guard has set its caller
         raise RuntimeError("an admin call reached its handler without an authenticated caller")
     msg.audit.actor = caller.actor  # the request's content as it always was (a retry across an upgrade matches)
     audit = audit_of(msg.audit)
     # the audit records the actor with its role: supervisor:floor and admin:floor never read alike
-    return request_of(msg), c.Audit(caller.key, audit.reason, audit.approval_ref)
+    return request_of(msg), c.Audit(caller.audit_actor, audit.reason, audit.approval_ref)
 
 
 def pool_amounts(pools: Sequence[results.PoolView]) -> list[common_pb2.PoolAmount]:
@@ -79,7 +80,8 @@ def pool_amounts(pools: Sequence[results.PoolView]) -> list[common_pb2.PoolAmoun
 
 
 def tables_of(tables: Sequence[results.TableView]) -> list[common_pb2.TableStatus]:
-    return [common_pb2.TableStatus(table_id=t.table_id, online=t.online, suspended=t.suspended) for t in tables]
+    return [common_pb2.TableStatus(table_id=t.table_id, online=t.online, suspended=t.suspended,
+                                   last_round_at_ms=t.last_round_at_ms) for t in tables]
 
 
 def hit_of(hit: results.HitAnnouncement | None) -> common_pb2.HitAnnouncement | None:
@@ -264,7 +266,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         return admin_pb2.ListAuditResponse(rows=[admin_pb2.AuditRow(
             id=a.id, at_ms=ms_of(a.at) if a.at else 0, actor=a.actor, role=a.role,
             method=a.method, request_id=a.request_id, link_id=a.link_id, table_id=a.table_id, reason=a.reason,
-            approval_ref=a.approval_ref, outcome=a.outcome, detail=a.detail) for a in acts])
+            approval_ref=a.approval_ref, outcome=a.outcome, detail=a.detail, agent=a.agent) for a in acts])
 
 
 def hit_decision(done: results.HitDecided) -> admin_pb2.HitDecisionResponse:

@@ -18,9 +18,10 @@ from .tokens import read_key
 
 def development_credentials(state_dir: str | Path) -> Path:
     """`make run`: the credentials under `<state_dir>/credentials`, issued on first start and renewed when they
-    come due: the auth key, tokens for admin:dev, supervisor:floor, display:sign and finance:office and for the
-    six demo tables (the loopback listener takes table tokens), and for trying TLS a CA, a server certificate,
-    role certificates and the demo tables' certificates. Returns the directory."""
+    come due: the auth key, tokens for admin:dev, supervisor:floor, display:sign, finance:office and
+    console:floor-1 (tokens/console-floor-1.token, for `jackpot-console`) and for the six demo tables (the
+    loopback listener takes table tokens), and for trying TLS a CA, a server certificate, role certificates and
+    the demo tables' certificates. Returns the directory."""
     root = Path(state_dir).resolve() / CREDENTIALS_DIR
     issue_into(root, IssueOrder(tables=DEV_TABLES, roles=DEV_ROLES, token_days=DEV_TOKEN_DAYS, server=False,
                              table_tokens=True, only_missing=True))

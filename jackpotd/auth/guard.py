@@ -1,5 +1,6 @@
 """Who is calling, from the connection or the call: a verified client certificate (TLS), else a bearer token
-(`authorization: Bearer <token>`). Checked against the policy before any handler runs."""
+(`authorization: Bearer <token>`); a console's call may name the supervisor it acts for (`ON_BEHALF_OF`).
+Checked against the policy before any handler runs."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from cryptography import x509
 
 from ..domain.ids import require_id
 from .errors import PermissionDenied, Unauthenticated
-from .identity import URN_PREFIX, Identity, Role, from_uri
+from .identity import ON_BEHALF_OF, URN_PREFIX, Identity, Role, acting_for, from_uri
 from .policy import authorize, is_open
 from .tokens import MAX_LIFETIME, verify
 
@@ -61,10 +62,20 @@ class Guard:
         self._streams: dict[int, tuple[Identity, asyncio.Event]] = {}  # open streams: their caller, their end
 
     def identify(self, context: Any) -> Identity | None:
+        """The caller: its credential's holder, or the supervisor a console names (`acting_for`)."""
+        metadata = context.invocation_metadata() or ()
+        holder = self._holder(context, metadata)
+        behalf = _on_behalf_of(metadata)
+        if holder is None or behalf is None:
+            return holder
+        return acting_for(holder, behalf)
+
+    def _holder(self, context: Any, metadata: Any) -> Identity | None:
+        """Who holds the call's credential: a certificate's holder, else a token's, else None."""
         pem = (context.auth_context() or {}).get("x509_pem_cert")
         if pem:
             return self._valid(self._certificate(pem[0]))
-        token = _bearer(context.invocation_metadata() or ())
+        token = _bearer(metadata)
         if token is None:
             return None
         if self.token_key is None:
@@ -188,7 +199,16 @@ class Guard:
         return found
 
 
+def _on_behalf_of(metadata: Any) -> str | None:
+    """The ON_BEHALF_OF value of a call, if it has one; Unauthenticated for two (one person per call)."""
+    found = [str(value) for key, value in metadata if key == ON_BEHALF_OF]
+    if len(found) > 1:
+        raise Unauthenticated(f"{ON_BEHALF_OF} is given {len(found)} times: a call acts for one person")
+    return found[0] if found else None
+
+
 def _bearer(metadata: Any) -> str | None:
+    """The bearer token of a call's `authorization` header, if it has one."""
     for key, value in metadata:
         if key == "authorization":
             scheme, _, token = str(value).partition(" ")

@@ -49,7 +49,7 @@ ORGANIZATION = "jackpotd"
 
 # What `make run` issues itself under <state_dir>/credentials (README, Security)
 DEV_ROLES: tuple[tuple[Role, str], ...] = ((Role.ADMIN, "dev"), (Role.SUPERVISOR, "floor"), (Role.DISPLAY, "sign"),
-                                           (Role.FINANCE, "office"))
+                                           (Role.FINANCE, "office"), (Role.CONSOLE, "floor-1"))
 DEV_TABLES = tuple(f"demo-table-{i}" for i in range(1, 7))
 DEV_TOKEN_DAYS = 30  # the longest a token may live (max_token_days): renewed at a start within a week of expiry
 CREDENTIALS_DIR = "credentials"

@@ -1,15 +1,16 @@
 """Which role may call which method: the one table (API.md; ARCHITECTURE.md, Security). A method missing
-from it is refused to everyone; health and reflection are open to all."""
+from it is refused to everyone; health and reflection are open to all. A console on its own reads the pools
+only; acting for a supervisor (identity.ON_BEHALF_OF) it is that supervisor, and the supervisor's role decides."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from .errors import PermissionDenied, Unauthenticated
-from .identity import Identity, Role
+from .identity import ON_BEHALF_OF, Identity, Role
 
-T, D, F, S, A = Role.TABLE, Role.DISPLAY, Role.FINANCE, Role.SUPERVISOR, Role.ADMIN
-READERS = frozenset({D, F, S, A})  # the pools are public on the floor: anyone with a credential but a table
+T, D, F, S, A, C = Role.TABLE, Role.DISPLAY, Role.FINANCE, Role.SUPERVISOR, Role.ADMIN, Role.CONSOLE
+READERS = frozenset({D, F, S, A, C})  # the pools are public on the floor: anyone with a credential but a table
 
 ALLOWED: Mapping[str, frozenset[Role]] = {
     # TableService: a table, for itself only (checked against the request's table_id)
@@ -60,7 +61,8 @@ def authorize(method: str, identity: Identity | None, table_id: str | None = Non
                               "bearer token")
     allowed = ALLOWED.get(method)
     if allowed is None or identity.role not in allowed:
+        hint = f" on its own: it acts for a supervisor named in {ON_BEHALF_OF}" if identity.role is C else ""
         raise PermissionDenied(f"{identity.role.value} {identity.actor!r} may not call "
-                               f"{method.rsplit('/', 1)[-1]}")
+                               f"{method.rsplit('/', 1)[-1]}{hint}")
     if identity.role is Role.TABLE and table_id is not None and table_id != identity.actor:
         raise PermissionDenied(f"table {identity.actor!r} may not act for table_id={table_id[:100]!r}")

@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from ..clock import wait_set
@@ -105,6 +105,8 @@ class _Link:
     pump: asyncio.Task[None] | None = None
     online: set[str] = field(default_factory=set)  # the link's tables with a meter stream open
     tables: tuple[TableView, ...] = ()
+    last_rounds: dict[str, int] = field(default_factory=dict)  # table -> when its last round ended (ms)
+    rounds_known: bool = False  # last_rounds was seeded from the ledger (a snapshot's one query), not only read
     pools: LinkUpdate | None = None  # the last pools offered
     looked: float = 0.0  # when the tables' presence was last read
     warned: float = -1e9  # when a failing read was last logged
@@ -148,6 +150,20 @@ class CommittedFeed:
                 if state.pump is not None:
                     state.pump.cancel()
 
+    def last_rounds(self, link_id: str) -> dict[str, int] | None:
+        """When each table of a watched link last ended a round (ms), once seeded from the ledger; None before."""
+        state = self._links.get(link_id)
+        return dict(state.last_rounds) if state is not None and state.rounds_known else None
+
+    def seed_rounds(self, link_id: str, found: Mapping[str, int]) -> None:
+        """The ledger's last rounds of a watched link (read once): merged with what the feed has read since."""
+        state = self._links.get(link_id)
+        if state is None:
+            return
+        for table_id, at_ms in found.items():
+            state.last_rounds[table_id] = max(at_ms, state.last_rounds.get(table_id, 0))
+        state.rounds_known = True
+
     def _advanced(self, link_id: str, mark: int) -> None:
         state = self._links.get(link_id)
         if state is not None and mark > state.target:
@@ -179,7 +195,7 @@ class CommittedFeed:
         _, config = await self.links.config(link_id)
         state.online = await self.live.online(list(config.tables))
         state.looked = now
-        tables = table_views(config, state.online)
+        tables = table_views(config, state.online, state.last_rounds)
         if tables != state.tables:
             state.tables = tables
             if state.pools is not None:
@@ -195,7 +211,10 @@ class CommittedFeed:
         if any(e.kind in CONFIG_KINDS for e in entries):
             self.links.changed(link_id)  # a suspension, new pools: shown from this read on
         _, config = await self.links.config(link_id)
-        state.tables = table_views(config, state.online)  # a suspension shows with the entry that made it
+        for e in entries:  # a settle or void: its table's last round, kept from the entries read anyway
+            if e.round_table and e.at_ms > state.last_rounds.get(e.round_table, 0):
+                state.last_rounds[e.round_table] = e.at_ms
+        state.tables = table_views(config, state.online, state.last_rounds)  # a suspension shows with its entry
         updates: list[LinkUpdate] = []
         for e in entries:
             if e.reply is not None:

@@ -158,11 +158,14 @@ class HitRecord:
 @dataclass(frozen=True, slots=True)
 class LedgerEntry:
     """An entry the ledger holds, as signs need it: its kind, and its reply when it announces something (a hit
-    paid or decided) or is the last of a range (the pools then)."""
+    paid or decided) or is the last of a range (the pools then); the table whose round it settled or voided
+    ('' for any other entry) and when (TableStatus.last_round_at_ms)."""
 
     seq: int
     kind: str
     reply: Reply | None
+    round_table: str = ""
+    at_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +304,9 @@ class Ledger(Protocol):
 
     async def entries(self, link_id: str, after: int, upto: int) -> list[LedgerEntry]: ...
 
+    async def last_rounds(self, link_id: str, table_ids: Sequence[str]) -> dict[str, int]:
+        """When each table's last round settled or was voided (epoch ms); tables without one are absent."""
+
     async def close(self) -> None: ...
 
 
@@ -317,8 +323,9 @@ class Durability(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class AdminAct:
-    """One administrative act: who (the authenticated actor, '' when there was none), what and how it ended
-    (`outcome`: OK or the status code's name; `detail`: the status message). `id` and `at` are the trail's."""
+    """One administrative act: who (the authenticated actor, '' when there was none; `agent`: the console it acted
+    through, "console:<name>", or ''), what and how it ended (`outcome`: OK or the status code's name; `detail`:
+    the status message). `id` and `at` are the trail's."""
 
     actor: str
     role: str
@@ -332,6 +339,7 @@ class AdminAct:
     detail: str = ""
     id: int = 0
     at: datetime | None = None
+    agent: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,8 +58,19 @@ class Reads:
         state = await self.links.read(link_id)
         online = await self.live.online(list(config.tables))
         await self.durability.wait_durable(link_id, state.seq, None)
+        last_rounds = await self.last_rounds(link_id, list(config.tables))
         return results.LinkUpdate(state.seq, results.pool_views(config, state.balances), None,
-                                  results.table_views(config, online))
+                                  results.table_views(config, online, last_rounds))
+
+    async def last_rounds(self, link_id: str, table_ids: list[str]) -> dict[str, int]:
+        """When each table last ended a round: as the feed keeps it for a watched link (no query), else read from
+        the ledger (GetPools, and a watched link's first snapshot, which seeds the feed)."""
+        known = self.feed.last_rounds(link_id)
+        if known is not None:
+            return known
+        found = await self.ledger.last_rounds(link_id, table_ids)
+        self.feed.seed_rounds(link_id, found)
+        return self.feed.last_rounds(link_id) or found
 
     async def watch(self, link_id: str) -> AsyncIterator[results.LinkUpdate]:
         """A snapshot, then what the ledger commits (issue 11: nothing before it): every hit on its own (§8),

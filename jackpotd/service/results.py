@@ -151,16 +151,19 @@ class HitAnnouncement:
 @dataclass(frozen=True, slots=True)
 class TableView:
     """A table as signs show it (§8): online while its controller holds a meter stream open; suspended while
-    its jackpot wagers are off (NSW 14.13)."""
+    its jackpot wagers are off (NSW 14.13); when its last round settled or was voided (epoch ms, 0: none)."""
 
     table_id: str
     online: bool
     suspended: bool
+    last_round_at_ms: int = 0
 
 
-def table_views(config: LinkConfig, online: Collection[str]) -> tuple[TableView, ...]:
+def table_views(config: LinkConfig, online: Collection[str],
+                last_rounds: Mapping[str, int] | None = None) -> tuple[TableView, ...]:
     """The link's tables in id order."""
-    return tuple(TableView(t.table_id, t.table_id in online, t.suspended)
+    last = last_rounds or {}
+    return tuple(TableView(t.table_id, t.table_id in online, t.suspended, last.get(t.table_id, 0))
                  for t in sorted(config.tables.values(), key=lambda t: t.table_id))
 
 

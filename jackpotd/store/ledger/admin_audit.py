@@ -1,5 +1,5 @@
-"""The trail of administrative acts (migration 007): one row per AdminService call, refused ones included,
-appended by the API's interceptor and read by ListAudit. Append-only, like the ledger."""
+"""The trail of administrative acts (migration 007; its agent, 014): one row per AdminService call, refused ones
+included, appended by the API's interceptor and read by ListAudit. Append-only, like the ledger."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ LIMIT_DEFAULT, LIMIT_MAX = 100, 1000
 
 
 _COLUMNS = ("actor", "role", "method", "request_id", "link_id", "table_id", "reason", "approval_ref", "outcome",
-            "detail")
+            "detail", "agent")  # agent: migration 014
 _INSERT = (f"INSERT INTO admin_audit ({', '.join(_COLUMNS)}) "
            f"VALUES ({', '.join(f'${i}' for i in range(1, len(_COLUMNS) + 1))})")
 _SELECT = (f"SELECT id, at, {', '.join(_COLUMNS)} FROM admin_audit "

@@ -146,16 +146,36 @@ async def hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: s
 
 # What signs need of a range of committed entries (issue 11): every entry's kind (a config change is re-read),
 # and the reply of those that announce something (a settle that paid a hit, a hit decision) and of the last.
+ROUND_ENDS = "('settle', 'void')"  # the kinds of entry that end a table's round (TableStatus.last_round_at_ms)
+_ROUND_TABLE = "e.entry->'round'->>'table_id'"  # the table whose round an entry moved (migration 015's index)
+_AT_MS = "(extract(epoch FROM e.created_at) * 1000)::bigint"
 _COMMITTED = (
     "SELECT e.seq, e.kind, CASE WHEN e.seq = $3 OR e.kind IN ('approve_hit', 'reject_hit') OR (e.kind = 'settle' "
-    "AND EXISTS (SELECT 1 FROM hits h WHERE h.link_id = e.link_id AND h.seq = e.seq)) THEN e.reply END AS reply "
+    "AND EXISTS (SELECT 1 FROM hits h WHERE h.link_id = e.link_id AND h.seq = e.seq)) THEN e.reply END AS reply, "
+    f"CASE WHEN e.kind IN {ROUND_ENDS} THEN {_ROUND_TABLE} END AS round_table, {_AT_MS} AS at_ms "
     "FROM entries e WHERE e.link_id = $1 AND e.seq > $2 AND e.seq <= $3 ORDER BY e.seq")
 
 
 async def entries_between(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, after: int,
-                    upto: int) -> list[tuple[int, str, str | None]]:
-    """(seq, kind, reply or None) of the link's entries after `after` up to `upto`, as the ledger holds them."""
-    return [(int(r["seq"]), r["kind"], r["reply"]) for r in await conn.fetch(_COMMITTED, link_id, after, upto)]
+                    upto: int) -> list[tuple[int, str, str | None, str, int]]:
+    """(seq, kind, reply or None, the table whose round it settled or voided or '', its time in ms) of the link's
+    entries after `after` up to `upto`, as the ledger holds them."""
+    return [(int(r["seq"]), r["kind"], r["reply"], r["round_table"] or "", int(r["at_ms"]))
+            for r in await conn.fetch(_COMMITTED, link_id, after, upto)]
+
+
+_LAST_ROUNDS = (
+    f"SELECT t.table_id, (SELECT {_AT_MS} FROM entries e WHERE e.link_id = $1 AND e.kind IN {ROUND_ENDS} "
+    f"AND {_ROUND_TABLE} = t.table_id ORDER BY e.seq DESC LIMIT 1) AS at_ms "
+    "FROM unnest($2::text[]) AS t(table_id)")
+
+
+async def last_rounds(conn: asyncpg.Connection | asyncpg.Pool, link_id: str,
+                      table_ids: Sequence[str]) -> dict[str, int]:
+    """When each of the tables' last round settled or was voided (ms), for those that had one: one probe of
+    migration 015's index per table."""
+    return {r["table_id"]: int(r["at_ms"]) for r in await conn.fetch(_LAST_ROUNDS, link_id, list(table_ids))
+            if r["at_ms"] is not None}
 
 
 async def entry_identities(conn: asyncpg.Connection | asyncpg.Pool, link_id: str,

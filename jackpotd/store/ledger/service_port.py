@@ -4,7 +4,7 @@ becomes errors.Unavailable: the service layer never sees an asyncpg exception.""
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 import asyncpg
@@ -103,8 +103,13 @@ class PostgresLedger:
     @translated
     async def entries(self, link_id: str, after: int, upto: int) -> list[LedgerEntry]:
         """The link's entries after `after` up to `upto`: what signs are sent (issue 11)."""
-        return [LedgerEntry(seq, kind, None if raw is None else decode_reply(raw))
-                for seq, kind, raw in await reads.entries_between(self.pg, link_id, after, upto)]
+        return [LedgerEntry(seq, kind, None if raw is None else decode_reply(raw), table, at_ms)
+                for seq, kind, raw, table, at_ms in await reads.entries_between(self.pg, link_id, after, upto)]
+
+    @translated
+    async def last_rounds(self, link_id: str, table_ids: Sequence[str]) -> dict[str, int]:
+        """When each table's last round settled or was voided (epoch ms); tables without one are absent."""
+        return await reads.last_rounds(self.pg, link_id, table_ids)
 
     @translated
     async def close(self) -> None:
