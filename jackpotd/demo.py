@@ -16,6 +16,9 @@ from .service.services import Services
 log = logging.getLogger("jackpotd.demo")
 DEMO_LINK = "demo"
 AUDIT = Audit("system:demo", "demo configuration", "DEMO-APPROVAL-1")
+# NM 15.1.24.12: a hit of $10,000 or more needs two supervisors; a royal flush takes all of MAJOR (never below its
+# $10,000 reset), so a supervisor can try dual control on the demo (RULES.md §7)
+DEMO_DUAL_APPROVAL_CENTS = 1_000_000
 CALLER = "system:demo"  # the demo's requests are its own: no caller of the API can claim or block their ids
 
 
@@ -25,7 +28,8 @@ async def load_demo(services: Services) -> None:
         link_id=DEMO_LINK, mode=SPLIT, wager_cents=100,
         pools=(PoolSpec(MAJOR, 1_000_000), PoolSpec(MINOR, 100_000), PoolSpec(RESERVE)),
         rate_sets=(RateSet({MAJOR: 200_000, MINOR: 75_000, RESERVE: 25_000}, 700_000, 1, 0, "DEMO-APPROVAL-1"),),
-        paytables={"caribbean-stud": default_paytable("caribbean-stud", SPLIT)})
+        paytables={"caribbean-stud": default_paytable("caribbean-stud", SPLIT)},
+        dual_approval_threshold_cents=DEMO_DUAL_APPROVAL_CENTS)
     with contextlib.suppress(FailedPrecondition):  # created on an earlier run
         await services.admin.change(CreateLink(Request("demo-create-link", {"demo": "link"}, CALLER), config, AUDIT))
     for n in range(1, 7):

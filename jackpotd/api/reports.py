@@ -19,7 +19,7 @@ def report_hits(hits: Sequence[HitRecord]) -> list[report_pb2.ReportHit]:
                                  cards=list(h.cards), pool=h.pool, amount_cents=h.amount_cents,
                                  funded_by_operator_cents=h.funded_by_operator_cents,
                                  pool_before_ucents=h.pool_before_uc, rule=h.rule, status=h.status, sequence=h.seq,
-                                 at_ms=h.at_ms) for h in hits]
+                                 at_ms=h.at_ms, approved_by=h.approved_by, rejected_by=h.rejected_by) for h in hits]
 
 
 class ReportServicer(report_pb2_grpc.ReportServiceServicer):

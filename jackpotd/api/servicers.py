@@ -90,7 +90,8 @@ def hit_of(hit: results.HitAnnouncement | None) -> common_pb2.HitAnnouncement | 
     return common_pb2.HitAnnouncement(table_id=hit.table_id, seat=hit.seat, hand=hit.hand,
                                       amount_cents=hit.amount_cents, pool=hit.pool, hit_id=hit.hit_id,
                                       sequence=hit.sequence, pool_amount_after_cents=hit.pool_amount_after_cents,
-                                      status=hit.status)
+                                      status=hit.status, approvals=hit.approvals,
+                                      approvals_needed=hit.approvals_needed)
 
 
 class TableServicer(table_pb2_grpc.TableServiceServicer):
@@ -190,15 +191,16 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         config = admin_requests.new_link(
             request.link_id, request.mode, request.wager_amount_cents, pools_of(request.pools),
             rates_of(request.rates, request.audit.approval_ref), request.games, request.verification_threshold_cents,
-            request.gaming_day_start, request.time_zone)
+            request.gaming_day_start, request.time_zone, request.dual_approval_threshold_cents)
         req, audit = audited(request)
         return await self._change(c.CreateLink(req, config, audit))
 
     async def UpdateLink(self, request: admin_pb2.UpdateLinkRequest, context: Ctx) -> admin_pb2.LinkResponse:
         threshold = request.verification_threshold_cents if request.HasField("verification_threshold_cents") else None
+        dual = request.dual_approval_threshold_cents if request.HasField("dual_approval_threshold_cents") else None
         req, audit = audited(request)
         return await self._change(c.UpdateLink(req, request.link_id, request.wager_amount_cents,
-                                               pools_of(request.pools), threshold, audit))
+                                               pools_of(request.pools), threshold, audit, dual))
 
     async def SetRates(self, request: admin_pb2.SetRatesRequest, context: Ctx) -> admin_pb2.LinkResponse:
         req, audit = audited(request)
@@ -258,7 +260,8 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
             hit_id=h.hit_id, link_id=h.link_id, table_id=h.table_id, round_id=h.round_id, seat=h.seat, hand=h.hand,
             cards=h.cards, pool=h.pool, amount_cents=h.amount_cents,
             funded_by_operator_cents=h.funded_by_operator_cents, pool_before_ucents=h.pool_before_uc, rule=h.rule,
-            status=h.status, sequence=h.seq) for h in found])
+            status=h.status, sequence=h.seq, at_ms=h.at_ms, approved_by=h.approved_by,
+            approvals_needed=h.approvals_needed, rejected_by=h.rejected_by) for h in found])
 
     async def ListAudit(self, request: admin_pb2.ListAuditRequest, context: Ctx) -> admin_pb2.ListAuditResponse:
         acts = await self.trail.acts(request.link_id, request.actor, request.method, request.since_ms,
@@ -275,7 +278,8 @@ def hit_decision(done: results.HitDecided) -> admin_pb2.HitDecisionResponse:
                                          pool=h.pool,
                                          returned_to_pool_ucents=h.returned_to_pool_uc,
                                          returned_to_operator_cents=h.returned_to_operator_cents,
-                                         pools=pool_amounts(done.pools), sequence=done.seq)
+                                         pools=pool_amounts(done.pools), sequence=done.seq,
+                                         approved_by=h.approved_by, approvals_needed=h.approvals_needed)
 
 
 def pools_changed(done: results.PoolsChanged) -> admin_pb2.PoolsChangedResponse:

@@ -51,12 +51,18 @@ class LinkConfig:
     verification_threshold_cents: int = 0
     gaming_day_start: str = "06:00"
     time_zone: str = "UTC"
+    dual_approval_threshold_cents: int = 0  # §7, NM 15.1.24.12: at or above it a hit needs two supervisors (0: off)
 
     def __post_init__(self) -> None:
         require_id("link_id", self.link_id)
         require_pool_set(self.mode, self.pools)
         require_positive_cents("wager_amount_cents", self.wager_cents)
         require_non_negative_cents("verification_threshold_cents", self.verification_threshold_cents)
+        require_non_negative_cents("dual_approval_threshold_cents", self.dual_approval_threshold_cents)
+        if 0 < self.dual_approval_threshold_cents < self.verification_threshold_cents:
+            raise InvalidInput("dual_approval_threshold_cents", self.dual_approval_threshold_cents,
+                               "must be at or above verification_threshold_cents "
+                               f"({self.verification_threshold_cents}) when both are set")
         names = tuple(p.name for p in self.pools)
         for rs in self.rate_sets:
             rs.require_pools(names)
@@ -110,10 +116,14 @@ class LinkConfig:
                               for e in t.entries.values()] for g, t in self.paytables.items()},
             "tables": {t.table_id: {"game": t.game, "seats": t.seats, "suspended": t.suspended}
                        for t in self.tables.values()},
+            # only when set: a config without dual control keeps the very bytes earlier versions chained
+            **({"dual_approval_threshold_cents": self.dual_approval_threshold_cents}
+               if self.dual_approval_threshold_cents else {}),
         }
 
     @staticmethod
     def from_dict(d: Mapping[str, Any]) -> LinkConfig:
+        """A config from its plain-dict form, of any version."""
         return LinkConfig(
             link_id=d["link_id"], mode=d["mode"], wager_cents=d["wager_cents"],
             verification_threshold_cents=d["verification_threshold_cents"],
@@ -124,4 +134,5 @@ class LinkConfig:
                                                                    e["percent_ppm"], e["resets_pool"])
                                        for e in entries}) for g, entries in d["paytables"].items()},
             tables={tid: TableConfig(tid, t["game"], t["seats"], t["suspended"]) for tid, t in d["tables"].items()},
+            dual_approval_threshold_cents=d.get("dual_approval_threshold_cents", 0),  # configs before it: off
         )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..clock import Clock
 from ..domain.errors import FailedPrecondition, NotFound
 from ..domain.ids import parse_hit_id, require_id, require_text
 from ..domain.link import LinkConfig
 from ..domain.money import require_positive_cents
+from ..domain.verification import PAID
 from . import results
 from .commands import ConfigCommand, CreateLink, DecideHit, Fund, RegisterTable, Restructure, SuspendTable
 from .decide.admin import AdminState, decide_config, decide_fund, decide_restructure, require_approval
@@ -90,7 +93,10 @@ class AdminCommands:
 
         done = await self.engine.execute(where.link_id, cmd.request, gather,
                                          lambda c, v, s: decide_hit(cmd, where, c, v, s))
-        return results.hit_decided(done.reply, done.config)
+        decided = results.hit_decided(done.reply, done.config)
+        if cmd.approve and decided.hit.status == PAID and not decided.hit.approved_by:  # one approval: this call's
+            decided = replace(decided, hit=replace(decided.hit, approved_by=(cmd.audit.actor,)))
+        return decided
 
     async def restructure(self, cmd: Restructure) -> results.PoolsChanged:
         """NZ 11.6A/B: the pools split or combined, between rounds."""

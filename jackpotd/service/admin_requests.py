@@ -29,14 +29,15 @@ def rate_set(pools_ppm: Mapping[str, int], retained_ppm: int, effective_at_ms: i
 
 def new_link(link_id: str, mode: str, wager_cents: int, pools: tuple[PoolSpec, ...], rates: RateSet,
              games: Sequence[str], verification_threshold_cents: int, gaming_day_start: str,
-             time_zone: str) -> LinkConfig:
+             time_zone: str, dual_approval_threshold_cents: int = 0) -> LinkConfig:
     """A new link's config: the default paytable of each game (DEFAULT_GAME when none is named), the gaming day from
     06:00 in UTC unless the request says otherwise."""
     return LinkConfig(
         link_id=link_id, mode=mode, wager_cents=wager_cents, pools=pools, rate_sets=(rates,),
         paytables={g: default_paytable(g, mode) for g in (list(games) or [DEFAULT_GAME])},
         verification_threshold_cents=verification_threshold_cents,
-        gaming_day_start=gaming_day_start or DEFAULT_GAMING_DAY_START, time_zone=time_zone or DEFAULT_TIME_ZONE)
+        gaming_day_start=gaming_day_start or DEFAULT_GAMING_DAY_START, time_zone=time_zone or DEFAULT_TIME_ZONE,
+        dual_approval_threshold_cents=dual_approval_threshold_cents)
 
 
 def table_config(table_id: str, game: str, seats: int) -> TableConfig:

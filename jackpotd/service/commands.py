@@ -156,6 +156,7 @@ class UpdateLink:
     pools: Sequence[PoolSpec]  # empty: unchanged
     verification_threshold_cents: int | None  # None: unchanged
     audit: Audit
+    dual_approval_threshold_cents: int | None = None  # None: unchanged (NM 15.1.24.12)
 
 
 @dataclass(frozen=True, slots=True)

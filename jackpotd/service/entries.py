@@ -15,6 +15,8 @@ from ..canonical import canonical_json
 from ..domain.postings import Posting
 from .commands import Audit
 
+FIRST_APPROVAL = "first_approval"  # the kind of a first of two approvals (§7, NM 15.1.24.12)
+
 
 @dataclass(frozen=True, slots=True)
 class RoundEntry:
@@ -43,6 +45,7 @@ class HitEntry:
     rule: str
     status: str
     pool_after_cents: int
+    approvals_needed: int = 0  # §7: 0 paid at once, 1, or 2 under dual control (NM 15.1.24.12)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +86,25 @@ class DecisionDetail:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalEntry:
+    """§7, NM 15.1.24.12: the first of the two approvals a hit under dual control needs (its audit names who)."""
+
+    hit_id: str
+    table_id: str
+    round_id: str
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDetail:
+    """A first approval (kind first_approval): the round with the approval recorded, no postings."""
+
+    round: RoundEntry
+    approval: ApprovalEntry
+    audit: Audit
+
+
+@dataclass(frozen=True, slots=True)
 class FundDetail:
     audit: Audit
 
@@ -104,7 +126,8 @@ class RestructureDetail:
     audit: Audit
 
 
-Detail = CommitDetail | SettleDetail | VoidDetail | DecisionDetail | FundDetail | ConfigDetail | RestructureDetail
+Detail = (CommitDetail | SettleDetail | VoidDetail | DecisionDetail | ApprovalDetail | FundDetail | ConfigDetail
+          | RestructureDetail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +154,9 @@ def _hit(h: HitEntry) -> dict[str, Any]:
     return {"hit_id": h.hit_id, "table_id": h.table_id, "round_id": h.round_id, "seat": h.seat, "hand": h.hand,
             "cards": list(h.cards), "pool": h.pool, "amount_cents": h.amount_cents,
             "funded_by_operator_cents": h.funded_by_operator_cents, "pool_before_uc": h.pool_before_uc,
-            "rule": h.rule, "status": h.status, "pool_after_cents": h.pool_after_cents}
+            "rule": h.rule, "status": h.status, "pool_after_cents": h.pool_after_cents,
+            # only under dual control: every other hit is written as it always was (the ledger reads 1)
+            **({"approvals_needed": h.approvals_needed} if h.approvals_needed == 2 else {})}
 
 
 def _detail(detail: Detail) -> dict[str, Any]:
@@ -146,6 +171,9 @@ def _detail(detail: Detail) -> dict[str, Any]:
             return {"round": _round(rnd), "audit": _audit(audit),
                     "decision": {"hit_id": d.hit_id, "table_id": d.table_id, "round_id": d.round_id, "seat": d.seat,
                                  "status": d.status, "reason": d.reason}}
+        case ApprovalDetail(rnd, a, audit):
+            return {"round": _round(rnd), "audit": _audit(audit),
+                    "approval": {"hit_id": a.hit_id, "table_id": a.table_id, "round_id": a.round_id, "seat": a.seat}}
         case FundDetail(audit):
             return {"audit": _audit(audit)}
         case ConfigDetail(config, audit, table):

@@ -132,6 +132,8 @@ class LastHit:
     pool: str
     seq: int
     status: str  # PAID, PENDING (§7) or REJECTED
+    approvals: int = 0  # §7: approvals it has, and needs (2 under dual control; 0: paid at once)
+    approvals_needed: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +155,9 @@ class HitRecord:
     status: str  # PAID, PENDING (§7: awaiting a supervisor) or REJECTED
     seq: int  # the settle's entry
     at_ms: int = 0  # when the settle's entry is dated (reports)
+    approved_by: tuple[str, ...] = ()  # §7: audit actors who approved it, in order (two under dual control)
+    approvals_needed: int = 0  # 0 paid at settlement, 1, or 2 under dual control (NM 15.1.24.12)
+    rejected_by: str = ""  # REJECTED: the audit actor who rejected it
 
 
 @dataclass(frozen=True, slots=True)

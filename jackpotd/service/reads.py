@@ -36,7 +36,8 @@ class Reads:
         last = await self.ledger.last_hit(link_id)
         hit = None if last is None else results.HitAnnouncement(last.table_id, last.seat, last.hand,
                                                                 last.amount_cents, last.pool, last.hit_id, last.seq,
-                                                                status=last.status)
+                                                                status=last.status, approvals=last.approvals,
+                                                                approvals_needed=last.approvals_needed)
         return results.PoolsNow(now.seq, link_id, now.pools, hit, now.tables)
 
     async def hits(self, link_id: str, table_id: str = "", status: str = "", limit: int = 0) -> list[HitRecord]:

@@ -43,6 +43,7 @@ class Payout:
     status: str
     pool_before_uc: int
     rule: str
+    approvals_needed: int = 0  # §7: 0 paid at once, 1, or 2 under dual control (stored only when 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,10 @@ class HitDecision:
     pool: str
     returned_to_pool_uc: int
     returned_to_operator_cents: int
+    # under dual control (NM 15.1.24.12) only: the audit actors who approved it, in order, and 2; a hit needing one
+    # approval is stored as it always was (its approver is the entry's audit actor)
+    approved_by: tuple[str, ...] = ()
+    approvals_needed: int = 1
 
 
 # ---- what each kind of step answers ---------------------------------------------------------------
@@ -147,7 +152,8 @@ def stored_form(result: Result) -> dict[str, Any]:
             fields: dict[str, Any] = {
                 "payouts": [{"seat": p.seat, "hand": p.hand, "amount_cents": p.amount_cents, "pool": p.pool,
                              "funded_by_operator_cents": p.funded_by_operator_cents, "hit_id": p.hit_id,
-                             "status": p.status, "pool_before_uc": p.pool_before_uc, "rule": p.rule}
+                             "status": p.status, "pool_before_uc": p.pool_before_uc, "rule": p.rule,
+                             **({"approvals_needed": p.approvals_needed} if p.approvals_needed == 2 else {})}
                             for p in payouts],
                 "resets": [{"pool": r.pool, "from_reserve_cents": r.from_reserve_cents,
                             "from_operator_cents": r.from_operator_cents} for r in resets],
@@ -162,7 +168,9 @@ def stored_form(result: Result) -> dict[str, Any]:
         case HitResult(h):
             return {"hit": {"hit_id": h.hit_id, "status": h.status, "hand": h.hand, "amount_cents": h.amount_cents,
                             "pool": h.pool, "returned_to_pool_uc": h.returned_to_pool_uc,
-                            "returned_to_operator_cents": h.returned_to_operator_cents}}
+                            "returned_to_operator_cents": h.returned_to_operator_cents,
+                            **({"approved_by": list(h.approved_by)} if h.approved_by else {}),
+                            **({"approvals_needed": h.approvals_needed} if h.approvals_needed != 1 else {})}}
         case LinkResult(link_id, mode):
             return {"link_id": link_id} if mode is None else {"link_id": link_id, "mode": mode}
         case NoResult():
@@ -186,7 +194,8 @@ def decode_result(d: Mapping[str, Any]) -> Result:
     if "payouts" in d:
         return SettleResult(
             tuple(Payout(p["seat"], p["hand"], p["amount_cents"], p["pool"], p["funded_by_operator_cents"],
-                         p["hit_id"], p["status"], p["pool_before_uc"], p["rule"]) for p in d["payouts"]),
+                         p["hit_id"], p["status"], p["pool_before_uc"], p["rule"],
+                         p.get("approvals_needed", 1 if p["status"] == "PENDING" else 0)) for p in d["payouts"]),
             tuple(Reset(r["pool"], r["from_reserve_cents"], r["from_operator_cents"]) for r in d["resets"]),
             tuple(SeatResult(s["seat"], s["hand"], s.get("no_hand", "")) for s in d["seats"]),
             tuple(d.get("unwagered", ())))
@@ -195,7 +204,8 @@ def decode_result(d: Mapping[str, Any]) -> Result:
     if "hit" in d:
         h = d["hit"]
         return HitResult(HitDecision(h["hit_id"], h["status"], h["hand"], h["amount_cents"], h["pool"],
-                                     h["returned_to_pool_uc"], h["returned_to_operator_cents"]))
+                                     h["returned_to_pool_uc"], h["returned_to_operator_cents"],
+                                     tuple(h.get("approved_by", ())), h.get("approvals_needed", 1)))
     if "link_id" in d:
         return LinkResult(d["link_id"], d.get("mode"))
     if d.get("lost") is True:

@@ -146,6 +146,8 @@ class HitAnnouncement:
     sequence: int
     pool_amount_after_cents: int = 0
     status: str = HitStatus.PAID  # §7: PENDING while it awaits a supervisor; a decision announces PAID or REJECTED
+    approvals: int = 0  # §7: the approvals it has (0 or 1) ...
+    approvals_needed: int = 0  # ... and needs: 1, or 2 under dual control (NM 15.1.24.12); 0 paid at once
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ class HeldHit:
     pool: str
     amount_cents: int
     funded_by_operator_cents: int
+    approvals_needed: int = 1  # 2 at or above the link's dual-approval threshold (NM 15.1.24.12)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,7 @@ class RoundRecord:
     void_reasons: tuple[Mapping[str, Any], ...] = ()
     held: Mapping[int, HeldHit] | None = None  # §7: seats whose hit awaits a supervisor (a PENDING round)
     decided: Mapping[int, str] | None = None  # §7: seats whose held hit was decided: PAID or REJECTED
+    approvals: Mapping[int, tuple[str, ...]] | None = None  # §7: seats whose held hit has a first of two approvals
 
     @property
     def active(self) -> list[int]:
@@ -60,14 +62,19 @@ class RoundRecord:
         if self.void_reasons:
             data["void_reasons"] = [dict(r) for r in self.void_reasons]
         if self.held:
-            data["held"] = {str(s): [h.hit_id, h.pool, h.amount_cents, h.funded_by_operator_cents]
+            # the approvals needed only when two: a round without dual control is stored as it always was
+            data["held"] = {str(s): [h.hit_id, h.pool, h.amount_cents, h.funded_by_operator_cents,
+                                     *([h.approvals_needed] if h.approvals_needed != 1 else [])]
                             for s, h in self.held.items()}
         if self.decided:
             data["decided"] = {str(s): status for s, status in self.decided.items()}
+        if self.approvals:
+            data["approvals"] = {str(s): list(actors) for s, actors in self.approvals.items()}
         return canonical_json(data)
 
     @staticmethod
     def decode(raw: str) -> RoundRecord:
+        """A record from its stored JSON, of any version."""
         d = orjson.loads(raw)
         legs = [tuple(Posting(a, v) for a, v in leg_set) for leg_set in d["legs"]]
         seats = {int(s): SeatContribution(int(s), wager, legs[at], overflow)
@@ -76,7 +83,8 @@ class RoundRecord:
                            None if "hands" not in d else {int(s): hand for s, hand in d["hands"].items()},
                            tuple(d.get("void_reasons", ())),
                            {int(s): HeldHit(*h) for s, h in d["held"].items()} if "held" in d else None,
-                           {int(s): status for s, status in d["decided"].items()} if "decided" in d else None)
+                           {int(s): status for s, status in d["decided"].items()} if "decided" in d else None,
+                           {int(s): tuple(a) for s, a in d["approvals"].items()} if "approvals" in d else None)
 
 
 def new_round(game: str, rates_version: int, seats: Sequence[SeatContribution]) -> RoundRecord:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import get_args
 
 import pytest
@@ -9,6 +10,8 @@ import pytest
 from jackpotd.domain.postings import Posting
 from jackpotd.service.commands import Audit
 from jackpotd.service.entries import (
+    ApprovalDetail,
+    ApprovalEntry,
     CommitDetail,
     ConfigDetail,
     DecisionDetail,
@@ -49,6 +52,15 @@ PINNED: list[tuple[str, Detail, str]] = [
     ("reject_hit", DecisionDetail(ROUND, DecisionEntry("L:T:r1:1", "T", "r1", 1, "REJECTED", "fouled"), AUDIT),
      "{" + AUDIT_JSON + ',"decision":{"hit_id":"L:T:r1:1","reason":"fouled","round_id":"r1","seat":1,'
      '"status":"REJECTED","table_id":"T"},"kind":"reject_hit",' + HEAD + "," + ROUND_JSON + ',"ts_ms":7}'),
+    # dual control (NM 15.1.24.12): a hit needing two approvals says so; its first approval is an entry of its own
+    ("settle", SettleDetail(ROUND, (replace(HIT, approvals_needed=2),)),
+     '{"hits":[{"amount_cents":1200000,"approvals_needed":2,"cards":["As","Ks","Qs","Js","Ts"],'
+     '"funded_by_operator_cents":0,"hand":"royal_flush","hit_id":"L:T:r1:1","pool":"MAJOR","pool_after_cents":0,'
+     '"pool_before_uc":1200000000000,"round_id":"r1","rule":"NSW 12.1","seat":1,"status":"PAID","table_id":"T"}],'
+     '"kind":"settle",' + HEAD + "," + ROUND_JSON + ',"ts_ms":7}'),
+    ("first_approval", ApprovalDetail(ROUND, ApprovalEntry("L:T:r1:1", "T", "r1", 1), AUDIT),
+     '{"approval":{"hit_id":"L:T:r1:1","round_id":"r1","seat":1,"table_id":"T"},' + AUDIT_JSON
+     + ',"kind":"first_approval",' + HEAD + "," + ROUND_JSON + ',"ts_ms":7}'),
     ("fund", FundDetail(AUDIT), "{" + AUDIT_JSON + ',"kind":"fund",' + HEAD + ',"ts_ms":7}'),
     ("suspend_table", ConfigDetail({"link_id": "L"}, AUDIT, None),
      "{" + AUDIT_JSON + ',"config":{"link_id":"L"},"kind":"suspend_table",' + HEAD + ',"table":null,"ts_ms":7}'),

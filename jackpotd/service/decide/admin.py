@@ -112,11 +112,13 @@ def changed(cmd: ConfigCommand, config: LinkConfig, now_ms: int) -> LinkConfig:
             paytable = Paytable(cmd.game, {e.category: e for e in cmd.entries})
             return replace(config, paytables={**config.paytables, cmd.game: paytable})
         case UpdateLink():
-            threshold = cmd.verification_threshold_cents
+            threshold, dual = cmd.verification_threshold_cents, cmd.dual_approval_threshold_cents
             return replace(config, wager_cents=cmd.wager_cents or config.wager_cents,
                            pools=tuple(cmd.pools) or config.pools,
                            verification_threshold_cents=(config.verification_threshold_cents if threshold is None
-                                                         else threshold))
+                                                         else threshold),
+                           dual_approval_threshold_cents=(config.dual_approval_threshold_cents if dual is None
+                                                          else dual))
 
 
 def decide_config(cmd: ConfigCommand, config: LinkConfig, version: str, state: AdminState) -> Step:

@@ -23,7 +23,7 @@ from ...domain.rounds import (
     require_every_wagered_seat,
     validate_wagers,
 )
-from ...domain.verification import PAID, held, status_of
+from ...domain.verification import PAID, approvals_needed, held, status_of
 from ..commands import Commit, Settle, Void
 from ..entries import CommitDetail, HitEntry, RoundEntry, SettleDetail, VoidDetail
 from ..errors import Unavailable
@@ -89,18 +89,21 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
     balances = state.balances if qualifying else {}
     price = price_round(paytable, config.pools, balances, qualifying, table.seats)
     cards = {hand.seat: [*hand.cards, *cmd.board_cards] for hand in cmd.hands}
-    statuses = [status_of(p.amount_cents, config.verification_threshold_cents) for p in price.payouts]  # §7
+    verify, dual = config.verification_threshold_cents, config.dual_approval_threshold_cents
+    statuses = [status_of(p.amount_cents, verify, dual) for p in price.payouts]  # §7
     payouts, hit_rows = [], []
     waiting: dict[int, HeldHit] = {}
     for p, status in zip(price.payouts, statuses, strict=True):
+        needed = approvals_needed(p.amount_cents, verify, dual)  # §7, NM 15.1.24.12: 0, 1 or 2
         payout = Payout(p.seat, p.category, p.amount_cents, p.pool, p.funded_by_operator_cents,
-                        hit_id(config.link_id, cmd.table_id, cmd.round_id, p.seat), status, p.pool_before_uc, p.rule)
+                        hit_id(config.link_id, cmd.table_id, cmd.round_id, p.seat), status, p.pool_before_uc, p.rule,
+                        needed)
         payouts.append(payout)
         hit_rows.append(HitEntry(payout.hit_id, cmd.table_id, cmd.round_id, p.seat, p.category,
                                  tuple(cards.get(p.seat, ())), p.pool, p.amount_cents, p.funded_by_operator_cents,
-                                 p.pool_before_uc, p.rule, status, floor_cents(p.pool_after_uc)))
+                                 p.pool_before_uc, p.rule, status, floor_cents(p.pool_after_uc), needed))
         if status != PAID:
-            waiting[p.seat] = HeldHit(payout.hit_id, p.pool, p.amount_cents, p.funded_by_operator_cents)
+            waiting[p.seat] = HeldHit(payout.hit_id, p.pool, p.amount_cents, p.funded_by_operator_cents, needed)
     categories = {x.seat: x.category for x in hits}
     seats = [SeatResult(s, categories.get(s, ""), folded.get(s, "")) for s in sorted(wagered)]
     # hands sent for seats without a jackpot wager (`unwagered`): checked with the deck, never paid

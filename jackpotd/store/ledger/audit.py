@@ -12,11 +12,11 @@ import orjson
 
 from ...domain.money import cents_to_uc
 from ...domain.postings import PAYOUTS, PENDING_PAYOUTS, merge
-from ...domain.verification import PAID, PENDING, REJECTED, approval, rejection
+from ...domain.verification import PAID, PENDING, REJECTED, approval, person_of, rejection
 from ...service.ports import AuditReport
 from ..checkpoints import Checkpoint
 from . import anchor_audit
-from .chain import chain_hash, decision_row
+from .chain import approval_row, chain_hash, decision_row
 from .reads import HIT_DECISION, HIT_STATUS
 from .summaries import Summaries, entry_flows, ms_of, time_of
 
@@ -25,11 +25,26 @@ PROBLEMS_MAX = 200
 
 _HIT = ("hit_id", "table_id", "round_id", "seat", "hand", "cards", "pool", "amount_cents",
         "funded_by_operator_cents", "pool_before_uc", "rule", "status")
+_NEEDED = "approvals_needed"  # a settle's hit carries it only under dual control (2); the row holds 1 otherwise
 
 
 def _hit(source: Any) -> tuple[Any, ...]:
     """A hit's fields, from a hits row or from the entry's JSON, comparable."""
-    return tuple(tuple(source[k]) if k == "cards" else source[k] for k in _HIT)
+    return (*(tuple(source[k]) if k == "cards" else source[k] for k in _HIT),
+            source.get(_NEEDED, 1))
+
+
+def approval_problem(first: dict[str, Any], held: dict[tuple[str, str, int], tuple[str, int, int, str]],
+                     needs: dict[tuple[str, str, int], int], posted: dict[str, int]) -> str:
+    """What is wrong with a first approval's entry (§7, NM 15.1.24.12) ('' when nothing is): it approves a hit
+    held for two approvals, and moves no money."""
+    where = (first["table_id"], first["round_id"], first["seat"])
+    hit = held.get(where)
+    if hit is None or hit[3] != PENDING or needs.get(where) != 2:
+        return f"it approves hit {first['hit_id']} first of two, which was not held for two approvals"
+    if any(posted.values()):
+        return f"it posts {posted} but a first approval moves nothing"
+    return ""
 
 
 def decision_problem(kind: str, decision: dict[str, Any], held: dict[tuple[str, str, int], tuple[str, int, int, str]],
@@ -78,14 +93,22 @@ async def audit_link(conn: Any, link_id: str, redis_pools: dict[str, int],
             (r["account"], int(r["amount_uc"]), int(r["balance_after_uc"])))
     hits_by_seq: dict[int, list[tuple[Any, ...]]] = {}
     held: dict[tuple[str, str, int], tuple[str, int, int, str]] = {}  # (table, round, seat) -> pool, amount, ...
-    for r in await conn.fetch("SELECT seq, " + ", ".join(_HIT) + " FROM hits WHERE link_id = $1", link_id):
+    needs: dict[tuple[str, str, int], int] = {}
+    for r in await conn.fetch("SELECT seq, " + ", ".join((*_HIT, _NEEDED)) + " FROM hits WHERE link_id = $1",
+                              link_id):
         hits_by_seq.setdefault(int(r["seq"]), []).append(_hit(r))
+        needs[(r["table_id"], r["round_id"], int(r["seat"]))] = int(r[_NEEDED])
         held[(r["table_id"], r["round_id"], int(r["seat"]))] = (r["pool"], int(r["amount_cents"]),
                                                                   int(r["funded_by_operator_cents"]), r["status"])
     decisions_by_seq: dict[int, list[tuple[Any, ...]]] = {}
     for r in await conn.fetch("SELECT link_id, table_id, round_id, seat, hit_id, seq, status, reason "
                               "FROM hit_decisions WHERE link_id = $1", link_id):
         decisions_by_seq.setdefault(int(r["seq"]), []).append(tuple(r.values()))
+    approvals_by_seq: dict[int, list[tuple[Any, ...]]] = {}
+    for r in await conn.fetch("SELECT link_id, table_id, round_id, seat, hit_id, seq, actor "
+                              "FROM hit_approvals WHERE link_id = $1", link_id):
+        approvals_by_seq.setdefault(int(r["seq"]), []).append(tuple(r.values()))
+    firsts: dict[tuple[str, str, int], str] = {}  # the first of two approvals of each hit, as the entries say
     seqs = set()
     drifted: set[str] = set()  # accounts whose balance_after was already reported wrong (once each)
     for n, r in enumerate(rows):
@@ -138,6 +161,8 @@ async def audit_link(conn: Any, link_id: str, redis_pools: dict[str, int],
             sums.add(link_id, seq, created_ms, entry_flows(body, r["reply"]))
             decision = body.get("decision")
             want_decisions = [] if decision is None else [decision_row(link_id, seq, decision)]
+            approved = body.get("approval")
+            want_approvals = [] if approved is None else [approval_row(link_id, seq, approved, body["audit"])]
         except (KeyError, TypeError, ValueError) as e:
             altered.setdefault(seq, []).append(f"its entry cannot be read ({type(e).__name__}: {e})")
             continue
@@ -153,12 +178,27 @@ async def audit_link(conn: Any, link_id: str, redis_pools: dict[str, int],
         if want_decisions != decisions_by_seq.get(seq, []):
             altered.setdefault(seq, []).append(f"hit_decisions rows {decisions_by_seq.get(seq, [])} but the entry "
                                                f"records {want_decisions}")
+        if approved is not None and (problem := approval_problem(approved, held, needs, {a: v for a, v, _ in want})):
+            altered.setdefault(seq, []).append(problem)
+        if approved is not None:
+            firsts[(approved["table_id"], approved["round_id"], approved["seat"])] = body["audit"]["actor"]
+        if decision is not None and body["kind"] == "approve_hit":  # NM 15.1.24.12: two distinct persons
+            where = (decision["table_id"], decision["round_id"], decision["seat"])
+            if needs.get(where) == 2 and (where not in firsts or person_of(firsts[where])
+                                          == person_of(body["audit"]["actor"])):
+                altered.setdefault(seq, []).append(f"it pays hit {decision['hit_id']}, which needs two distinct "
+                                                   f"supervisors, after {firsts.get(where, 'no')} first approval")
+        if want_approvals != approvals_by_seq.get(seq, []):
+            altered.setdefault(seq, []).append(f"hit_approvals rows {approvals_by_seq.get(seq, [])} but the entry "
+                                               f"records {want_approvals}")
     for seq in sorted(set(legs_by_seq) - seqs):
         altered.setdefault(seq, []).append("postings rows without an entry")
     for seq in sorted(set(hits_by_seq) - seqs):
         altered.setdefault(seq, []).append("hits rows without an entry")
     for seq in sorted(set(decisions_by_seq) - seqs):
         altered.setdefault(seq, []).append("hit_decisions rows without an entry")
+    for seq in sorted(set(approvals_by_seq) - seqs):
+        altered.setdefault(seq, []).append("hit_approvals rows without an entry")
     summaries_ok = await _summaries_match(conn, link_id, sums, problems)
     stored = {r["account"]: int(r["balance_uc"]) for r in await conn.fetch(
         "SELECT account, balance_uc FROM account_balances WHERE link_id = $1", link_id)}

@@ -135,13 +135,14 @@ WITH h AS (
     SELECT * FROM unnest($15::text[], $16::bigint[], $17::int[], $18::text[], $19::bigint[], $20::bigint[])
 ), x AS (
     INSERT INTO hits (hit_id, link_id, seq, table_id, round_id, seat, hand, cards, pool, amount_cents,
-                      funded_by_operator_cents, pool_before_uc, rule, status)
+                      funded_by_operator_cents, pool_before_uc, rule, status, approvals_needed)
     SELECT hit_id, link_id, seq, table_id, round_id, seat, hand, string_to_array(cards, ','), pool, amount_cents,
-           funded, pool_before_uc, rule, status
+           funded, pool_before_uc, rule, status, needed
     FROM unnest($21::text[], $22::text[], $23::bigint[], $24::text[], $25::text[], $26::int[], $27::text[],
-                $28::text[], $29::text[], $30::bigint[], $31::bigint[], $32::bigint[], $33::text[], $34::text[])
+                $28::text[], $29::text[], $30::bigint[], $31::bigint[], $32::bigint[], $33::text[], $34::text[],
+                $70::smallint[])
          AS t(hit_id, link_id, seq, table_id, round_id, seat, hand, cards, pool, amount_cents, funded,
-              pool_before_uc, rule, status)
+              pool_before_uc, rule, status, needed)
 ), c AS (
     INSERT INTO link_configs (link_id, version, config)
     SELECT link_id, version, config::json FROM unnest($35::text[], $36::bigint[], $37::text[])
@@ -162,6 +163,9 @@ WITH h AS (
     INSERT INTO hit_decisions (link_id, table_id, round_id, seat, hit_id, seq, status, reason)
     SELECT * FROM unnest($49::text[], $50::text[], $51::text[], $52::int[], $53::text[], $54::bigint[],
                          $55::text[], $56::text[])
+), a AS (  -- §7, NM 15.1.24.12: first approvals of hits under dual control
+    INSERT INTO hit_approvals (link_id, table_id, round_id, seat, hit_id, seq, actor)
+    SELECT * FROM unnest($71::text[], $72::text[], $73::text[], $74::int[], $75::text[], $76::bigint[], $77::text[])
 ), ft AS (  -- the summaries finance reads (summaries.py, migration 011), added to in the same statement
     """ + totals_upsert(57) + """
 ), fb AS (
@@ -209,6 +213,7 @@ class _Rows:
     postings: list[tuple[Any, ...]] = field(default_factory=list)
     hits: list[tuple[Any, ...]] = field(default_factory=list)
     decisions: list[tuple[Any, ...]] = field(default_factory=list)
+    approvals: list[tuple[Any, ...]] = field(default_factory=list)
     configs: list[tuple[Any, ...]] = field(default_factory=list)
     tables: list[tuple[Any, ...]] = field(default_factory=list)
     rounds: dict[tuple[str, str, str], tuple[Any, ...]] = field(default_factory=dict)
@@ -220,6 +225,7 @@ class _Rows:
         self.postings += other.postings
         self.hits += other.hits
         self.decisions += other.decisions
+        self.approvals += other.approvals
         self.configs += other.configs
         self.tables += other.tables
         self.rounds.update(other.rounds)
@@ -281,9 +287,11 @@ def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head,
                 rows.hits.append((hit["hit_id"], link_id, e.seq, hit["table_id"], hit["round_id"], hit["seat"],
                                   hit["hand"], ",".join(hit["cards"]), hit["pool"], hit["amount_cents"],
                                   hit["funded_by_operator_cents"], hit["pool_before_uc"], hit["rule"],
-                                  hit["status"]))
+                                  hit["status"], hit.get("approvals_needed", 1)))
             if (decision := body.get("decision")) is not None:  # §7: a PENDING hit approved or rejected
                 rows.decisions.append(decision_row(link_id, e.seq, decision))
+            if (approval := body.get("approval")) is not None:  # §7: the first of two approvals
+                rows.approvals.append(approval_row(link_id, e.seq, approval, body["audit"]))
             identity = request_identity(body["request_id"], body["request_hash"])
             rows.written.append(Written(e.seq, body["request_id"], identity, finished,
                                         tuple((hit["hand"], hit["pool"]) for hit in body.get("hits", ())), digest))
@@ -335,13 +343,14 @@ async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache
             head_rows.append((link_id, head.seq, head.hash, start.seq))
             replaced.append(start.hash)
     if rows.entries:
+        hits = columns(rows.hits, 15)  # the 15th, approvals_needed, is $70: added after the others
         try:
             await conn.execute(_APPEND, *columns(head_rows, 4), *columns(rows.entries, 10),
-                               *columns(rows.postings, 6), *columns(rows.hits, 14), *columns(rows.configs, 3),
+                               *columns(rows.postings, 6), *hits[:14], *columns(rows.configs, 3),
                                *columns(rows.tables, 2), *columns(list(rows.rounds.values()), 6),
                                *columns(balance_rows, 3), *columns(rows.decisions, 8),
                                *columns(rows.summaries.total_rows(), 7), *columns(rows.summaries.bucket_rows(), 5),
-                               replaced)
+                               replaced, hits[14], *columns(rows.approvals, 7))
         except BaseException:
             for link in by_link:  # whatever happened, read the heads afresh next time
                 cache.pop(link, None)
@@ -372,6 +381,12 @@ def decision_row(link_id: str, seq: int, decision: dict[str, Any]) -> tuple[Any,
     any text a caller sent, NUL included, is stored (a NUL in a text column would refuse the whole batch)."""
     return (link_id, decision["table_id"], decision["round_id"], decision["seat"], decision["hit_id"], seq,
             decision["status"], canonical_json(decision["reason"]))
+
+
+def approval_row(link_id: str, seq: int, approval: dict[str, Any], audit: dict[str, Any]) -> tuple[Any, ...]:
+    """A first approval as its hit_approvals row (the append, and audit re-deriving it): who, from the audit."""
+    return (link_id, approval["table_id"], approval["round_id"], approval["seat"], approval["hit_id"], seq,
+            audit["actor"])
 
 
 def identity_of(row: Any) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 import asyncpg
 
 from ...domain.rounds import OPEN
-from ...domain.verification import PAID, PENDING
+from ...domain.verification import PAID, PENDING, REJECTED
 from ...service.ports import HitRecord, LastHit
 from .chain import LAST_BALANCE, identity_of
 from .fences import fence_text, kind_of
@@ -95,13 +95,12 @@ async def table_link(conn: asyncpg.Connection | asyncpg.Pool, table_id: str) -> 
 
 async def last_hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> LastHit | None:
     """The link's latest hit (signs show it on connecting)."""
-    row = await conn.fetchrow("SELECT h.hit_id, h.table_id, h.seat, h.hand, h.amount_cents, h.pool, h.seq, "
-                              f"{HIT_STATUS} AS status FROM hits h {HIT_DECISION} WHERE h.link_id = $1 "
-                              "ORDER BY h.seq DESC, h.hit_id DESC LIMIT 1", link_id)
+    row = await conn.fetchrow(_HITS + "ORDER BY h.seq DESC, h.hit_id DESC LIMIT 1", link_id)
     if row is None:
         return None
-    return LastHit(row["hit_id"], row["table_id"], int(row["seat"]), row["hand"], int(row["amount_cents"]),
-                   row["pool"], int(row["seq"]), row["status"])
+    hit = hit_record(row)
+    return LastHit(hit.hit_id, hit.table_id, hit.seat, hit.hand, hit.amount_cents, hit.pool, hit.seq, hit.status,
+                   len(hit.approved_by) if hit.status == PENDING else 0, hit.approvals_needed)
 
 
 # A hit's status is its decision's (§7: PAID or REJECTED) once a supervisor has decided it, else its own; a hit
@@ -111,12 +110,20 @@ HIT_STATUS = (
     f"p.link_id = h.link_id AND p.seq = h.seq AND p.account = 'pending_payouts') THEN '{PAID}' ELSE h.status END)")
 HIT_DECISION = ("LEFT JOIN hit_decisions d ON d.link_id = h.link_id AND d.table_id = h.table_id "
                 "AND d.round_id = h.round_id AND d.seat = h.seat")
+# Who decided a hit: its decision entry's audit actor (§7); who approved it first of two: hit_approvals (NM 15.1.24.12)
+_DECIDER = "(SELECT x.entry->'audit'->>'actor' FROM entries x WHERE x.link_id = d.link_id AND x.seq = d.seq)"
+_APPROVERS = (
+    "ARRAY(SELECT a.actor FROM hit_approvals a WHERE a.link_id = h.link_id AND a.table_id = h.table_id AND "
+    f"a.round_id = h.round_id AND a.seat = h.seat ORDER BY a.seq) || CASE WHEN d.status = '{PAID}' THEN "
+    f"ARRAY[{_DECIDER}] ELSE ARRAY[]::text[] END")
 _HIT_COLUMNS = ("h.hit_id, h.link_id, h.table_id, h.round_id, h.seat, h.hand, h.cards, h.pool, h.amount_cents, "
-                f"h.funded_by_operator_cents, h.pool_before_uc, h.rule, {HIT_STATUS} AS status, h.seq")
-_HITS = f"SELECT {_HIT_COLUMNS} FROM hits h {HIT_DECISION} WHERE h.link_id = $1 "
+                f"h.funded_by_operator_cents, h.pool_before_uc, h.rule, {HIT_STATUS} AS status, h.seq, "
+                f"{_APPROVERS} AS approved_by, CASE WHEN h.status = '{PENDING}' THEN h.approvals_needed ELSE 0 END "
+                f"AS approvals_needed, CASE WHEN d.status = '{REJECTED}' THEN {_DECIDER} ELSE '' END AS rejected_by")
+_HITS = (f"SELECT {_HIT_COLUMNS}, e.created_at FROM hits h {HIT_DECISION} "
+         "JOIN entries e ON e.link_id = h.link_id AND e.seq = h.seq WHERE h.link_id = $1 ")
 # A link's hits with the time their settle is dated (reports): add conditions after it.
-DATED_HITS = (f"SELECT {_HIT_COLUMNS}, e.created_at FROM hits h {HIT_DECISION} "
-              "JOIN entries e ON e.link_id = h.link_id AND e.seq = h.seq WHERE h.link_id = $1 ")
+DATED_HITS = _HITS
 
 
 def hit_record(r: asyncpg.Record) -> HitRecord:
@@ -125,7 +132,8 @@ def hit_record(r: asyncpg.Record) -> HitRecord:
     return HitRecord(r["hit_id"], r["link_id"], r["table_id"], r["round_id"], int(r["seat"]), r["hand"],
                      tuple(r["cards"]), r["pool"], int(r["amount_cents"]), int(r["funded_by_operator_cents"]),
                      int(r["pool_before_uc"]), r["rule"], r["status"], int(r["seq"]),
-                     0 if created is None else ms_of(created))
+                     0 if created is None else ms_of(created), tuple(r["approved_by"]), int(r["approvals_needed"]),
+                     r["rejected_by"])
 
 
 async def hits(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: str, status: str,
@@ -145,12 +153,14 @@ async def hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: s
 
 
 # What signs need of a range of committed entries (issue 11): every entry's kind (a config change is re-read),
-# and the reply of those that announce something (a settle that paid a hit, a hit decision) and of the last.
+# and the reply of those that announce something (a settle that paid a hit, a hit decision, a first of two
+# approvals) and of the last.
 ROUND_ENDS = "('settle', 'void')"  # the kinds of entry that end a table's round (TableStatus.last_round_at_ms)
 _ROUND_TABLE = "e.entry->'round'->>'table_id'"  # the table whose round an entry moved (migration 015's index)
 _AT_MS = "(extract(epoch FROM e.created_at) * 1000)::bigint"
 _COMMITTED = (
-    "SELECT e.seq, e.kind, CASE WHEN e.seq = $3 OR e.kind IN ('approve_hit', 'reject_hit') OR (e.kind = 'settle' "
+    "SELECT e.seq, e.kind, CASE WHEN e.seq = $3 OR e.kind IN ('approve_hit', 'reject_hit', 'first_approval') "
+    "OR (e.kind = 'settle' "
     "AND EXISTS (SELECT 1 FROM hits h WHERE h.link_id = e.link_id AND h.seq = e.seq)) THEN e.reply END AS reply, "
     f"CASE WHEN e.kind IN {ROUND_ENDS} THEN {_ROUND_TABLE} END AS round_table, {_AT_MS} AS at_ms "
     "FROM entries e WHERE e.link_id = $1 AND e.seq > $2 AND e.seq <= $3 ORDER BY e.seq")
