@@ -25,14 +25,15 @@ def test_a_session_lives_while_used_and_expires_when_idle() -> None:
     assert sessions.find("not-a-session", 0.0) == (None, False) and sessions.find(None, 0.0) == (None, False)
 
 
-def test_an_anonymous_session_expiring_is_not_called_an_expired_login() -> None:
-    sessions = Sessions(idle_seconds=10)
+def test_a_login_form_lives_longer_than_a_short_session_and_is_not_called_an_expired_login() -> None:
+    sessions = Sessions(idle_seconds=1, form_seconds=10)
     s = sessions.open(0.0)
+    assert sessions.find(s.sid, 5.0, touch=False) == (s, False)  # a form filled in slowly still posts
     assert sessions.find(s.sid, 11.0) == (None, False)
 
 
-def test_sessions_are_bounded_and_swept_oldest_first() -> None:
-    sessions = Sessions(idle_seconds=10, limit=3)
+def test_sessions_are_bounded_and_swept() -> None:
+    sessions = Sessions(idle_seconds=10, limit=3, form_seconds=10)
     first, *rest = [sessions.open(float(t)) for t in range(4)]
     assert len(sessions) == 3 and sessions.find(first.sid, 4.0) == (None, False)
     assert sessions.sweep(12.5) == 2 and len(sessions) == 1  # opened at 1 and 2: idle over 10 s

@@ -207,12 +207,12 @@ async def login(request: web.Request) -> web.Response:
         return _html(pages.login_page(console.settings.link, session.csrf, name=name,
                                       error="The console cannot read its users file; see its log."), 500)
     if not await asyncio.to_thread(users.verify, known, name, password):
-        console.limiter.failed(keys, now)
+        console.limiter.failed(keys, console.clock())
         log.info("failed login as %r from %s", name[:64], request.remote)
         return _html(pages.login_page(console.settings.link, session.csrf, name=name,
                                       error="Wrong name or password."), 401)
     console.sessions.close(session.sid)
-    fresh = console.sessions.open(now, user=name)
+    fresh = console.sessions.open(console.clock(), user=name)  # now: the hash took a while
     log.info("%s logged in from %s", name, request.remote)
     response = web.HTTPSeeOther("/pending")
     set_cookie(response, console, fresh)
@@ -246,7 +246,7 @@ async def render(console: Console, name: str, session: Session) -> str:
         if name == "tables":
             return pages.tables(await calls.tables(link, on_behalf_of=person), session.csrf, now_ms)
         if name == "audit":
-            return pages.audit(await calls.audit(link, 50, on_behalf_of=person))
+            return pages.audit(await calls.audit(link, 50, reads=False, on_behalf_of=person))
         return pages.pools(await calls.pools(link, on_behalf_of=person))
     except FloorError as e:
         if e.code == "UNAUTHENTICATED":
@@ -317,7 +317,7 @@ async def approve(calls: FloorCalls, person: str, form: dict[str, str]) -> tuple
 
 async def reject(calls: FloorCalls, person: str, form: dict[str, str]) -> tuple[str, str]:
     d = await calls.reject(form.get("hit_id", ""), form.get("reason", ""), form.get("request_id") or None,
-                           on_behalf_of=person)
+                           approval_ref=form.get("approval_ref", ""), on_behalf_of=person)
     return _decided(d), "/pending"
 
 

@@ -11,6 +11,7 @@ import secrets
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
+LOGIN_FORM_SECONDS = 15 * 60  # how long a login form shown stays good to post (an anonymous session)
 MAX_SESSIONS = 10_000  # sessions kept at most, anonymous ones (a login form shown) included: the oldest go first
 FAILURES_ALLOWED = 5  # failed logins per window, per user name and per client address (the next is refused)
 FAILURE_WINDOW = 60.0  # seconds
@@ -47,11 +48,13 @@ class Session:
 
 
 class Sessions:
-    """Sessions in server memory, expiring after `idle_seconds` without a request (a restart logs everyone
-    out, which is the safe direction)."""
+    """Sessions in server memory, a person's expiring after `idle_seconds` without a request, a login form's
+    after `form_seconds` (a restart logs everyone out, which is the safe direction)."""
 
-    def __init__(self, idle_seconds: float, limit: int = MAX_SESSIONS) -> None:
+    def __init__(self, idle_seconds: float, limit: int = MAX_SESSIONS, form_seconds: float = LOGIN_FORM_SECONDS
+                 ) -> None:
         self.idle_seconds = idle_seconds
+        self.form_seconds = form_seconds
         self.limit = limit
         self._by_id: OrderedDict[str, Session] = OrderedDict()  # least recently seen first
 
@@ -75,7 +78,7 @@ class Sessions:
         s = self._by_id.get(sid)
         if s is None:
             return None, False
-        if now - s.last_seen > self.idle_seconds:
+        if self._expired(s, now):
             del self._by_id[sid]
             return None, s.user is not None
         if touch:
@@ -86,16 +89,15 @@ class Sessions:
     def close(self, sid: str) -> None:
         self._by_id.pop(sid, None)
 
+    def _expired(self, s: Session, now: float) -> bool:
+        return now - s.last_seen > (self.idle_seconds if s.user is not None else self.form_seconds)
+
     def sweep(self, now: float) -> int:
-        """Forget the expired sessions (the least recently seen are first); returns how many."""
-        gone = 0
-        while self._by_id:
-            sid, s = next(iter(self._by_id.items()))
-            if now - s.last_seen <= self.idle_seconds:
-                break
+        """Forget the expired sessions; returns how many."""
+        gone = [sid for sid, s in self._by_id.items() if self._expired(s, now)]
+        for sid in gone:
             del self._by_id[sid]
-            gone += 1
-        return gone
+        return len(gone)
 
 
 class LoginLimiter:

@@ -82,10 +82,10 @@ def pending(hits: Sequence[Hit], csrf: str, now_ms: int) -> str:
         return '<p class="empty">No hit awaits verification.</p>'
     rows = []
     for h in sorted(hits, key=lambda h: (h.at_ms, h.sequence)):
-        approve = form("/approve", csrf, hidden("hit_id", h.hit_id) + text_field("approval_ref", "Approval ref"),
-                       "Approve", "approve")
-        reject = form("/reject", csrf, hidden("hit_id", h.hit_id) + text_field("reason", "Reason"), "Reject",
-                      "reject")
+        approve = form("/approve", csrf, hidden("hit_id", h.hit_id) + text_field("approval_ref", "Approval ref")
+                       + text_field("reason", "Note", required=False), "Approve", "approve")
+        reject = form("/reject", csrf, hidden("hit_id", h.hit_id) + text_field("reason", "Reason")
+                      + text_field("approval_ref", "Approval ref"), "Reject", "reject")
         rows.append(
             f'<tr data-hit-id="{e(h.hit_id)}"><td>{e(h.table_id)}</td><td>{h.seat}</td><td>{e(words.hand(h.hand))}'
             f'</td><td class="cards">{e(words.cards(h.cards))}</td><td class="money">{e(words.dollars(h.amount_cents))}'

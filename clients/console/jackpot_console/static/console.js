@@ -1,4 +1,4 @@
-// The console's live part: every 2 s the page's section is fetched again (GET /part/<page>) and replaced, unless
+// The console's live part: every 5 s the page's section is fetched again (GET /part/<page>) and replaced, unless
 // the person is typing in one of its forms. A session that expired sends the page back to the login form.
 // Plain JS, no build step, nothing from another host.
 "use strict";
@@ -6,7 +6,7 @@
   const live = document.getElementById("live");
   if (!live) return;
   const part = live.dataset.part;
-  const REFRESH_MS = 2000;
+  const REFRESH_MS = 5000;  // each refresh of pending hits is a ListHits on jackpotd's audit trail
 
   function busy() {  // a form being filled in must not be wiped under the person's fingers
     for (const input of live.querySelectorAll("input:not([type=hidden])")) {
