@@ -9,6 +9,7 @@ A screenshot of the console goes to artifacts/console.png."""
 from __future__ import annotations
 
 import contextlib
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest_asyncio
 from aiohttp import web
 from jackpot_console import users
 from jackpot_console.app import ConsoleSettings, make_app
+from jackpot_console.cli import tls_context
 from jackpot_floor.calls import floor_channel
 from jackpot_signage.app import make_app as make_sign
 from jackpot_signage.cli import sign_channel
@@ -25,6 +27,7 @@ from jackpot_signage.cli import sign_channel
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2
 from jackpotd.auth.credentials import RoleCredential
 from jackpotd.auth.identity import Role
+from jackpotd.auth.issue import IssueOrder, issue_into
 from jackpotd.embedded import free_port
 
 from ..conftest import unique
@@ -80,22 +83,24 @@ class Floor:
         resp = await self.client.display.GetPools(display_pb2.GetPoolsRequest(link_id=self.link))
         return next(t.suspended for t in resp.tables if t.table_id == self.table)
 
-    async def serve(self, app: web.Application) -> str:
+    async def serve(self, app: web.Application, tls: ssl.SSLContext | None = None) -> str:
         runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1)
         await runner.setup()
         port = free_port()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
+        await web.TCPSite(runner, "127.0.0.1", port, ssl_context=tls).start()
         self.runners.append(runner)
-        return f"http://127.0.0.1:{port}"
+        return f"{'https' if tls else 'http'}://127.0.0.1:{port}"
 
-    async def console(self, session_seconds: float = 600) -> str:
+    async def console(self, session_seconds: float = 600, tls: ssl.SSLContext | None = None) -> str:
         """A console of the link (the console's own credential, console:floor-1); its base URL."""
         credential = RoleCredential(token=token(Role.CONSOLE, "floor-1"))
 
         def channel() -> grpc.aio.Channel:
             return floor_channel(credential, self.target)
 
-        return await self.serve(make_app(ConsoleSettings(self.link, self.users_file, session_seconds), channel))
+        settings = ConsoleSettings(self.link, self.users_file, session_seconds, tls=tls is not None,
+                                   client_certificates=tls is not None)
+        return await self.serve(make_app(settings, channel), tls)
 
     async def sign(self) -> str:
         credential = RoleCredential(token=token(Role.DISPLAY, "sign"))
@@ -135,8 +140,8 @@ async def person(chromium: Browser) -> AsyncIterator[Callable[[], Awaitable[Page
     contexts = []
     errors: list[str] = []
 
-    async def open_page() -> Page:
-        context = await chromium.new_context(viewport={"width": 1400, "height": 900})
+    async def open_page(**options: Any) -> Page:
+        context = await chromium.new_context(viewport={"width": 1400, "height": 900}, **options)
         contexts.append(context)
         page = await context.new_page()
         page.on("pageerror", lambda e: errors.append(str(e)))
@@ -184,8 +189,6 @@ async def test_a_supervisor_approves_a_pending_hit_and_the_sign_shows_it_paid(fl
     await page.wait_for_url(f"{base}/pending")
     text = await page.inner_text(row(hit_id))
     assert "Royal flush" in text and "A♠ K♠ Q♠ J♠ 10♠" in text and "0 of 1" in text, text
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / "console.png"), full_page=True)
     said = await approve(page, base, hit_id, "CCTV-0042")
     assert said.startswith("Paid: Royal flush $"), said
     assert await floor.status(hit_id) == "PAID"
@@ -220,6 +223,8 @@ async def test_dual_control_needs_two_different_supervisors(floor: Floor, person
     said = await approve(alice, base, hit_id, "CCTV-0043")
     assert said.startswith("1 of 2 approvals recorded for Royal flush"), said
     assert "1 of 2" in await alice.inner_text(f"{row(hit_id)} .approvals")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    await alice.screenshot(path=str(ARTIFACTS / "console.png"), full_page=True)
     said = await approve(alice, base, hit_id, "CCTV-0043")  # the same person again
     assert said.startswith("Refused (FAILED_PRECONDITION): ") and "dual control" in said, said
     assert await floor.status(hit_id) == "PENDING"
@@ -285,3 +290,23 @@ async def test_the_sixth_failed_login_in_a_minute_is_refused(floor: Floor, perso
     assert (await answer.value).status == 429
     assert "Too many failed logins" in await page.inner_text("main")
     assert page.url == f"{base}/login"
+
+
+async def test_a_supervisor_in_the_users_file_logs_in_with_a_client_certificate(floor: Floor, person: Any,
+                                                                                 tmp_path: Path) -> None:
+    issue_into(tmp_path, IssueOrder(roles=[(Role.SUPERVISOR, "alice"), (Role.SUPERVISOR, "mallory")]))
+    base = await floor.console(tls=tls_context(str(tmp_path / "server.pem"), str(tmp_path / "server.key"),
+                                               str(tmp_path / "ca.pem")))
+
+    async def holding(name: str) -> Page:
+        return await person(ignore_https_errors=True, client_certificates=[{
+            "origin": base, "certPath": str(tmp_path / f"roles/supervisor-{name}.pem"),
+            "keyPath": str(tmp_path / f"roles/supervisor-{name}.key")}])
+
+    alice, mallory = await holding("alice"), await holding("mallory")  # mallory is not in the users file
+    await mallory.goto(f"{base}/login")
+    assert not await mallory.is_visible("form.certificate")
+    await alice.goto(f"{base}/login")
+    await alice.click("text=Log in as alice with your certificate")
+    await alice.wait_for_url(f"{base}/pending")
+    assert "(acting as supervisor:alice)" in await alice.inner_text("header")

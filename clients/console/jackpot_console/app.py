@@ -1,6 +1,6 @@
 """The console's web server: log in, then the floor's pages, each act done for the person logged in.
 
-  GET  /login, POST /login, POST /logout      a person logs in as themselves (users file, argon2id)
+  GET  /login, POST /login, POST /logout      a person logs in as themselves (login.py)
   GET  /pending | /tables | /audit | /pools   the pages; GET /part/<page> is a page's live part alone (console.js)
   POST /approve | /reject                     a pending hit (hit_id, approval_ref | reason)
   POST /suspend | /resume                     a table (table_id, reason, approval_ref to resume)
@@ -12,27 +12,27 @@ nothing done). jackpotd is called with the console's own credential, on behalf o
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 
 import grpc
 from aiohttp import web
 from jackpot_floor.calls import Decision, FloorCalls, FloorError
 
-from . import pages, users, words
-from .guards import LoginLimiter, Session, Sessions, csrf_ok, limit_keys
+from . import pages, words
+from .guards import Session, csrf_ok
+from .login import login, login_by_certificate, login_form, logout
+from .state import CONSOLE, COOKIE, SESSION, Console, ConsoleSettings, html_response
+
+__all__ = ["ConsoleSettings", "make_app"]
 
 log = logging.getLogger("jackpot_console.app")
 
-COOKIE = "jackpot_console"
 STATIC = resources.files("jackpot_console") / "static"
 TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}
-OPEN = {"/login", "/healthz", "/favicon.ico"}  # what needs no session (and /static/)
+OPEN = {"/login", "/login/certificate", "/healthz", "/favicon.ico"}  # what needs no session (and /static/)
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
@@ -40,47 +40,6 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "X-Frame-Options": "DENY",
 }
-
-
-@dataclass(frozen=True)
-class ConsoleSettings:
-    """What a console serves: one link, its users file, how long an idle session lives, and whether over TLS."""
-
-    link: str
-    users_file: Path
-    session_seconds: float = 15 * 60
-    tls: bool = False
-
-
-class Console:
-    """The console's state: sessions, the failed-login limiter, and the floor calls over one channel to jackpotd
-    (opened when first needed, reopened after jackpotd refuses the console's credential)."""
-
-    def __init__(self, settings: ConsoleSettings, channel: Callable[[], grpc.aio.Channel],
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.settings = settings
-        self.sessions = Sessions(settings.session_seconds)
-        self.limiter = LoginLimiter()
-        self.clock = clock
-        self._open_channel = channel
-        self._channel: grpc.aio.Channel | None = None
-        self._calls: FloorCalls | None = None
-
-    def calls(self) -> FloorCalls:
-        """The floor calls; ValueError (CredentialsMissing among them) when the console has no credential."""
-        if self._calls is None:
-            self._channel = self._open_channel()
-            self._calls = FloorCalls(self._channel)
-        return self._calls
-
-    async def forget_channel(self) -> None:
-        channel, self._channel, self._calls = self._channel, None, None
-        if channel is not None:
-            await channel.close(None)
-
-
-CONSOLE: web.AppKey[Console] = web.AppKey("console", Console)
-SESSION = "session"  # request key: the live session the guard found
 
 
 def make_app(settings: ConsoleSettings, channel: Callable[[], grpc.aio.Channel],
@@ -91,6 +50,7 @@ def make_app(settings: ConsoleSettings, channel: Callable[[], grpc.aio.Channel],
     app.router.add_get("/", home)
     app.router.add_get("/login", login_form)
     app.router.add_post("/login", login)
+    app.router.add_post("/login/certificate", login_by_certificate)
     app.router.add_post("/logout", logout)
     for name in pages.PAGES:
         app.router.add_get(f"/{name}", page)
@@ -116,15 +76,6 @@ async def home(request: web.Request) -> web.Response:
 
 async def favicon(request: web.Request) -> web.Response:
     raise web.HTTPMovedPermanently("/static/favicon.svg")
-
-
-def _html(text: str, status: int = 200) -> web.Response:
-    return web.Response(text=text, content_type="text/html", status=status, headers={"Cache-Control": "no-store"})
-
-
-def set_cookie(response: web.StreamResponse, console: Console, session: Session) -> None:
-    response.set_cookie(COOKIE, session.sid, httponly=True, samesite="Strict", secure=console.settings.tls,
-                        path="/")
 
 
 @web.middleware
@@ -163,76 +114,6 @@ async def _guarded(request: web.Request, handler: Callable[[web.Request], Awaita
     return await handler(request)
 
 
-# ---- logging in and out ---------------------------------------------------------------------------------
-
-
-async def login_form(request: web.Request) -> web.Response:
-    console = request.app[CONSOLE]
-    now = console.clock()
-    console.sessions.sweep(now)
-    session, expired = console.sessions.find(request.cookies.get(COOKIE), now)
-    if session is not None and session.user is not None:
-        raise web.HTTPSeeOther("/pending")
-    if session is None:
-        session = console.sessions.open(now)
-    message = ""
-    if expired or request.query.get("expired"):
-        message = (f"Your session expired after {_duration(console.settings.session_seconds)} without activity: "
-                   "log in again.")
-    response = _html(pages.login_page(console.settings.link, session.csrf, message))
-    set_cookie(response, console, session)
-    return response
-
-
-async def login(request: web.Request) -> web.Response:
-    """Check the name and password (at most 5 failures a minute per name and per address), then a new session."""
-    console = request.app[CONSOLE]
-    now = console.clock()
-    session, _ = console.sessions.find(request.cookies.get(COOKIE), now)
-    form = await request.post()
-    sent, name, password = (str(form.get(k, "")) for k in ("csrf", "name", "password"))
-    if session is None or not csrf_ok(session.csrf, sent):
-        raise web.HTTPForbidden(text="403: the login form's CSRF token is missing or wrong (or its session "
-                                     "expired); reload the login page.\n")
-    keys = limit_keys(name[:64], request.remote or "")
-    wait = console.limiter.wait(keys, now)
-    if wait > 0:
-        log.warning("refused a login as %r from %s: too many failed logins", name[:64], request.remote)
-        return _html(pages.login_page(console.settings.link, session.csrf, name=name, error=(
-            f"Too many failed logins for this name or from this address: try again in {int(wait) + 1} s.")), 429)
-    try:
-        known = await asyncio.to_thread(users.load, console.settings.users_file)
-    except users.UsersFileError as e:
-        log.error("cannot read the users file: %s", e)
-        return _html(pages.login_page(console.settings.link, session.csrf, name=name,
-                                      error="The console cannot read its users file; see its log."), 500)
-    if not await asyncio.to_thread(users.verify, known, name, password):
-        console.limiter.failed(keys, console.clock())
-        log.info("failed login as %r from %s", name[:64], request.remote)
-        return _html(pages.login_page(console.settings.link, session.csrf, name=name,
-                                      error="Wrong name or password."), 401)
-    console.sessions.close(session.sid)
-    fresh = console.sessions.open(console.clock(), user=name)  # now: the hash took a while
-    log.info("%s logged in from %s", name, request.remote)
-    response = web.HTTPSeeOther("/pending")
-    set_cookie(response, console, fresh)
-    raise response
-
-
-async def logout(request: web.Request) -> web.Response:
-    console = request.app[CONSOLE]
-    session: Session = request[SESSION]
-    console.sessions.close(session.sid)
-    log.info("%s logged out", session.user)
-    response = web.HTTPSeeOther("/login")
-    response.del_cookie(COOKIE, path="/")
-    raise response
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
-
-
 # ---- the pages --------------------------------------------------------------------------------------------
 
 
@@ -260,7 +141,7 @@ async def page(request: web.Request) -> web.Response:
     console, session = request.app[CONSOLE], request[SESSION]
     name = request.path.strip("/")
     inner = pages.live(name, await render(console, name, session))
-    return _html(pages.layout(pages.PAGES[name], inner, link=console.settings.link, user=session.user,
+    return html_response(pages.layout(pages.PAGES[name], inner, link=console.settings.link, user=session.user,
                               csrf=session.csrf, flash=session.take_flash(), active=name))
 
 
@@ -268,7 +149,7 @@ async def part(request: web.Request) -> web.Response:
     name = request.match_info["page"]
     if name not in pages.PAGES:
         raise web.HTTPNotFound()
-    return _html(await render(request.app[CONSOLE], name, request[SESSION]))
+    return html_response(await render(request.app[CONSOLE], name, request[SESSION]))
 
 
 # ---- the acts ---------------------------------------------------------------------------------------------

@@ -24,7 +24,8 @@ from jackpotd.domain.errors import InvalidInput
 from jackpotd.domain.ids import ID_GRAMMAR, require_id
 
 from . import users
-from .app import ConsoleSettings, make_app
+from .app import make_app
+from .state import ConsoleSettings
 
 log = logging.getLogger("jackpot_console")
 
@@ -58,6 +59,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, default=8090, help="port to serve on (default 8090)")
     s.add_argument("--cert", help="serve TLS with this certificate (PEM, its chain after it)")
     s.add_argument("--key", help="the certificate's private key (PEM)")
+    s.add_argument("--client-ca", metavar="FILE", help="TLS: ask browsers for a client certificate signed by this "
+                                                       "CA; one naming urn:jackpot:supervisor:NAME of a person in "
+                                                       "the users file logs them in without a password")
     s.add_argument("--users", metavar="FILE", help="the users file (default $JACKPOTD_STATE_DIR/console/users.json "
                                                    "or state/console/users.json)")
     s.add_argument("--session-minutes", type=float, default=15.0,
@@ -105,6 +109,8 @@ def check_serve(args: argparse.Namespace) -> str | None:
         return f"--link {args.link!r}: must be {ID_GRAMMAR}"
     if bool(args.cert) != bool(args.key):
         return "--cert and --key go together"
+    if args.client_ca and not args.cert:
+        return "--client-ca is for TLS: give --cert and --key too"
     if not args.cert and not is_loopback(f"{args.host}:{args.port}"):
         return (f"--host {args.host}: plain text is allowed on loopback only; give --cert and --key to serve TLS, "
                 "or serve on 127.0.0.1")
@@ -118,17 +124,23 @@ def check_serve(args: argparse.Namespace) -> str | None:
     return None
 
 
-def tls_context(cert: str, key: str) -> ssl.SSLContext:
+def tls_context(cert: str, key: str, client_ca: str | None = None) -> ssl.SSLContext:
+    """TLS 1.2 or later with the console's certificate; with `client_ca`, a client certificate is asked for
+    (optional: the password form stays) and verified against it."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(cert, key)
+    if client_ca:
+        context.load_verify_locations(client_ca)
+        context.verify_mode = ssl.CERT_OPTIONAL
     return context
 
 
 async def serve(args: argparse.Namespace) -> None:
     users_file = Path(args.users) if args.users else users.default_users_file()
-    settings = ConsoleSettings(args.link, users_file, args.session_minutes * 60, tls=bool(args.cert))
-    context = tls_context(args.cert, args.key) if args.cert else None
+    settings = ConsoleSettings(args.link, users_file, args.session_minutes * 60, tls=bool(args.cert),
+                               client_certificates=bool(args.client_ca))
+    context = tls_context(args.cert, args.key, args.client_ca) if args.cert else None
     runner = web.AppRunner(make_app(settings, channel_factory(args)), access_log=None, handle_signals=False,
                            shutdown_timeout=1)
     await runner.setup()

@@ -55,10 +55,16 @@ def layout(title: str, body: str, *, link: str, user: str | None = None, csrf: s
             f'</main></body></html>')
 
 
-def login_page(link: str, csrf: str, message: str = "", error: str = "", name: str = "") -> str:
-    """The login form (a person's name and password); `message` says why they are here (an expired session)."""
+def login_page(link: str, csrf: str, message: str = "", error: str = "", name: str = "",
+               certificate: str = "") -> str:
+    """The login form (a person's name and password), and a button for the person a client certificate names
+    (`certificate`); `message` says why they are here (an expired session)."""
     notes = (f'<p class="flash info" role="status">{e(message)}</p>' if message else "") + (
         f'<p class="flash error" role="alert">{e(error)}</p>' if error else "")
+    if certificate:
+        notes += (f'<form method="post" action="/login/certificate" class="login certificate">{hidden("csrf", csrf)}'
+                  f'<button type="submit">Log in as {e(certificate)} with your certificate</button></form>'
+                  '<p class="hint">or with a name and password:</p>')
     body = (f'{notes}<form method="post" action="/login" class="login">{hidden("csrf", csrf)}'
             f'<label>Name <input type="text" name="name" value="{e(name)}" autocomplete="username" required '
             f'autofocus></label><label>Password <input type="password" name="password" '
