@@ -67,14 +67,17 @@ def make_app(settings: ConsoleSettings, channel: Callable[[], grpc.aio.Channel],
 
 
 async def _close(app: web.Application) -> None:
+    """Close the channel to jackpotd as the app stops."""
     await app[CONSOLE].forget_channel()
 
 
 async def home(request: web.Request) -> web.Response:
+    """/ is the pending hits, the page a supervisor came for."""
     raise web.HTTPSeeOther("/pending")
 
 
 async def favicon(request: web.Request) -> web.Response:
+    """Browsers ask for /favicon.ico: the SVG one (no 404 in the console's log)."""
     raise web.HTTPMovedPermanently("/static/favicon.svg")
 
 
@@ -93,6 +96,7 @@ async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable
 
 async def _guarded(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
                    ) -> web.StreamResponse:
+    """Let open paths through; others need a live session, and a POST its CSRF token."""
     if request.path in OPEN or request.path.startswith("/static/"):
         return await handler(request)
     console = request.app[CONSOLE]
@@ -138,6 +142,7 @@ async def render(console: Console, name: str, session: Session) -> str:
 
 
 async def page(request: web.Request) -> web.Response:
+    """A whole page: the layout, the flash messages, and the live part."""
     console, session = request.app[CONSOLE], request[SESSION]
     name = request.path.strip("/")
     inner = pages.live(name, await render(console, name, session))
@@ -146,6 +151,7 @@ async def page(request: web.Request) -> web.Response:
 
 
 async def part(request: web.Request) -> web.Response:
+    """A page's live part alone, for console.js (401 once the session is gone)."""
     name = request.match_info["page"]
     if name not in pages.PAGES:
         raise web.HTTPNotFound()
@@ -161,6 +167,7 @@ def act(do: Act) -> Callable[[web.Request], Awaitable[web.Response]]:
     """A POST that does one thing for the person logged in, says how it went, and goes back to its page."""
 
     async def handler(request: web.Request) -> web.Response:
+        """Do the act for the person logged in; say how it went on the page it goes back to."""
         console, session = request.app[CONSOLE], request[SESSION]
         form = {k: v for k, v in (await request.post()).items() if isinstance(v, str)}
         back = "/tables" if request.path in ("/suspend", "/resume") else "/pending"
@@ -181,6 +188,7 @@ def act(do: Act) -> Callable[[web.Request], Awaitable[web.Response]]:
 
 
 def _decided(d: Decision) -> str:
+    """What an approval or rejection did, in words for the flash message."""
     what = f"{words.hand(d.hand)} {words.dollars(d.amount_cents)} from {d.pool} (hit {d.hit_id})"
     if d.status == "PAID":
         return f"Paid: {what}, approved by {', '.join(d.approved_by) or 'you'}."
@@ -191,24 +199,28 @@ def _decided(d: Decision) -> str:
 
 
 async def approve(calls: FloorCalls, person: str, form: dict[str, str]) -> tuple[str, str]:
+    """Approve a pending hit: paid, or 1 of 2 approvals under dual control."""
     d = await calls.approve(form.get("hit_id", ""), form.get("approval_ref", ""), form.get("reason", ""),
                             form.get("request_id") or None, on_behalf_of=person)
     return _decided(d), "/pending"
 
 
 async def reject(calls: FloorCalls, person: str, form: dict[str, str]) -> tuple[str, str]:
+    """Reject a pending hit: its amount goes back to its pool."""
     d = await calls.reject(form.get("hit_id", ""), form.get("reason", ""), form.get("request_id") or None,
                            approval_ref=form.get("approval_ref", ""), on_behalf_of=person)
     return _decided(d), "/pending"
 
 
 async def suspend(calls: FloorCalls, person: str, form: dict[str, str]) -> tuple[str, str]:
+    """Suspend a table's jackpot wagers."""
     table = form.get("table_id", "")
     await calls.suspend(table, form.get("reason", ""), form.get("request_id") or None, on_behalf_of=person)
     return f"Table {table} suspended: its jackpot wagers are off until it is resumed.", "/tables"
 
 
 async def resume(calls: FloorCalls, person: str, form: dict[str, str]) -> tuple[str, str]:
+    """Resume a suspended table, citing an approval."""
     table = form.get("table_id", "")
     await calls.resume(table, form.get("reason", ""), form.get("approval_ref", ""), form.get("request_id") or None,
                        on_behalf_of=person)
@@ -219,6 +231,7 @@ async def resume(calls: FloorCalls, person: str, form: dict[str, str]) -> tuple[
 
 
 async def static(request: web.Request) -> web.Response:
+    """The console's CSS, JS and icon, from beside this module (no build step)."""
     name = request.match_info["name"]
     suffix = name[name.rfind("."):] if "." in name else ""
     if "/" in name or name.startswith(".") or suffix not in TYPES or not (STATIC / name).is_file():
@@ -228,5 +241,6 @@ async def static(request: web.Request) -> web.Response:
 
 
 async def healthz(request: web.Request) -> web.Response:
+    """Liveness: the link served and how many sessions are open."""
     console = request.app[CONSOLE]
     return web.json_response({"link": console.settings.link, "sessions": len(console.sessions)})

@@ -47,6 +47,7 @@ state/credentials). TLS to jackpotd (--jackpotd-tls or --jackpotd-ca): a console
 
 
 def parser() -> argparse.ArgumentParser:
+    """The command line: serve, and users add|passwd|remove|list."""
     p = argparse.ArgumentParser(prog="jackpot-console", description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
@@ -88,6 +89,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def credential_flags(args: argparse.Namespace) -> CredentialFlags:
+    """The console's credential flags, as the credential lookup of every CLI takes them."""
     return CredentialFlags(args.credentials, args.token_file, args.jackpotd_tls, args.jackpotd_ca,
                            args.jackpotd_cert, args.jackpotd_key, None)
 
@@ -96,6 +98,7 @@ def channel_factory(args: argparse.Namespace) -> Callable[[], grpc.aio.Channel]:
     """Channels to jackpotd presenting the console's credential, read afresh each time one is opened."""
 
     def channel() -> grpc.aio.Channel:
+        """A channel presenting the console's credential as it is on disk now."""
         return floor_channel(role_credential(credential_flags(args), (Role.CONSOLE,), args.name), args.target)
 
     return channel
@@ -137,6 +140,7 @@ def tls_context(cert: str, key: str, client_ca: str | None = None) -> ssl.SSLCon
 
 
 async def serve(args: argparse.Namespace) -> None:
+    """Serve the console until SIGINT or SIGTERM."""
     users_file = Path(args.users) if args.users else users.default_users_file()
     settings = ConsoleSettings(args.link, users_file, args.session_minutes * 60, tls=bool(args.cert),
                                client_certificates=bool(args.client_ca))
@@ -168,6 +172,7 @@ async def serve(args: argparse.Namespace) -> None:
 
 
 def read_password(from_stdin: bool) -> str:
+    """A new password: the first line of stdin, or asked twice without echo."""
     if from_stdin:
         return sys.stdin.readline().rstrip("\n")
     first = getpass.getpass("New password: ")
@@ -177,6 +182,7 @@ def read_password(from_stdin: bool) -> str:
 
 
 def manage(args: argparse.Namespace) -> int:
+    """users add|passwd|remove|list on the users file."""
     path = Path(args.users) if args.users else users.default_users_file()
     if args.action == "list":
         for user in sorted(users.load(path).values(), key=lambda u: u.name):
@@ -195,6 +201,7 @@ def manage(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Exit 0, or 2 for flags, files or ports that cannot be used (said on stderr)."""
     args = parser().parse_args(argv)
     if args.command == "users":
         try:

@@ -43,6 +43,7 @@ class Session:
         self.flash.append((kind, text))
 
     def take_flash(self) -> list[tuple[str, str]]:
+        """The queued messages, now shown and forgotten."""
         taken, self.flash = self.flash, []
         return taken
 
@@ -53,12 +54,14 @@ class Sessions:
 
     def __init__(self, idle_seconds: float, limit: int = MAX_SESSIONS, form_seconds: float = LOGIN_FORM_SECONDS
                  ) -> None:
+        """Empty, with these limits."""
         self.idle_seconds = idle_seconds
         self.form_seconds = form_seconds
         self.limit = limit
         self._by_id: OrderedDict[str, Session] = OrderedDict()  # least recently seen first
 
     def __len__(self) -> int:
+        """How many sessions are held (anonymous ones included)."""
         return len(self._by_id)
 
     def open(self, now: float, user: str | None = None) -> Session:
@@ -87,9 +90,11 @@ class Sessions:
         return s, False
 
     def close(self, sid: str) -> None:
+        """Forget a session (logout; a login replaces the login form's)."""
         self._by_id.pop(sid, None)
 
     def _expired(self, s: Session, now: float) -> bool:
+        """Whether a session has been idle longer than its kind may be."""
         return now - s.last_seen > (self.idle_seconds if s.user is not None else self.form_seconds)
 
     def sweep(self, now: float) -> int:
@@ -106,12 +111,14 @@ class LoginLimiter:
 
     def __init__(self, allowed: int = FAILURES_ALLOWED, window: float = FAILURE_WINDOW,
                  max_keys: int = MAX_FAILURE_KEYS) -> None:
+        """Empty, with these limits."""
         self.allowed = allowed
         self.window = window
         self.max_keys = max_keys
         self._failures: OrderedDict[str, deque[float]] = OrderedDict()
 
     def _recent(self, key: str, now: float) -> deque[float]:
+        """A key's failures still in the window (older ones dropped, an empty key forgotten)."""
         times = self._failures.get(key)
         if times is None:
             return deque()

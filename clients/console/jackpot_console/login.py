@@ -49,6 +49,7 @@ def _login_page(request: web.Request, session: Session, status: int = 200, **say
 
 
 async def login_form(request: web.Request) -> web.Response:
+    """The login form, with an anonymous session for its CSRF token (a live login goes on)."""
     console = request.app[CONSOLE]
     now = console.clock()
     console.sessions.sweep(now)
@@ -79,6 +80,7 @@ async def _anonymous(request: web.Request) -> tuple[Session, dict[str, str]]:
 
 
 def _logged_in(console: Console, old: Session, name: str) -> web.HTTPSeeOther:
+    """Replace the login form's session by the person's (a new id: no fixation)."""
     console.sessions.close(old.sid)
     fresh = console.sessions.open(console.clock(), user=name)  # now: a password's hash takes a while
     response = web.HTTPSeeOther("/pending")
@@ -123,6 +125,7 @@ async def login_by_certificate(request: web.Request) -> web.Response:
 
 
 async def logout(request: web.Request) -> web.Response:
+    """End the session and go back to the login form."""
     console = request.app[CONSOLE]
     session: Session = request[SESSION]
     console.sessions.close(session.sid)
@@ -133,4 +136,5 @@ async def logout(request: web.Request) -> web.Response:
 
 
 def _duration(seconds: float) -> str:
+    """A session's lifetime in words: "15 min", "1 s"."""
     return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"

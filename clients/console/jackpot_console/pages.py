@@ -19,10 +19,12 @@ PAGES = {"pending": "Pending hits", "tables": "Tables", "audit": "Audit trail", 
 
 
 def e(value: object) -> str:
+    """Any value escaped for HTML text and attributes."""
     return escape(str(value), quote=True)
 
 
 def hidden(name: str, value: str) -> str:
+    """A hidden form field."""
     return f'<input type="hidden" name="{e(name)}" value="{e(value)}">'
 
 
@@ -33,6 +35,7 @@ def form(action: str, csrf: str, fields: str, button: str, kind: str = "") -> st
 
 
 def text_field(name: str, label: str, required: bool = True) -> str:
+    """A labelled text field of a form."""
     return (f'<label>{e(label)} <input type="text" name="{e(name)}" maxlength="200" autocomplete="off"'
             f'{" required" if required else ""}></label>')
 
@@ -75,10 +78,12 @@ def login_page(link: str, csrf: str, message: str = "", error: str = "", name: s
 
 
 def live(part: str, inner: str) -> str:
+    """A page's live part, which console.js refreshes."""
     return f'<section id="live" data-part="{e(part)}">{inner}</section>'
 
 
 def unavailable(text: str) -> str:
+    """What stands in the way of a page's content, in words."""
     return f'<p class="flash error" role="alert">{e(text)}</p>'
 
 

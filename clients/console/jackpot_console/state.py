@@ -33,6 +33,7 @@ class Console:
 
     def __init__(self, settings: ConsoleSettings, channel: Callable[[], grpc.aio.Channel],
                  clock: Callable[[], float] = time.monotonic) -> None:
+        """No channel yet: it opens when first needed."""
         self.settings = settings
         self.sessions = Sessions(settings.session_seconds)
         self.limiter = LoginLimiter()
@@ -49,6 +50,7 @@ class Console:
         return self._calls
 
     async def forget_channel(self) -> None:
+        """Close the channel; the next call reads the credential afresh and opens another."""
         channel, self._channel, self._calls = self._channel, None, None
         if channel is not None:
             await channel.close(None)
@@ -59,9 +61,11 @@ SESSION: web.RequestKey[Session] = web.RequestKey("session", Session)  # the liv
 
 
 def html_response(text: str, status: int = 200) -> web.Response:
+    """An HTML answer, never cached (pages carry CSRF tokens and live figures)."""
     return web.Response(text=text, content_type="text/html", status=status, headers={"Cache-Control": "no-store"})
 
 
 def set_cookie(response: web.StreamResponse, console: Console, session: Session) -> None:
+    """The session cookie: HttpOnly, SameSite=Strict, Secure under TLS, for the whole site."""
     response.set_cookie(COOKIE, session.sid, httponly=True, samesite="Strict", secure=console.settings.tls,
                         path="/")

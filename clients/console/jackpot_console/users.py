@@ -55,6 +55,7 @@ def check_name(name: str) -> str:
 
 
 def check_password(password: str) -> str:
+    """A new password: at least MIN_PASSWORD characters."""
     if len(password) < MIN_PASSWORD:
         raise UsersFileError(f"the password must have at least {MIN_PASSWORD} characters")
     return password
@@ -76,6 +77,7 @@ def decode(text: str) -> dict[str, User]:
 
 
 def encode(users: dict[str, User]) -> str:
+    """The file's text for these users (sorted: a diff shows who changed)."""
     return json.dumps({"version": VERSION, "users": {u.name: {"hash": u.hash, "changed_ms": u.changed_ms}
                                                      for u in sorted(users.values(), key=lambda u: u.name)}},
                       indent=2) + "\n"
@@ -141,6 +143,7 @@ def add(path: Path, name: str, password: str, *, replace: bool = False) -> User:
 
 
 def remove(path: Path, name: str) -> None:
+    """Remove a person; UsersFileError when the file does not list them."""
     users = load(path)
     if name not in users:
         raise UsersFileError(f"name={name!r}: no such user in {path}")

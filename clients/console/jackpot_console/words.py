@@ -41,6 +41,7 @@ def card(code: str) -> str:
 
 
 def cards(codes: tuple[str, ...] | list[str]) -> str:
+    """Cards in words: "A♠ K♠ Q♠ J♠ 10♠"."""
     return " ".join(card(c) for c in codes)
 
 
