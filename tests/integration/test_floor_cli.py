@@ -75,7 +75,8 @@ async def test_a_supervisor_approves_suspends_resumes_and_reads_the_trail(
                                  "cards disturbed before verification", "--link", link)
     assert code == 0, err
     assert out.startswith(f"REJECTED {money(royal.amount_cents)} Royal flush from MAJOR"), out
-    assert await floor_json(capsys, target, "hits", "--link", link, "--status", "rejected") != []
+    assert [h["hit_id"] for h in await floor_json(capsys, target, "hits", "--link", link, "--status", "rejected",
+                                                  "--table", table)] == [royal.hit_id]
 
     # tables: suspend, see it, resume
     [row] = await floor_json(capsys, target, "tables", "--link", link)

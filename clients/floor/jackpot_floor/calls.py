@@ -196,10 +196,11 @@ class FloorCalls:
         except grpc.aio.AioRpcError as e:
             raise FloorError(e.code().name, e.details() or "") from None
 
-    async def hits(self, link_id: str, status: str | None = None, limit: int = 100, *,
+    async def hits(self, link_id: str, status: str | None = None, limit: int = 100, *, table_id: str = "",
                    on_behalf_of: str | None = None) -> list[Hit]:
-        """The link's hits, newest first: those of one status (PENDING, PAID, REJECTED), or all (None)."""
-        request = admin_pb2.ListHitsRequest(link_id=link_id, status=status or "", limit=limit)
+        """The link's hits, newest first: those of one status (PENDING, PAID, REJECTED), or all (None); of one
+        table when `table_id` is given."""
+        request = admin_pb2.ListHitsRequest(link_id=link_id, table_id=table_id, status=status or "", limit=limit)
         resp = await self._call(self.admin.ListHits, request, on_behalf_of)
         return [_hit(h) for h in resp.hits]
 

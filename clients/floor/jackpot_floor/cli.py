@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import textwrap
 import time
 from collections.abc import Awaitable, Callable
 
@@ -72,8 +73,8 @@ class UsageError(ValueError):
 
 def _sub(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, common: argparse.ArgumentParser,
          summary: str, description: str) -> argparse.ArgumentParser:
-    return sub.add_parser(name, parents=[common], help=summary, description=description, epilog=EPILOG,
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    return sub.add_parser(name, parents=[common], help=summary, description=textwrap.fill(description, 100),
+                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -95,6 +96,7 @@ def parser() -> argparse.ArgumentParser:
     which = h.add_mutually_exclusive_group()
     which.add_argument("--all", action="store_true", help="every hit, whatever its status")
     which.add_argument("--status", type=str.upper, choices=STATUSES, help="only hits of this status")
+    h.add_argument("--table", default="", metavar="TABLE", help="only the hits of this table")
     h.add_argument("--limit", type=int, default=100, metavar="N", help="at most N hits (default 100, at most 1000)")
 
     a = _sub(sub, "approve", common, "approve a pending hit (it is paid, or awaits a second supervisor)",
@@ -165,10 +167,10 @@ def check(args: argparse.Namespace) -> argparse.Namespace:
         except InvalidInput:
             raise UsageError(f"HIT_ID {args.hit_id[:100]!r}: must be <link>:<table>:<round>:<seat>, as "
                              "`jackpot-floor hits` shows it") from None
-    for flag in ("table_id", "request_id"):
+    for flag in ("table_id", "request_id", "table"):
         value = getattr(args, flag, None)
-        if value is not None:
-            _id("TABLE" if flag == "table_id" else "--request-id", value)
+        if value:
+            _id({"table_id": "TABLE", "request_id": "--request-id", "table": "--table"}[flag], value)
     for flag in ("reason", "ref"):
         value = getattr(args, flag, None)
         if value is not None and len(value) > TEXT_MAX:
@@ -191,7 +193,7 @@ def _now_ms() -> int:
 
 async def hits(args: argparse.Namespace, calls: FloorCalls) -> str:
     status = None if args.all else (args.status or PENDING)
-    found = await calls.hits(args.link, status, args.limit)
+    found = await calls.hits(args.link, status, args.limit, table_id=args.table)
     return to_json(found) if args.json else render_hits(found, _now_ms(), args.link, status == PENDING)
 
 
@@ -242,7 +244,8 @@ async def run(args: argparse.Namespace, channel_factory: ChannelFactory) -> int:
     try:
         out = await COMMANDS[args.command](args, FloorCalls(channel, timeout=args.timeout))
     except FloorError as e:
-        print(f"{PROG}: {e.code}: {e.message}", file=sys.stderr)
+        hint = f"is jackpotd running at {args.target}? ({e.message})" if e.code == "UNAVAILABLE" else e.message
+        print(f"{PROG}: {e.code}: {hint}", file=sys.stderr)
         return 1
     finally:
         await channel.close(grace=None)

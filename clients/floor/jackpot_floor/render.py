@@ -118,7 +118,7 @@ def _hit_approvals(h: Hit) -> str:
         return f"{have} ({', '.join(h.approved_by)})" if h.approved_by else have
     if h.status == REJECTED:
         return f"rejected by {h.rejected_by}" if h.rejected_by else NONE
-    return ", ".join(h.approved_by) or NONE
+    return ", ".join(h.approved_by) or "not needed"
 
 
 def render_decision(d: Decision) -> str:
@@ -154,10 +154,10 @@ def render_pools(pools: Sequence[Pool], link_id: str) -> str:
     if not pools:
         return f"no pools on link {link_id}\n"
     rows = [[p.pool, money(p.amount_cents), sub_cent(p.balance_ucents)] for p in pools]
-    text = grid(["POOL", "AMOUNT", "SUB-CENT"], rows, right=frozenset({1}))
-    if any(r[2] for r in rows):
-        text += "SUB-CENT: the exact balance beyond the whole cents shown (and paid); it stays in the pool.\n"
-    return text
+    if not any(r[2] for r in rows):
+        return grid(["POOL", "AMOUNT"], [r[:2] for r in rows], right=frozenset({1}))
+    return grid(["POOL", "AMOUNT", "SUB-CENT"], rows, right=frozenset({1})) + (
+        "SUB-CENT: the exact balance beyond the whole cents shown (and paid); it stays in the pool.\n")
 
 
 def render_changed(act: str, table_id: str, changed: Changed) -> str:
