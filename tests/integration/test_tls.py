@@ -29,7 +29,7 @@ from jackpotd.api.gen.jackpot.v1 import (
 from jackpotd.api.transport import ListenRefused
 from jackpotd.app import serve
 from jackpotd.auth.client import bearer, open_channel
-from jackpotd.auth.identity import Role
+from jackpotd.auth.identity import ON_BEHALF_OF, Role
 from jackpotd.auth.issue import IssueOrder, issue_into
 from jackpotd.auth.tokens import issue, read_key
 from jackpotd.embedded import free_port
@@ -38,7 +38,8 @@ from jackpotd.settings import Settings
 from ..conftest import Isolated, unique
 from .conftest import start_private
 
-ROLES = [(Role.ADMIN, "ops"), (Role.DISPLAY, "sign-1"), (Role.SUPERVISOR, "floor-1"), (Role.FINANCE, "office")]
+ROLES = [(Role.ADMIN, "ops"), (Role.DISPLAY, "sign-1"), (Role.SUPERVISOR, "floor-1"), (Role.FINANCE, "office"),
+         (Role.CONSOLE, "floor-1")]
 AUDIT = admin_pb2.Audit(actor="ignored", reason="tls test", approval_ref="TLS-1")
 
 
@@ -168,6 +169,19 @@ async def test_roles_by_certificate(tls: Tls) -> None:
         request_id=unique("s"), table_id=table, audit=AUDIT))) == grpc.StatusCode.OK
     assert await code_of(supervisor.ResumeTable(admin_pb2.ResumeTableRequest(
         request_id=unique("s"), table_id=table, audit=AUDIT))) == grpc.StatusCode.OK
+    # the console's certificate reads the pools on its own, and acts only for a supervisor it names (issue 21)
+    console = tls.admin("roles/console-floor-1")
+    assert await code_of(tls.display("roles/console-floor-1").GetPools(
+        display_pb2.GetPoolsRequest(link_id=tls.link))) == grpc.StatusCode.OK
+    suspend = admin_pb2.SuspendTableRequest(request_id=unique("s"), table_id=table, audit=AUDIT)
+    assert await code_of(console.SuspendTable(suspend)) == grpc.StatusCode.PERMISSION_DENIED
+    assert await code_of(console.SuspendTable(suspend, metadata=((ON_BEHALF_OF, "supervisor:bob"),))) == \
+        grpc.StatusCode.OK
+    assert await code_of(console.FundPool(fund(tls.link), metadata=((ON_BEHALF_OF, "admin:ops"),))) == \
+        grpc.StatusCode.PERMISSION_DENIED
+    assert await code_of(console.ResumeTable(admin_pb2.ResumeTableRequest(
+        request_id=unique("s"), table_id=table, audit=AUDIT), metadata=((ON_BEHALF_OF, "supervisor:bob"),))) == \
+        grpc.StatusCode.OK
     # the administrator (who created the link and registered the tables in the fixture) funds
     funded = await tls.admin().FundPool(fund(tls.link))
     assert funded is not None
