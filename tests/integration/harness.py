@@ -100,7 +100,7 @@ class Client:
     async def create_link(self, link_id: str, mode: str = "SPLIT", *, rates: dict[str, int] | None = None,
                           retained: int = 700_000, resets: dict[str, int] | None = None,
                           caps: dict[str, int] | None = None, wager: int = 100, games: Sequence[str] = (),
-                          threshold: int = 0) -> None:
+                          threshold: int = 0, dual: int = 0) -> None:
         if rates is None:
             rates = ({"MAJOR": 200_000, "MINOR": 75_000, "RESERVE": 25_000} if mode == "SPLIT"
                      else {"JACKPOT": 275_000, "RESERVE": 25_000})
@@ -113,7 +113,8 @@ class Client:
                    if p in caps else admin_pb2.PoolConfig(pool=p, reset_cents=resets.get(p, 0)) for p in pools],
             rates=admin_pb2.Rates(pools=[admin_pb2.PoolRate(pool=k, ppm=v) for k, v in rates.items()],
                                   retained_ppm=retained),
-            games=list(games), verification_threshold_cents=threshold, audit=AUDIT))
+            games=list(games), verification_threshold_cents=threshold, dual_approval_threshold_cents=dual,
+            audit=AUDIT))
 
     async def register(self, table_id: str, link_id: str, seats: int = 7, game: str = "caribbean-stud") -> None:
         await self.admin.RegisterTable(admin_pb2.RegisterTableRequest(

@@ -8,7 +8,7 @@ import asyncpg
 from jackpotd.store.ledger import chain_hash
 from jackpotd.store.ledger.summaries import ms_of
 
-GUARDED = ("entries", "postings", "hits", "hit_decisions", "links", "link_configs")
+GUARDED = ("entries", "postings", "hits", "hit_decisions", "hit_approvals", "links", "link_configs")
 
 
 async def recompute_chain(conn: asyncpg.Connection, link: str) -> None:
@@ -40,7 +40,7 @@ async def truncate(conn: asyncpg.Connection, link: str, keep: int) -> None:
     """Delete the link's entries after `keep` with their rows, and make the head and balances agree."""
     await unguarded(conn, True)
     try:
-        for t in ("hit_decisions", "hits", "postings", "entries"):
+        for t in ("hit_decisions", "hit_approvals", "hits", "postings", "entries"):
             await conn.execute(f"DELETE FROM {t} WHERE link_id = $1 AND seq > $2", link, keep)
         await conn.execute("UPDATE links SET last_seq = $2, last_hash = (SELECT hash FROM entries WHERE link_id = $1 "
                            "AND seq = $2) WHERE link_id = $1", link, keep)

@@ -49,7 +49,7 @@ from . import test_ledger_writer
 from .harness import eventually
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching to `nobody` needs root (CI runs as root)")
-LEDGER = ("entries", "postings", "hits", "hit_decisions", "link_configs")  # append-only
+LEDGER = ("entries", "postings", "hits", "hit_decisions", "hit_approvals", "link_configs")  # append-only
 PROJECTIONS = ("links", "account_balances", "rounds", "tables")
 PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER")
 # Exactly what the service's statements need (chain.py _APPEND, fences.py, reads, audit, recovery).

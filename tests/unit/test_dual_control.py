@@ -23,6 +23,7 @@ from jackpotd.service.ports import LiveRound, Step
 from jackpotd.service.replies import Reply, decode_result, encode_result
 from jackpotd.service.replies import stored_form as stored
 from jackpotd.service.round_record import RoundRecord
+from jackpotd.store.ledger.audit import approval_problem
 
 from .test_decide_table import FLUSH, NOW, ROYAL, UC, commit, fresh, link, live_round, settle
 
@@ -161,3 +162,28 @@ def test_a_single_approval_is_stored_as_it_always_was() -> None:
                                                "returned_to_pool_uc", "returned_to_operator_cents"}
     assert decode_result(stored(paid.result)) == paid.result
     assert encode_result(decode_result(stored(paid.result))) == encode_result(paid.result)
+
+
+def test_decisions_are_announced_with_their_approvals() -> None:
+    _, rnd, config = dual_round()
+    first = decide(True, rnd, config, ALICE)
+    paid = decide(True, LiveRound(first.round_new_state, "8", first.round_data), config, BOB)
+    assert [(a.status, a.approvals, a.approvals_needed) for a in announcements("approve_hit", reply_of(paid, 7))] \
+        == [("PAID", 2, 2)]
+    one = replace(config, dual_approval_threshold_cents=0, verification_threshold_cents=500_000)
+    step = decide_settle(settle({1: ROYAL}), one, "v1",
+                         TableState(NOW, {MAJOR: 1_000_000 * UC}, live_round(decide_commit(commit(1), one, "v1",
+                                                                                           fresh())), None))
+    single = decide(True, LiveRound(step.round_new_state, "7", step.round_data), one, ALICE)
+    assert [(a.status, a.approvals, a.approvals_needed) for a in announcements("approve_hit", reply_of(single, 7))] \
+        == [("PAID", 1, 1)]
+
+
+def test_the_audit_names_a_first_approval_that_does_not_fit_its_hit() -> None:
+    where = ("T", "r1", 1)
+    first = {"hit_id": "L:T:r1:1", "table_id": "T", "round_id": "r1", "seat": 1}
+    held = {where: ("MAJOR", 1_000_000, 0, "PENDING")}
+    assert approval_problem(first, held, {where: 2}, {}) == ""
+    assert "not held for two approvals" in approval_problem(first, held, {where: 1}, {})
+    assert "not held for two approvals" in approval_problem(first, {where: ("MAJOR", 1, 0, "PAID")}, {where: 2}, {})
+    assert "moves nothing" in approval_problem(first, held, {where: 2}, {"payouts": 5, "pending_payouts": -5})

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from ...domain.ids import parse_hit_id
 from ...domain.money import floor_cents
-from ...domain.verification import PENDING
+from ...domain.verification import PAID, PENDING
 from ..entries import FIRST_APPROVAL
-from ..replies import HitResult, Reply
+from ..replies import HitDecision, HitResult, Reply
 from ..results import HitAnnouncement, payouts_of
 
 METER_INTERVAL = 0.1  # ARCHITECTURE.md, Reads: at most ten updates a second per link
@@ -32,5 +32,10 @@ def announcements(kind: str, reply: Reply) -> tuple[HitAnnouncement, ...]:
     hit = reply.result.hit
     _, table_id, _, seat = parse_hit_id(hit.hit_id)
     return (HitAnnouncement(table_id, seat, hit.hand, hit.amount_cents, hit.pool, hit.hit_id, reply.seq,
-                            floor_cents(reply.balances.get(hit.pool, 0)), hit.status, len(hit.approved_by),
+                            floor_cents(reply.balances.get(hit.pool, 0)), hit.status, approvals_of(hit),
                             hit.approvals_needed),)
+
+
+def approvals_of(hit: HitDecision) -> int:
+    """The approvals a decided hit has: those its reply names (dual control), else its one approval if paid."""
+    return len(hit.approved_by) if hit.approved_by else int(hit.status == PAID)

@@ -100,7 +100,7 @@ async def last_hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> Las
         return None
     hit = hit_record(row)
     return LastHit(hit.hit_id, hit.table_id, hit.seat, hit.hand, hit.amount_cents, hit.pool, hit.seq, hit.status,
-                   len(hit.approved_by) if hit.status == PENDING else 0, hit.approvals_needed)
+                   len(hit.approved_by), hit.approvals_needed)
 
 
 # A hit's status is its decision's (§7: PAID or REJECTED) once a supervisor has decided it, else its own; a hit
