@@ -57,10 +57,10 @@ unit: install
 	$(BIN)/python -m pytest -q tests/unit
 
 lint: install
-	$(BIN)/ruff check jackpotd clients tests bench scripts  # clients: clients/table, clients/signage, clients/finance and clients/floor
+	$(BIN)/ruff check jackpotd clients tests bench scripts  # clients: clients/table, clients/signage, clients/finance, clients/floor and clients/console
 
 typecheck: install
-	$(BIN)/mypy jackpotd clients/table/jackpot_table clients/signage/jackpot_signage clients/finance/jackpot_finance clients/floor/jackpot_floor
+	$(BIN)/mypy jackpotd clients/table/jackpot_table clients/signage/jackpot_signage clients/finance/jackpot_finance clients/floor/jackpot_floor clients/console/jackpot_console
 
 ## deploy-check: validate deploy/ offline (Kubernetes and Compose schemas; settings, ports and metrics against
 ## the code): scripts/check_deploy.py
