@@ -52,7 +52,8 @@ def parser() -> argparse.ArgumentParser:
                                                        "0.0.0.0 for signs on the network)")
     p.add_argument("--port", type=int, default=8080, help="port to serve the pages on (default 8080)")
     p.add_argument("--celebrate-seconds", type=float, default=8.0,
-                   help="how long a hit's celebration stays on the sign before the new amount (default 8)")
+                   help="how long a MAJOR or JACKPOT hit fills the screen when no other waits (at most 8, the "
+                        "default); other hits show as banners over the pools, and a backlog is summarised")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO)")
     add_credential_flags(p)
     return p
