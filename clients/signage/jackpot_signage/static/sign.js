@@ -2,7 +2,8 @@
 // amount over about a second, never past it, and dropping at once to a lower one (a hit). No build step.
 //
 // Hits never hide the pools for long. A MAJOR or JACKPOT hit fills the screen, alone for up to
-// celebrateSeconds (at most 8), but for BUSY_MS only once another waits; between two such cards the pools show
+// celebrateSeconds (at most 8), but for BUSY_MS only once another waits (SUMMARY_MS once any other hit came,
+// and for any card in busy times); between two such cards the pools show
 // for REST_MS; hits that queued meanwhile share one summary card. So a hit is on screen within
 // BUSY_MS + REST_MS (7 s) of its arrival, and in a burst the pools show most of the time. Other hits (MINOR)
 // are banners under the pools (which make room), newest first, a few at once and "+N more".
@@ -342,6 +343,8 @@
   setInterval(() => { if (banners.length) drawBanners(); }, 250);
 
   function onBannerHit(hit) {
+    // busy play: a lone card is cut to SUMMARY_MS (its banner shows under the pools when the card ends)
+    if (card) endCardAt(Math.min(card.end, Math.max(card.start + SUMMARY_MS, Date.now())));
     banners = [{hit: hit, until: Date.now() + BANNER_MS}, ...banners.filter((b) => b.hit.hit_id !== hit.hit_id)];
     drawBanners();
     note("banner", {hits: [brief(hit)]});
