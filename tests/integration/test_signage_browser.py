@@ -143,7 +143,8 @@ async def test_the_sign_says_offline_while_jackpotd_is_down_and_recovers(private
         return await visible(page, "#offline")
 
     await eventually(offline, 15, "LINK OFFLINE once jackpotd stopped")
-    assert "LINK OFFLINE" in await page.inner_text("#offline")
+    text = await page.inner_text("#offline")
+    assert "LINK OFFLINE" in text and "Reconnecting…" in text and "failed to connect" not in text, text
     assert await shown(page, "MAJOR") is None  # no stale amount while offline
     await screenshot(page, "test_the_sign_says_offline_while_jackpotd_is_down_and_recovers-offline")
     private.task, private.stop = await start_private(private.settings)

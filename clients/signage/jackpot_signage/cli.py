@@ -23,7 +23,7 @@ from jackpotd.auth.credentials import (
 )
 from jackpotd.auth.identity import Role
 
-from .app import LINK_ID, make_app
+from .app import CELEBRATE_MAX, LINK_ID, make_app
 
 log = logging.getLogger("jackpot_signage")
 
@@ -72,6 +72,9 @@ def check_flags(args: argparse.Namespace) -> str | None:
     for link in args.link:
         if not LINK_ID.match(link):
             return f"--link {link!r}: 1-64 characters of A-Z a-z 0-9 . _ -"
+    if not 0 <= args.celebrate_seconds <= CELEBRATE_MAX:
+        return (f"--celebrate-seconds {args.celebrate_seconds:g}: from 0 to {CELEBRATE_MAX:g} (a celebration must "
+                "not hide the pools for longer)")
     try:
         role_credential(credential_flags(args), ROLES, "signage")
     except CredentialsMissing:
