@@ -7,112 +7,40 @@ hold. Screenshots go to artifacts/signage/<test>.png (1920x1080; one at 3840x216
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import shutil
-import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest_asyncio
-from aiohttp import web
-from jackpot_signage.app import make_app
-from jackpot_signage.cli import sign_channel
+from playwright.async_api import Page
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2
-from jackpotd.auth.credentials import RoleCredential
-from jackpotd.auth.identity import Role
-from jackpotd.embedded import free_port
 from jackpotd.store import keys
 
 from ..conftest import Isolated, unique
-from .browser import ARGS, CHROMIUM, require_chromium
 from .conftest import Private, start_private
-from .harness import AUDIT, Client, Pulse, eventually, rid, set_online, token
+from .harness import AUDIT, Client, Pulse, eventually, rid, set_online
+from .signs import CELEBRATE, HD, UHD, SignStarter, browser, showing, shown, signs, visible
+from .signs import screenshot as save
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "signage"
+__all__ = ["browser", "signs"]  # fixtures
+
 ROYAL = ["As", "Ks", "Qs", "Js", "Ts"]
-CELEBRATE = 3.0  # seconds: the tests' --celebrate-seconds
 WAGER = 10_000  # a $100 jackpot wager: a commit moves the pools by dollars, which a screenshot shows
-HD, UHD = {"width": 1920, "height": 1080}, {"width": 3840, "height": 2160}
-
-require_chromium()
-
-from playwright.async_api import BrowserContext, Page, async_playwright  # noqa: E402
 
 
 @pytest_asyncio.fixture
-async def sign(private: Private) -> AsyncIterator[Callable[[str], Awaitable[str]]]:
-    """Starts `jackpot-signage` in-process for a link (a display token, as any sign); returns the page's URL."""
-    runners: list[web.AppRunner] = []
-    credential = RoleCredential(token=token(Role.DISPLAY, "sign"))
+async def sign(private: Private, signs: SignStarter) -> AsyncIterator[Callable[[str], Awaitable[str]]]:
+    """Starts `jackpot-signage` in-process for a link of the private jackpotd; returns the page's URL."""
 
     async def start(link: str) -> str:
-        app = make_app(private.target, lambda target: sign_channel(credential, target), [link],
-                       celebrate_seconds=CELEBRATE)
-        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1)
-        await runner.setup()
-        port = free_port()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
-        runners.append(runner)
-        return f"http://127.0.0.1:{port}/links/{link}"
+        return f"{await signs(private.target, link)}/links/{link}"
 
     yield start
-    for runner in runners:
-        await runner.cleanup()
-
-
-@pytest_asyncio.fixture
-async def browser() -> AsyncIterator[Callable[[dict[str, int]], Awaitable[Page]]]:
-    """Debian's Chromium through Playwright (never a browser Playwright downloads), a fresh profile each."""
-    profiles: list[str] = []
-    contexts: list[BrowserContext] = []
-    async with async_playwright() as pw:
-
-        async def open_page(viewport: dict[str, int]) -> Page:
-            profile = tempfile.mkdtemp(prefix="signage-chromium-")
-            profiles.append(profile)
-            context = await pw.chromium.launch_persistent_context(
-                profile, executable_path=CHROMIUM, args=ARGS, headless=True, viewport=viewport)  # type: ignore[arg-type]
-            contexts.append(context)
-            page = context.pages[0] if context.pages else await context.new_page()
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            return page
-
-        errors: list[str] = []
-        yield open_page
-        for context in contexts:
-            with contextlib.suppress(Exception):
-                await context.close()
-    for profile in profiles:
-        shutil.rmtree(profile, ignore_errors=True)
-    assert not errors, f"the page raised: {errors}"
 
 
 async def screenshot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-
-
-async def shown(page: Page, pool: str) -> int | None:
-    """The cents the sign displays for a pool (None while it shows none)."""
-    value = await page.evaluate(
-        "(pool) => { const e = document.querySelector(`[data-pool=\"${pool}\"]`); "
-        "return e && e.dataset.cents !== undefined && !document.body.classList.contains('offline') "
-        "? Number(e.dataset.cents) : null; }", pool)
-    return None if value is None else int(value)
-
-
-async def visible(page: Page, selector: str) -> bool:
-    return bool(await page.is_visible(selector))
-
-
-async def showing(page: Page, pool: str, cents: int, timeout: float, what: str) -> None:
-    async def check() -> bool:
-        return await shown(page, pool) == cents
-
-    await eventually(check, timeout, f"{what}: the sign showing {pool} = {cents} (shows {await shown(page, pool)})")
+    await save(page, f"signage/{name}")
 
 
 RECORD = """() => {
@@ -215,7 +143,8 @@ async def test_the_sign_says_offline_while_jackpotd_is_down_and_recovers(private
         return await visible(page, "#offline")
 
     await eventually(offline, 15, "LINK OFFLINE once jackpotd stopped")
-    assert "LINK OFFLINE" in await page.inner_text("#offline")
+    text = await page.inner_text("#offline")
+    assert "LINK OFFLINE" in text and "Reconnecting…" in text and "failed to connect" not in text, text
     assert await shown(page, "MAJOR") is None  # no stale amount while offline
     await screenshot(page, "test_the_sign_says_offline_while_jackpotd_is_down_and_recovers-offline")
     private.task, private.stop = await start_private(private.settings)

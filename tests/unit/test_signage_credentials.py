@@ -39,4 +39,4 @@ async def test_a_sign_waiting_for_its_credentials_says_so_once(tmp_path: Path,
     assert said[0] == ("INFO", f"waiting for jackpotd to issue this sign's credentials in {credentials}")
     assert [level for level, _ in said] == ["INFO", "WARNING"], said
     assert "auth.key" in said[1][1]  # the detail: what was looked for, and the flags that name another place
-    assert {feed.reason for feed in feeds} == {"waiting for jackpotd"}
+    assert {(feed.reason, feed.state()["code"]) for feed in feeds} == {("Starting up…", "NO_CREDENTIALS")}

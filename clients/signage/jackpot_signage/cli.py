@@ -23,7 +23,7 @@ from jackpotd.auth.credentials import (
 )
 from jackpotd.auth.identity import Role
 
-from .app import LINK_ID, make_app
+from .app import CELEBRATE_MAX, LINK_ID, make_app
 
 log = logging.getLogger("jackpot_signage")
 
@@ -52,7 +52,8 @@ def parser() -> argparse.ArgumentParser:
                                                        "0.0.0.0 for signs on the network)")
     p.add_argument("--port", type=int, default=8080, help="port to serve the pages on (default 8080)")
     p.add_argument("--celebrate-seconds", type=float, default=8.0,
-                   help="how long a hit's celebration stays on the sign before the new amount (default 8)")
+                   help="how long a MAJOR or JACKPOT hit fills the screen when no other waits (at most 8, the "
+                        "default); other hits show as banners over the pools, and a backlog is summarised")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING (default INFO)")
     add_credential_flags(p)
     return p
@@ -71,6 +72,9 @@ def check_flags(args: argparse.Namespace) -> str | None:
     for link in args.link:
         if not LINK_ID.match(link):
             return f"--link {link!r}: 1-64 characters of A-Z a-z 0-9 . _ -"
+    if not 0 <= args.celebrate_seconds <= CELEBRATE_MAX:
+        return (f"--celebrate-seconds {args.celebrate_seconds:g}: from 0 to {CELEBRATE_MAX:g} (a celebration must "
+                "not hide the pools for longer)")
     try:
         role_credential(credential_flags(args), ROLES, "signage")
     except CredentialsMissing:

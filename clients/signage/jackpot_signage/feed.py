@@ -23,6 +23,9 @@ from jackpotd.auth.credentials import CredentialsMissing
 from jackpotd.backoff import Backoff, exponential
 from jackpotd.domain.verification import HitStatus
 
+from . import reasons
+from .reasons import Offline
+
 log = logging.getLogger("jackpot_signage.feed")
 
 BACKOFF_FIRST = 0.5  # seconds before the first retry
@@ -41,7 +44,7 @@ class CredentialsWait:
     if it lasts LONG seconds (flags that name the wrong place)."""
 
     LONG = 30.0
-    REASON = "waiting for jackpotd"  # what the sign's page says meanwhile
+    REASON = reasons.NO_CREDENTIALS.text  # what the sign's page says meanwhile ("Starting up…")
 
     def __init__(self) -> None:
         self.since: float | None = None
@@ -69,14 +72,17 @@ CREDENTIALS = CredentialsWait()  # one sign per process
 
 
 def pool_json(p: Any) -> dict[str, Any]:
+    """A pool as the page reads it."""
     return {"pool": p.pool, "amount_cents": int(p.amount_cents), "reset_cents": int(p.reset_cents)}
 
 
 def hit_json(h: Any) -> dict[str, Any]:
+    """A hit announcement as the page reads it (a PENDING hit's approvals of approvals_needed: "1 of 2")."""
     return {"hit_id": h.hit_id, "table_id": h.table_id, "seat": int(h.seat), "hand": h.hand,
             "amount_cents": int(h.amount_cents), "pool": h.pool,
             "pool_amount_after_cents": int(h.pool_amount_after_cents), "sequence": int(h.sequence),
-            "status": h.status or HitStatus.PAID}
+            "status": h.status or HitStatus.PAID, "approvals": int(h.approvals),
+            "approvals_needed": int(h.approvals_needed)}
 
 
 @dataclass(eq=False)
@@ -123,7 +129,8 @@ class LinkFeed:
         self.target = target
         self._channel = channel
         self.online = False
-        self.reason = "connecting to jackpotd"
+        self.offline: Offline = reasons.CONNECTING  # why not live: the page's text and code, the log's detail
+        self.known = asyncio.Event()  # set once jackpotd has answered (or refused) a first time
         self.sequence = 0
         self.pools: list[dict[str, Any]] = []
         self.tables: list[dict[str, Any]] | None = None
@@ -133,9 +140,21 @@ class LinkFeed:
 
     # ---- browsers ---------------------------------------------------------------------------------------
 
+    @property
+    def reason(self) -> str:
+        """What the page says while the link is not live ("" while it is)."""
+        return "" if self.online else self.offline.text
+
+    @property
+    def missing(self) -> bool:
+        """jackpotd says the link does not exist."""
+        return not self.online and self.offline.code == grpc.StatusCode.NOT_FOUND.name
+
     def state(self) -> dict[str, Any]:
-        return {"link": self.link, "online": self.online, "reason": "" if self.online else self.reason,
-                "sequence": self.sequence, "pools": self.pools, "tables": self.tables}
+        """What the page shows now: the pools and tables while live, else the short reason and its code."""
+        return {"link": self.link, "online": self.online, "reason": self.reason,
+                "code": "" if self.online else self.offline.code, "sequence": self.sequence, "pools": self.pools,
+                "tables": self.tables}
 
     def subscribe(self) -> Subscriber:
         s = Subscriber()
@@ -166,13 +185,14 @@ class LinkFeed:
                 await self._task
             self._task = None
 
-    def _down(self, reason: str) -> bool:
-        """Offline for `reason`; whether that is news (a reason already logged is not logged again)."""
-        news = self.online or reason != self.reason
+    def _down(self, why: Offline) -> bool:
+        """Offline for `why`; whether that is news (the detail is logged once per change, not at every retry)."""
+        news = self.online or why.shown != self.offline.shown or why.detail != self.offline.detail
         if self.online:
-            log.warning("link %s: offline (%s)", self.link, reason)
+            log.warning("link %s: offline (%s)", self.link, why.detail)
         self.online = False
-        self.reason = reason
+        self.offline = why
+        self.known.set()
         self._publish()
         return news
 
@@ -186,14 +206,14 @@ class LinkFeed:
             except asyncio.CancelledError:
                 raise
             except CredentialsMissing as e:
-                self._down(CredentialsWait.REASON)
+                self._down(reasons.NO_CREDENTIALS)
                 self.credentials.missing(e)
             except grpc.aio.AioRpcError as e:
-                if self._down(f"{e.code().name}: {e.details()}"):
-                    log.info("link %s: no stream (%s); retrying every %.0f s or less", self.link, self.reason,
-                             BACKOFF_MAX)
+                if self._down(reasons.from_status(e.code(), e.details())):
+                    log.info("link %s: no stream (%s); retrying every %.0f s or less", self.link,
+                             self.offline.detail, BACKOFF_MAX)
             except Exception as e:  # anything else: keep trying, but say what it was
-                if self._down(f"{type(e).__name__}: {e}"):
+                if self._down(reasons.failed(e)):
                     log.exception("link %s: stream failed; retrying every %.0f s or less", self.link, BACKOFF_MAX)
             await backoff.sleep()
 
@@ -209,14 +229,14 @@ class LinkFeed:
                 while True:
                     update = await asyncio.wait_for(call.read(), SILENCE)
                     if update is EOF:
-                        self._down("the stream ended")
+                        self._down(reasons.ended())
                         return got
                     if not got:
                         log.info("link %s: watching %s", self.link, self.target)
                     got = True
                     self._apply(update)
             except TimeoutError:
-                self._down(f"no word from jackpotd for {SILENCE:.0f} s")
+                self._down(reasons.silent(SILENCE))
                 return got
             finally:
                 call.cancel()
@@ -224,8 +244,10 @@ class LinkFeed:
             await channel.close(grace=None)
 
     def _apply(self, update: Any) -> None:
+        """An update from the stream: live again, the newest pools and tables, and a hit passed on in order."""
         self.online = True
-        self.reason = ""
+        self.offline = reasons.CONNECTING  # a later loss is news again
+        self.known.set()
         self.sequence = max(self.sequence, int(update.sequence))
         self.pools = [pool_json(p) for p in update.pools]
         if len(update.tables):
@@ -266,6 +288,13 @@ class Feeds:
             feed = self.feeds[link] = LinkFeed(link, self.target, self._channel)
             feed.start()
         return feed
+
+    async def forget(self, link: str) -> None:
+        """Close an unconfigured link's feed now (jackpotd says it does not exist): a bad URL holds no stream."""
+        feed = self.feeds.get(link)
+        if feed is not None and link not in self.pinned and not feed.subscribers:
+            del self.feeds[link]
+            await feed.stop()
 
     async def _reap(self) -> None:
         while True:
