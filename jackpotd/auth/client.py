@@ -14,6 +14,7 @@ import grpc
 
 from ..domain.errors import InvalidInput
 from ..domain.ids import require_id
+from .credentials import RoleCredential
 from .identity import Role
 from .tokens import issue
 
@@ -98,3 +99,11 @@ def open_channel(target: str, *, interceptors: Sequence[Any] = (),
         return grpc.aio.insecure_channel(target, options=list(options), interceptors=list(interceptors))
     credentials = grpc.ssl_channel_credentials(root_certificates=ca, private_key=key, certificate_chain=cert)
     return grpc.aio.secure_channel(target, credentials, options=list(options), interceptors=list(interceptors))
+
+
+def role_channel(credential: RoleCredential, target: str) -> grpc.aio.Channel:
+    """A channel to jackpotd presenting a role's credential: its client certificate over TLS, else its bearer
+    token (what `credentials.role_credential` found)."""
+    if credential.ca is not None:
+        return open_channel(target, ca=credential.ca, cert=credential.cert, key=credential.key)
+    return open_channel(target, interceptors=bearer(credential.token) if credential.token else [])

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 from jackpotd.api.gen.jackpot.v1 import report_pb2, report_pb2_grpc
-from jackpotd.auth.client import bearer, open_channel
-from jackpotd.auth.credentials import RoleCredential
+from jackpotd.auth.client import role_channel
 from jackpotd.auth.identity import Role
 
 if TYPE_CHECKING:
@@ -19,11 +18,7 @@ if TYPE_CHECKING:
 ROLES = (Role.FINANCE, Role.ADMIN)  # what may read the ledger's reports, finance first
 
 
-def finance_channel(credential: RoleCredential, target: str) -> grpc.aio.Channel:
-    """A channel to jackpotd presenting the credential: a client certificate over TLS, else a bearer token."""
-    if credential.ca is not None:
-        return open_channel(target, ca=credential.ca, cert=credential.cert, key=credential.key)
-    return open_channel(target, interceptors=bearer(credential.token) if credential.token else [])
+finance_channel = role_channel  # a channel presenting the credential: its certificate over TLS, else its token
 
 
 def report_stub(channel: grpc.aio.Channel) -> ReportServiceAsyncStub:

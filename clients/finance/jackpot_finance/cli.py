@@ -16,12 +16,8 @@ from typing import TYPE_CHECKING, TypeVar
 import grpc
 from tqdm import tqdm
 
-from jackpotd.auth.credentials import (
-    CredentialsMissing,
-    add_credential_flags,
-    credential_flags,
-    role_credential,
-)
+from jackpotd.auth.credentials import add_credential_flags
+from jackpotd.auth.role_cli import role_main
 from jackpotd.domain.errors import InvalidInput
 from jackpotd.domain.ids import ID_GRAMMAR, require_id
 
@@ -30,7 +26,6 @@ from .calls import (
     export_ledger,
     fetch_liability,
     fetch_reconciliation,
-    finance_channel,
     report_stub,
     verify_ledger,
 )
@@ -289,26 +284,8 @@ async def run(args: argparse.Namespace, channel_factory: ChannelFactory) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = parse(argv)
-    except SystemExit as e:  # argparse: --help (0) or its own usage error (2, message printed)
-        return e.code if isinstance(e.code, int) else 2
-    except UsageError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
-    try:
-        credential = role_credential(credential_flags(args), ROLES, "finance")
-    except CredentialsMissing as e:
-        print(f"{PROG}: no finance credential: {e}", file=sys.stderr)
-        return 2
-    except ValueError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
-    try:
-        return asyncio.run(run(args, lambda target: finance_channel(credential, target)))
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+    """The command line (jackpotd.auth.role_cli): exit codes as the help says."""
+    return role_main(PROG, argv, parse, ROLES, "finance", run)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 import grpc
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, display_pb2, display_pb2_grpc
-from jackpotd.auth.client import bearer, open_channel
-from jackpotd.auth.credentials import RoleCredential
+from jackpotd.auth.client import role_channel
 from jackpotd.auth.identity import ON_BEHALF_OF as ON_BEHALF_OF  # the header naming the person a console acts for
 from jackpotd.auth.identity import Role
 
@@ -144,11 +143,7 @@ class Changed:
     config_version: int
 
 
-def floor_channel(credential: RoleCredential, target: str) -> grpc.aio.Channel:
-    """A channel to jackpotd presenting the credential: a client certificate over TLS, else a bearer token."""
-    if credential.ca is not None:
-        return open_channel(target, ca=credential.ca, cert=credential.cert, key=credential.key)
-    return open_channel(target, interceptors=bearer(credential.token) if credential.token else [])
+floor_channel = role_channel  # a channel presenting the credential: its certificate over TLS, else its token
 
 
 def new_request_id() -> str:

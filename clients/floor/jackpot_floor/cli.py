@@ -5,7 +5,6 @@ pools, without hand-built gRPC calls (role supervisor, else admin)."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import textwrap
 import time
@@ -13,7 +12,8 @@ from collections.abc import Awaitable, Callable
 
 import grpc
 
-from jackpotd.auth.credentials import CredentialsMissing, add_credential_flags, credential_flags, role_credential
+from jackpotd.auth.credentials import add_credential_flags
+from jackpotd.auth.role_cli import role_main
 from jackpotd.domain.errors import InvalidInput
 from jackpotd.domain.ids import ID_GRAMMAR, TEXT_MAX, parse_hit_id, require_id
 
@@ -26,7 +26,6 @@ from .calls import (
     ROLES,
     FloorCalls,
     FloorError,
-    floor_channel,
 )
 from .render import (
     render_audit,
@@ -256,26 +255,7 @@ async def run(args: argparse.Namespace, channel_factory: ChannelFactory) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """The command line: 0 done, 1 refused by (or no answer from) jackpotd, 2 usage or credentials."""
-    try:
-        args = parse(argv)
-    except SystemExit as e:  # argparse: --help (0) or its own usage error (2, message printed)
-        return e.code if isinstance(e.code, int) else 2
-    except UsageError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
-    try:
-        credential = role_credential(credential_flags(args), ROLES, "floor")
-    except CredentialsMissing as e:
-        print(f"{PROG}: no supervisor credential: {e}", file=sys.stderr)
-        return 2
-    except ValueError as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
-    try:
-        return asyncio.run(run(args, lambda target: floor_channel(credential, target)))
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+    return role_main(PROG, argv, parse, ROLES, "floor", run)
 
 
 if __name__ == "__main__":
