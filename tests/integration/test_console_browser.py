@@ -3,12 +3,15 @@
 credential) acting for each person. A supervisor approves a pending hit and the sign turns from PENDING to
 VERIFIED AND PAID; another rejects one; under dual control the same person's second approval is refused and a
 second person's pays; a form without its CSRF token does nothing; an idle session goes back to the login form;
-the sixth failed login in a minute is refused. One browser and one jackpotd for the module.
+the sixth failed login in a minute is refused; a new pending hit appears on an open page within seconds, while
+an open page with nothing new adds no ListHits to the trail; a person removed from the users file is sent to the
+login form at their next click. One browser and one jackpotd for the module.
 A screenshot of the console goes to artifacts/console.png."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -310,3 +313,57 @@ async def test_a_supervisor_in_the_users_file_logs_in_with_a_client_certificate(
     await alice.click("text=Log in as alice with your certificate")
     await alice.wait_for_url(f"{base}/pending")
     assert "(acting as supervisor:alice)" in await alice.inner_text("header")
+
+
+async def list_hits_reads(floor: Floor, actor: str) -> int:
+    """How many ListHits the trail holds by `actor` on the module's link (each refresh that read jackpotd)."""
+    resp = await floor.client.admin.ListAudit(admin_pb2.ListAuditRequest(link_id=floor.link, actor=actor,
+                                                                         method="ListHits", limit=1000))
+    return len(resp.rows)
+
+
+async def refreshed(page: Page, times: int) -> None:
+    """Wait for console.js to refresh the page's live part `times` more times (2 s apart)."""
+    async def since(last: int) -> bool:
+        return int(await page.get_attribute("#live", "data-refreshed") or 0) > last
+
+    for _ in range(times):
+        last = int(await page.get_attribute("#live", "data-refreshed") or 0)
+        await eventually(functools.partial(since, last), 10, "the page's live part refreshed")
+
+
+async def test_an_open_pending_page_shows_a_new_hit_within_seconds_and_adds_no_reads_while_nothing_happens(
+        floor: Floor, person: Any) -> None:
+    base = floor.base
+    page = await person()
+    await log_in(page, base, "alice")
+    await page.wait_for_url(f"{base}/pending")
+    await refreshed(page, 1)
+    before = await list_hits_reads(floor, "alice")
+    assert before >= 1  # the page's own load read the hits
+    await refreshed(page, 3)  # about 6 s open with no new hit: every refresh from the console's cache
+    assert await list_hits_reads(floor, "alice") == before
+    hit_id = await floor.pending_royal(0)
+    await page.wait_for_selector(row(hit_id), timeout=5_000)  # no reload: the live part read it again
+    assert "Royal flush" in await page.inner_text(row(hit_id))
+    assert await list_hits_reads(floor, "alice") > before
+    await floor.client.admin.RejectHit(admin_pb2.RejectHitRequest(request_id=rid(), hit_id=hit_id,
+                                                                  reason="test over", audit=AUDIT))
+
+
+async def test_a_person_removed_from_the_users_file_is_logged_out_at_their_next_click(floor: Floor,
+                                                                                      person: Any) -> None:
+    base = floor.base
+    users.add(floor.users_file, "carol", "carol's long password")
+    page = await person()
+    await log_in(page, base, "carol", "carol's long password")
+    await page.wait_for_url(f"{base}/pending")
+    await page.click("nav >> text=Tables")
+    await page.fill(f'tr[data-table-id="{floor.table}"] form.suspend input[name=reason]', "typing")  # no refresh
+    users.remove(floor.users_file, "carol")
+    await page.click("nav >> text=Audit trail")
+    await page.wait_for_url(f"{base}/login?removed=1")
+    assert "the console's users file no longer lists you" in await page.inner_text("main")
+    await page.goto(f"{base}/pending")  # the session is over
+    assert page.url.startswith(f"{base}/login")
+    assert not await floor.suspended()

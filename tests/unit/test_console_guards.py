@@ -1,6 +1,7 @@
 """The console's pure guards and users file: sessions expire when idle (a page refreshing itself is not
 activity), CSRF tokens match exactly, the sixth failed login in a minute is refused per name and per address,
-and the users file holds argon2id hashes, mode 0600, written whole."""
+the users file holds argon2id hashes, mode 0600, written whole, and is read again only when it changed (a removed
+person's session ends at their next request), and a refresh of the pending hits reads jackpotd only when needed."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from jackpot_console import users, words
 from jackpot_console.cli import main
 from jackpot_console.guards import LoginLimiter, Sessions, csrf_ok, limit_keys
+from jackpot_console.live import CACHE_SECONDS, CachedPart, use_cache
 
 
 def test_a_session_lives_while_used_and_expires_when_idle() -> None:
@@ -148,3 +150,35 @@ def test_words() -> None:
     assert words.approvals(("supervisor:alice",), 2) == "1 of 2: supervisor:alice"
     assert words.approvals((), 0) == "0 of 1"
     assert words.refusal("FAILED_PRECONDITION", "x") == "Refused (FAILED_PRECONDITION): x"
+
+
+def test_a_refresh_shows_the_cached_pending_hits_only_while_nothing_changed_and_it_is_young() -> None:
+    cached = CachedPart(generation=7, at=100.0, html="<table>")
+    assert use_cache(True, 7, cached, 100.0) and use_cache(True, 7, cached, 100.0 + CACHE_SECONDS - 0.1)
+    assert not use_cache(True, 8, cached, 101.0)  # a hit announced (or the watch reconnected) since: read
+    assert not use_cache(True, 7, cached, 100.0 + CACHE_SECONDS)  # old: its ages would be wrong
+    assert not use_cache(False, 7, cached, 101.0)  # the watch is down: no word of changes, so read
+    assert not use_cache(True, 7, None, 101.0)  # nothing cached (a failed read is not cached)
+    assert not use_cache(True, 7, cached, 99.0)  # a clock gone backwards: read
+
+
+def test_the_roster_follows_the_users_file_and_reads_it_only_when_it_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "users.json"
+    roster = users.Roster(path)
+    assert not roster.lists("alice")  # no file yet: no one
+    users.add(path, "alice", "correct horse")
+    users.add(path, "bob", "battery staple")
+    reads = []
+    load = users.load
+    monkeypatch.setattr(users, "load", lambda p: reads.append(p) or load(p))
+    assert roster.lists("alice") and roster.lists("bob") and not roster.lists("carol")
+    assert len(reads) == 1  # a stat per check, the file read once
+    users.remove(path, "alice")  # (which reads the file itself, once)
+    assert not roster.lists("alice") and roster.lists("bob") and len(reads) == 3
+    users.add(path, "bob", "another staple", replace=True)  # a new password: the same names
+    assert roster.lists("bob") and roster.lists("bob") and len(reads) == 5
+    path.write_text("not json")
+    assert not roster.lists("bob")  # a file it cannot use lists no one
+    path.unlink()
+    assert not roster.lists("bob")

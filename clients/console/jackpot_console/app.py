@@ -6,8 +6,10 @@
   POST /suspend | /resume                     a table (table_id, reason, approval_ref to resume)
   GET  /static/<name>, /healthz
 
-Every page but the login form needs a live session; every POST needs the session's CSRF token (403 without it,
-nothing done). jackpotd is called with the console's own credential, on behalf of `supervisor:<name>`.
+Every page but the login form needs a live session of a person the users file still lists; every POST needs the
+session's CSRF token (403 without it, nothing done). jackpotd is called with the console's own credential, on
+behalf of `supervisor:<name>`; the pending page's refreshes read it again only when a hit was announced since
+(watch.py, live.py), since each ListHits is a row on jackpotd's audit trail.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import grpc
 from aiohttp import web
 from jackpot_floor.calls import Decision, FloorCalls, FloorError
 
-from . import pages, words
+from . import pages, watch, words
 from .guards import Session, csrf_ok
+from .live import CachedPart, use_cache
 from .login import login, login_by_certificate, login_form, logout
 from .state import CONSOLE, COOKIE, SESSION, Console, ConsoleSettings, html_response
 
@@ -32,6 +35,7 @@ log = logging.getLogger("jackpot_console.app")
 
 STATIC = resources.files("jackpot_console") / "static"
 TYPES = {".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml"}
+REMOVED = "/login?removed=1"  # where a person the users file no longer lists is sent (their session ended)
 OPEN = {"/login", "/login/certificate", "/healthz", "/favicon.ico"}  # what needs no session (and /static/)
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -62,6 +66,8 @@ def make_app(settings: ConsoleSettings, channel: Callable[[], grpc.aio.Channel],
     app.router.add_get("/static/{name}", static)
     app.router.add_get("/favicon.ico", favicon)
     app.router.add_get("/healthz", healthz)
+    app.on_startup.append(watch.start)
+    app.on_cleanup.append(watch.stop)
     app.on_cleanup.append(_close)
     return app
 
@@ -106,6 +112,12 @@ async def _guarded(request: web.Request, handler: Callable[[web.Request], Awaita
         if live:
             raise web.HTTPUnauthorized(text="log in again\n")
         raise web.HTTPSeeOther("/login?expired=1" if expired else "/login")
+    if not console.roster.lists(session.user):
+        console.sessions.close(session.sid)
+        log.warning("logged %s out: the users file no longer lists them", session.user)
+        if live:
+            raise web.HTTPUnauthorized(text="log in again\n", headers={"X-Login": REMOVED})
+        raise web.HTTPSeeOther(REMOVED)
     if request.method == "POST":
         form = await request.post()
         sent = form.get("csrf")
@@ -121,13 +133,22 @@ async def _guarded(request: web.Request, handler: Callable[[web.Request], Awaita
 # ---- the pages --------------------------------------------------------------------------------------------
 
 
-async def render(console: Console, name: str, session: Session) -> str:
-    """A page's live part, or what stands in its way in words."""
+async def render(console: Console, name: str, session: Session, *, afresh: bool = True) -> str:
+    """A page's live part, or what stands in its way in words. Unless `afresh`, the pending hits come from the
+    session's cache while no hit was announced since and it is young (live.use_cache): no ListHits then."""
     link, person, now_ms = console.settings.link, f"supervisor:{session.user}", int(time.time() * 1000)
+    cached = session.pending
+    if (name == "pending" and not afresh and cached is not None
+            and use_cache(console.watching, console.hits_generation, cached, console.clock())):
+        return cached.html
+    session.pending = None
+    generation = console.hits_generation  # before the read: a hit announced during it makes the next one read
     try:
         calls = console.calls()
         if name == "pending":
-            return pages.pending(await calls.pending_hits(link, on_behalf_of=person), session.csrf, now_ms)
+            html = pages.pending(await calls.pending_hits(link, on_behalf_of=person), session.csrf, now_ms)
+            session.pending = CachedPart(generation, console.clock(), html)
+            return html
         if name == "tables":
             return pages.tables(await calls.tables(link, on_behalf_of=person), session.csrf, now_ms)
         if name == "audit":
@@ -155,7 +176,7 @@ async def part(request: web.Request) -> web.Response:
     name = request.match_info["page"]
     if name not in pages.PAGES:
         raise web.HTTPNotFound()
-    return html_response(await render(request.app[CONSOLE], name, request[SESSION]))
+    return html_response(await render(request.app[CONSOLE], name, request[SESSION], afresh=False))
 
 
 # ---- the acts ---------------------------------------------------------------------------------------------
@@ -171,6 +192,7 @@ def act(do: Act) -> Callable[[web.Request], Awaitable[web.Response]]:
         console, session = request.app[CONSOLE], request[SESSION]
         form = {k: v for k, v in (await request.post()).items() if isinstance(v, str)}
         back = "/tables" if request.path in ("/suspend", "/resume") else "/pending"
+        session.pending = None  # the page it goes back to reads afresh
         try:
             message, back = await do(console.calls(), f"supervisor:{session.user}", form)
             session.say("ok", message)

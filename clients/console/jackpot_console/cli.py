@@ -192,7 +192,7 @@ def manage(args: argparse.Namespace) -> int:
         raise users.UsersFileError(f"users {args.action}: give the person's NAME")
     if args.action == "remove":
         users.remove(path, args.name)
-        print(f"jackpot-console: removed {args.name} from {path}")
+        print(f"jackpot-console: removed {args.name} from {path} (their open sessions end at their next request)")
         return 0
     users.check_name(args.name)
     users.add(path, args.name, read_password(args.password_stdin), replace=args.action == "passwd")

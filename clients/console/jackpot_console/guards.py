@@ -11,6 +11,8 @@ import secrets
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
+from .live import CachedPart
+
 LOGIN_FORM_SECONDS = 15 * 60  # how long a login form shown stays good to post (an anonymous session)
 MAX_SESSIONS = 10_000  # sessions kept at most, anonymous ones (a login form shown) included: the oldest go first
 FAILURES_ALLOWED = 5  # failed logins per window, per user name and per client address (the next is refused)
@@ -37,6 +39,7 @@ class Session:
     last_seen: float
     user: str | None = None
     flash: list[tuple[str, str]] = field(default_factory=list)  # (kind "ok"/"error", text) shown once
+    pending: CachedPart | None = None  # the pending page's live part as last read for this session (live.py)
 
     def say(self, kind: str, text: str) -> None:
         """Queue a message for the next page this session sees (after the POST's redirect)."""

@@ -62,6 +62,8 @@ async def login_form(request: web.Request) -> web.Response:
     if expired or request.query.get("expired"):
         message = (f"Your session expired after {_duration(console.settings.session_seconds)} without activity: "
                    "log in again.")
+    elif request.query.get("removed"):
+        message = "You were logged out: the console's users file no longer lists you."
     certificate = await _known(console, certificate_name(request)) or ""
     response = _login_page(request, session, message=message, certificate=certificate)
     set_cookie(response, console, session)

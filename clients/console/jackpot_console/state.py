@@ -12,6 +12,7 @@ from aiohttp import web
 from jackpot_floor.calls import FloorCalls
 
 from .guards import LoginLimiter, Session, Sessions
+from .users import Roster
 
 COOKIE = "jackpot_console"
 
@@ -28,8 +29,9 @@ class ConsoleSettings:
 
 
 class Console:
-    """The console's state: sessions, the failed-login limiter, and the floor calls over one channel to jackpotd
-    (opened when first needed, reopened after jackpotd refuses the console's credential)."""
+    """The console's state: sessions, the failed-login limiter, the users file's names, the hits generation, and
+    the floor calls over one channel to jackpotd (opened when first needed, reopened after jackpotd refuses the
+    console's credential)."""
 
     def __init__(self, settings: ConsoleSettings, channel: Callable[[], grpc.aio.Channel],
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -37,7 +39,10 @@ class Console:
         self.settings = settings
         self.sessions = Sessions(settings.session_seconds)
         self.limiter = LoginLimiter()
+        self.roster = Roster(settings.users_file)  # who is still in the users file (checked at every request)
         self.clock = clock
+        self.watching = False  # the follower of the link's hits is connected (watch.py)
+        self.hits_generation = 0  # bumped on each (re)connection of the follower and each hit it sees announced
         self._open_channel = channel
         self._channel: grpc.aio.Channel | None = None
         self._calls: FloorCalls | None = None

@@ -4,13 +4,14 @@
 
 Written atomically (a temporary file beside it, fsynced, then renamed) with mode 0600 in a 0700 directory;
 `jackpot-console users add|passwd|remove|list` manage it, and the server reads it at every login, so a change
-takes effect without a restart.
+takes effect without a restart; a person removed from it is logged out at their next request (Roster).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from jackpotd.domain.errors import InvalidInput
 from jackpotd.domain.ids import require_id
+
+log = logging.getLogger("jackpot_console.users")
 
 VERSION = 1
 MIN_PASSWORD = 8  # characters: a floor password is typed often, but never this short
@@ -149,3 +152,39 @@ def remove(path: Path, name: str) -> None:
         raise UsersFileError(f"name={name!r}: no such user in {path}")
     del users[name]
     save(path, users)
+
+
+class Roster:
+    """The names the users file lists, for the check on every request: a stat each time, the file read again only
+    when its mtime, size or inode changes (every save replaces it). A file gone or unreadable lists no one."""
+
+    def __init__(self, path: Path) -> None:
+        """Nothing read yet."""
+        self.path = path
+        self._key: tuple[int, int, int] | None = None
+        self._names: frozenset[str] = frozenset()
+
+    def names(self) -> frozenset[str]:
+        """The names listed now."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self._key, self._names = None, frozenset()
+            return self._names
+        except OSError as e:
+            log.error("cannot read the users file %s: %s; no one is logged in meanwhile", self.path, e)
+            self._key, self._names = None, frozenset()
+            return self._names
+        key = (st.st_mtime_ns, st.st_size, st.st_ino)
+        if key != self._key:
+            try:
+                self._names = frozenset(load(self.path))
+            except UsersFileError as e:
+                log.error("cannot use the users file %s: %s; no one is logged in meanwhile", self.path, e)
+                self._names = frozenset()
+            self._key = key
+        return self._names
+
+    def lists(self, name: str) -> bool:
+        """Whether the users file lists `name` now."""
+        return name in self.names()

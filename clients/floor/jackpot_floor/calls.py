@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 ROLES = (Role.SUPERVISOR, Role.ADMIN)  # who may act on the floor, supervisor first
-DEFAULT_TIMEOUT = 15.0  # seconds: every floor call is a small unary one
+DEFAULT_TIMEOUT = 15.0  # seconds: every floor call but the watch is a small unary one
+WATCH_SILENCE = 6.0  # seconds without an update (jackpotd's heartbeat is every 2 s) and a watch is taken as lost
 
 PENDING, PAID, REJECTED = "PENDING", "PAID", "REJECTED"
 # every administrative act says why (RULES.md §9); an approval's why is mostly its reference, so an approval
@@ -250,21 +251,34 @@ class FloorCalls:
     async def audit(self, link_id: str, limit: int = 50, actor: str = "", *, reads: bool = True,
                     on_behalf_of: str | None = None) -> list[AuditEntry]:
         """The link's administrative acts, newest first, refused ones included (of one actor when given);
-        `reads=False` leaves out the reads that were answered (ListHits, ListAudit: the console polls them).
-        SuspendTable and ResumeTable name a table, not its link, so the trail files them under no link: they
-        are read by method and kept when they name one of the link's tables."""
-        wanted = limit if reads else AUDIT_MAX
+        `reads=False` leaves out the reads that were answered (ListHits, ListAudit). jackpotd files a table's
+        acts (SuspendTable, ResumeTable) under its link, so one query by link finds them all."""
+        request = admin_pb2.ListAuditRequest(link_id=link_id, actor=actor, limit=limit if reads else AUDIT_MAX)
+        resp = await self._call(self.admin.ListAudit, request, on_behalf_of)
+        rows = [a for a in resp.rows if reads or not is_answered_read(a.method, a.outcome)]
+        return [_audit(a) for a in rows[:limit]]
 
-        def query(link: str, method: str) -> Awaitable[admin_pb2.ListAuditResponse]:
-            request = admin_pb2.ListAuditRequest(link_id=link, actor=actor, method=method, limit=wanted)
-            return self._call(self.admin.ListAudit, request, on_behalf_of)
-
-        of_link, tables, suspends, resumes = await asyncio.gather(
-            query(link_id, ""), self.tables(link_id, on_behalf_of=on_behalf_of),
-            query("", "SuspendTable"), query("", "ResumeTable"))
-        ours = {t.table_id for t in tables}
-        rows = {a.id: a for a in of_link.rows if reads or not is_answered_read(a.method, a.outcome)}
-        rows |= {a.id: a for r in (suspends, resumes) for a in r.rows
-                 if a.link_id in ("", link_id) and a.table_id in ours}
-        newest = sorted(rows.values(), key=lambda a: (a.at_ms, a.id), reverse=True)
-        return [_audit(a) for a in newest[:limit]]
+    async def watch_hits(self, link_id: str) -> AsyncIterator[int]:
+        """Follow the link's WatchPools stream (the console's own credential may watch: no on-behalf-of), yielding
+        the update's sequence once for the opening snapshot and once per update announcing a hit (a settle's
+        hit, a first of two approvals, a decision), so a caller knows when its list of hits may be stale. Ends
+        with FloorError when the stream fails, ends, or says nothing for WATCH_SILENCE seconds (jackpotd sends a
+        heartbeat every 2 s)."""
+        call = self.display.WatchPools(display_pb2.WatchPoolsRequest(link_id=link_id))
+        first = True
+        try:
+            while True:
+                try:
+                    update = await asyncio.wait_for(call.read(), WATCH_SILENCE)
+                except TimeoutError:
+                    raise FloorError("DEADLINE_EXCEEDED", f"no word from jackpotd on link_id={link_id!r} for "
+                                                          f"{WATCH_SILENCE:g} s") from None
+                except grpc.aio.AioRpcError as e:
+                    raise FloorError(e.code().name, e.details() or "") from None
+                if not isinstance(update, display_pb2.PoolsUpdate):  # grpc.aio.EOF
+                    raise FloorError("UNAVAILABLE", f"jackpotd ended the stream of link_id={link_id!r}")
+                if first or update.HasField("hit"):
+                    first = False
+                    yield int(update.sequence)
+        finally:
+            call.cancel()

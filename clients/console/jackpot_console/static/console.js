@@ -1,12 +1,13 @@
-// The console's live part: every 5 s the page's section is fetched again (GET /part/<page>) and replaced, unless
-// the person is typing in one of its forms. A session that expired sends the page back to the login form.
+// The console's live part: every 2 s the page's section is fetched again (GET /part/<page>) and replaced, unless
+// the person is typing in one of its forms. A session that ended sends the page back to the login form (where
+// the server says, X-Login: expired, or the person removed from the users file).
 // Plain JS, no build step, nothing from another host.
 "use strict";
 (() => {
   const live = document.getElementById("live");
   if (!live) return;
   const part = live.dataset.part;
-  const REFRESH_MS = 5000;  // each refresh of pending hits is a ListHits on jackpotd's audit trail
+  const REFRESH_MS = 2000;  // the server reads jackpotd's pending hits again only when a hit was announced
 
   function busy() {  // a form being filled in must not be wiped under the person's fingers
     for (const input of live.querySelectorAll("input:not([type=hidden])")) {
@@ -24,7 +25,7 @@
       return;  // the console itself is unreachable: keep what is shown, try again
     }
     if (response.status === 401) {
-      window.location.assign("/login?expired=1");
+      window.location.assign(response.headers.get("X-Login") || "/login?expired=1");
       return;
     }
     if (!response.ok) return;
