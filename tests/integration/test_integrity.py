@@ -8,13 +8,13 @@ from typing import Any
 import grpc
 import pytest
 
-from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2, table_pb2
+from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2, report_pb2, table_pb2
 from jackpotd.auth.identity import Role
 from jackpotd.domain.ids import hit_id
 from jackpotd.store import keys, ledger
 
 from ..conftest import unique
-from .harness import AUDIT, Client, rid, token
+from .harness import ADMIN, AUDIT, Client, rid, token
 
 S = grpc.StatusCode
 FLUSH = ["2c", "5c", "9c", "Jc", "Kc"]
@@ -131,6 +131,26 @@ async def test_free_text_with_nul_is_stored_and_audits(client: Client, world: di
     assert "NSW\\u0000-42" in config
     await client.commit(world["table"], "next", [1])  # the link goes on with its new rate set
     await assert_audit_ok(client, world["link"])
+    # and every read of the entry works: the tables' last round, the export, the signs' feed
+    pools = await client.display.GetPools(display_pb2.GetPoolsRequest(link_id=world["link"]))
+    assert [t.last_round_at_ms > 0 for t in pools.tables if t.table_id == world["table"]] == [True]
+    exported = [e async for e in client.report.ExportLedger(report_pb2.ExportLedgerRequest(link_id=world["link"]))]
+    assert [(e.table_id, e.round_id) for e in exported if e.sequence == resp.sequence] == [(world["table"], "open")]
+
+
+async def test_a_hit_rejected_with_a_nul_in_its_reason_is_listed_with_who_rejected_it(client: Client) -> None:
+    from .test_hit_approval import pending_royal, reject
+
+    link, _, royal = await pending_royal(client)
+    answer = await client.admin.RejectHit(reject(royal.hit_id, reason="marked\x00 card"))
+    hits = (await client.admin.ListHits(admin_pb2.ListHitsRequest(link_id=link, status="REJECTED"))).hits
+    assert [(h.hit_id, h.rejected_by) for h in hits] == [(royal.hit_id, f"admin:{ADMIN}")]
+    last = (await client.display.GetPools(display_pb2.GetPoolsRequest(link_id=link))).last_hit  # the round's flush
+    assert last.hit_id.startswith(royal.hit_id[:-1]) and last.status == "PAID"
+    stored = await client.pg.fetchval("SELECT entry::text FROM entries WHERE link_id = $1 AND seq = $2", link,
+                                      answer.sequence)
+    assert "marked\\u0000 card" in stored
+    await assert_audit_ok(client, link)
 
 
 async def test_malformed_request_bytes_are_invalid_argument(client: Client, world: dict[str, str]) -> None:

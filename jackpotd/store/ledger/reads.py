@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
+import orjson
 
 from ...domain.rounds import OPEN
 from ...domain.verification import PAID, PENDING, REJECTED
@@ -98,7 +99,7 @@ async def last_hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str) -> Las
     row = await conn.fetchrow(_HITS + "ORDER BY h.seq DESC, h.hit_id DESC LIMIT 1", link_id)
     if row is None:
         return None
-    hit = hit_record(row)
+    hit = (await hit_records(conn, link_id, [row]))[0]
     return LastHit(hit.hit_id, hit.table_id, hit.seat, hit.hand, hit.amount_cents, hit.pool, hit.seq, hit.status,
                    len(hit.approved_by), hit.approvals_needed)
 
@@ -110,30 +111,52 @@ HIT_STATUS = (
     f"p.link_id = h.link_id AND p.seq = h.seq AND p.account = 'pending_payouts') THEN '{PAID}' ELSE h.status END)")
 HIT_DECISION = ("LEFT JOIN hit_decisions d ON d.link_id = h.link_id AND d.table_id = h.table_id "
                 "AND d.round_id = h.round_id AND d.seat = h.seat")
-# Who decided a hit: its decision entry's audit actor (§7); who approved it first of two: hit_approvals (NM 15.1.24.12)
-_DECIDER = "(SELECT x.entry->'audit'->>'actor' FROM entries x WHERE x.link_id = d.link_id AND x.seq = d.seq)"
+# Who approved a hit first of two: hit_approvals (NM 15.1.24.12). Who decided it is its decision entry's audit actor
+# (§7), read from the entry's text by `deciders`: never with PostgreSQL's JSON operators, which refuse a whole entry
+# holding a NUL anywhere in its free text ("\u0000 cannot be converted to text").
 _APPROVERS = (
     "ARRAY(SELECT a.actor FROM hit_approvals a WHERE a.link_id = h.link_id AND a.table_id = h.table_id AND "
-    f"a.round_id = h.round_id AND a.seat = h.seat ORDER BY a.seq) || CASE WHEN d.status = '{PAID}' THEN "
-    f"ARRAY[{_DECIDER}] ELSE ARRAY[]::text[] END")
+    "a.round_id = h.round_id AND a.seat = h.seat ORDER BY a.seq)")
 _HIT_COLUMNS = ("h.hit_id, h.link_id, h.table_id, h.round_id, h.seat, h.hand, h.cards, h.pool, h.amount_cents, "
                 f"h.funded_by_operator_cents, h.pool_before_uc, h.rule, {HIT_STATUS} AS status, h.seq, "
                 f"{_APPROVERS} AS approved_by, CASE WHEN h.status = '{PENDING}' THEN h.approvals_needed ELSE 0 END "
-                f"AS approvals_needed, CASE WHEN d.status = '{REJECTED}' THEN {_DECIDER} ELSE '' END AS rejected_by")
+                "AS approvals_needed, d.status AS decision, d.seq AS decision_seq")
 _HITS = (f"SELECT {_HIT_COLUMNS}, e.created_at FROM hits h {HIT_DECISION} "
          "JOIN entries e ON e.link_id = h.link_id AND e.seq = h.seq WHERE h.link_id = $1 ")
-# A link's hits with the time their settle is dated (reports): add conditions after it.
+# A link's hits with the time their settle is dated (reports): add conditions after it; read them with hit_records.
 DATED_HITS = _HITS
 
 
-def hit_record(r: asyncpg.Record) -> HitRecord:
-    """A row of _HITS or DATED_HITS as the port's HitRecord."""
+Conn = asyncpg.Connection | asyncpg.Pool | asyncpg.pool.PoolConnectionProxy  # whatever runs a query
+
+
+async def deciders(conn: Conn, link_id: str, seqs: Sequence[int]) -> dict[int, str]:
+    """The audit actor of each of these decision entries, from the entry's exact text."""
+    if not seqs:
+        return {}
+    rows = await conn.fetch("SELECT seq, entry::text AS entry FROM entries WHERE link_id = $1 AND seq = ANY($2)",
+                            link_id, sorted(set(seqs)))
+    return {int(r["seq"]): str((orjson.loads(r["entry"]).get("audit") or {}).get("actor", "")) for r in rows}
+
+
+async def hit_records(conn: Conn, link_id: str,
+                      rows: Sequence[asyncpg.Record]) -> list[HitRecord]:
+    """Rows of _HITS or DATED_HITS as the port's HitRecords, with who decided each decided one."""
+    by = await deciders(conn, link_id, [int(r["decision_seq"]) for r in rows if r["decision_seq"] is not None])
+    return [hit_record(r, by.get(int(r["decision_seq"]), "") if r["decision_seq"] is not None else "")
+            for r in rows]
+
+
+def hit_record(r: asyncpg.Record, decider: str = "") -> HitRecord:
+    """A row of _HITS or DATED_HITS as the port's HitRecord; `decider` is who approved (the last approver) or
+    rejected it (`deciders`)."""
     created = r.get("created_at")
+    approved = tuple(r["approved_by"]) + ((decider,) if r["decision"] == PAID else ())
     return HitRecord(r["hit_id"], r["link_id"], r["table_id"], r["round_id"], int(r["seat"]), r["hand"],
                      tuple(r["cards"]), r["pool"], int(r["amount_cents"]), int(r["funded_by_operator_cents"]),
                      int(r["pool_before_uc"]), r["rule"], r["status"], int(r["seq"]),
-                     0 if created is None else ms_of(created), tuple(r["approved_by"]), int(r["approvals_needed"]),
-                     r["rejected_by"])
+                     0 if created is None else ms_of(created), approved, int(r["approvals_needed"]),
+                     decider if r["decision"] == REJECTED else "")
 
 
 async def hits(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: str, status: str,
@@ -141,7 +164,7 @@ async def hits(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: 
     """A link's hits, newest first; `table_id` and `status` narrow them when given."""
     rows = await conn.fetch(_HITS + f"AND ($2 = '' OR h.table_id = $2) AND ($3 = '' OR {HIT_STATUS} = $3) "
                             "ORDER BY h.seq DESC, h.seat LIMIT $4", link_id, table_id, status, limit)
-    return [hit_record(r) for r in rows]
+    return await hit_records(conn, link_id, rows)
 
 
 async def hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: str, round_id: str,
@@ -149,14 +172,17 @@ async def hit(conn: asyncpg.Connection | asyncpg.Pool, link_id: str, table_id: s
     """One hit with its current status, or None when the ledger holds no such hit."""
     row = await conn.fetchrow(_HITS + "AND h.table_id = $2 AND h.round_id = $3 AND h.seat = $4", link_id, table_id,
                               round_id, seat)
-    return None if row is None else hit_record(row)
+    return None if row is None else (await hit_records(conn, link_id, [row]))[0]
 
 
 # What signs need of a range of committed entries (issue 11): every entry's kind (a config change is re-read),
 # and the reply of those that announce something (a settle that paid a hit, a hit decision, a first of two
 # approvals) and of the last.
 ROUND_ENDS = "('settle', 'void')"  # the kinds of entry that end a table's round (TableStatus.last_round_at_ms)
-_ROUND_TABLE = "e.entry->'round'->>'table_id'"  # the table whose round an entry moved (migration 015's index)
+# The table whose round a settle or void moved: the table that asked, from its request id ("table:<id>:<request>"),
+# which is text. Never the entry's JSON: PostgreSQL's JSON operators refuse a whole entry that holds a NUL anywhere
+# in its free text (a void's reason may), which would refuse the entry itself through an index on them.
+_ROUND_TABLE = "CASE WHEN e.request_id LIKE 'table:%' THEN split_part(e.request_id, ':', 2) END"
 _AT_MS = "(extract(epoch FROM e.created_at) * 1000)::bigint"
 _COMMITTED = (
     "SELECT e.seq, e.kind, CASE WHEN e.seq = $3 OR e.kind IN ('approve_hit', 'reject_hit', 'first_approval') "
@@ -176,7 +202,8 @@ async def entries_between(conn: asyncpg.Connection | asyncpg.Pool, link_id: str,
 
 _LAST_ROUNDS = (
     f"SELECT t.table_id, (SELECT {_AT_MS} FROM entries e WHERE e.link_id = $1 AND e.kind IN {ROUND_ENDS} "
-    f"AND {_ROUND_TABLE} = t.table_id ORDER BY e.seq DESC LIMIT 1) AS at_ms "
+    "AND split_part(e.request_id, ':', 2) = t.table_id AND e.request_id LIKE 'table:%' ORDER BY e.seq DESC LIMIT 1) "
+    "AS at_ms "
     "FROM unnest($2::text[]) AS t(table_id)")
 
 

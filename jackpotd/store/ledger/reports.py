@@ -13,7 +13,7 @@ from ...domain.flows import Flow
 from ...domain.postings import PENDING_PAYOUTS, POOL_PREFIX
 from ...domain.verification import PENDING
 from ...service.ports import ExportedEntry, HitRecord, LiabilityData, PeriodData
-from .reads import CURRENT_CONFIG, DATED_HITS, HIT_STATUS, hit_record
+from .reads import CURRENT_CONFIG, DATED_HITS, HIT_STATUS, hit_records
 from .summaries import BUCKET_MS, bucket_of, entry_flows, ms_of, time_of
 
 CHART_BUCKETS = 1_000  # at most about this many points per pool between a period's hits
@@ -115,9 +115,9 @@ async def period(pool: asyncpg.Pool, link_id: str, from_ms: int, to_ms: int) -> 
         opening = await _pool_balances(conn, link_id, before)
         closing = await _pool_balances(conn, link_id, last)
         first_seq, last_seq = (min(seqs), max(seqs)) if seqs else (0, 0)
-        hits = [hit_record(r) for r in await conn.fetch(
+        hits = await hit_records(conn, link_id, await conn.fetch(
             DATED_HITS + "AND h.seq BETWEEN $2 AND $3 ORDER BY h.seq, h.seat LIMIT $4", link_id, first_seq,
-            last_seq, HITS_LISTED)]
+            last_seq, HITS_LISTED))
         hits_total = len(hits) if len(hits) < HITS_LISTED else int(await conn.fetchval(
             "SELECT count(*) FROM hits WHERE link_id = $1 AND seq BETWEEN $2 AND $3", link_id, first_seq, last_seq))
         chart = await _chart(conn, link_id, from_ms, to_ms, inner_from, inner_to, opening, before, closing, last,
@@ -187,9 +187,9 @@ async def entries(pool: asyncpg.Pool, link_id: str, first: int, last: int,
     while at <= last:
         upto = min(last, at + page - 1)
         async with pool.acquire() as conn:
-            rows = await conn.fetch("SELECT seq, kind, request_id, created_at, entry::text AS entry, hash, prev_hash, "
-                                    "coalesce(entry -> 'round' ->> 'table_id', '') AS table_id, "
-                                    "coalesce(entry -> 'round' ->> 'round_id', '') AS round_id "
+            # the entry's round is read from its text here: PostgreSQL's JSON operators refuse an entry that
+            # holds a NUL anywhere in its free text
+            rows = await conn.fetch("SELECT seq, kind, request_id, created_at, entry::text AS entry, hash, prev_hash "
                                     "FROM entries WHERE link_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq",
                                     link_id, at, upto)
             legs: dict[int, list[tuple[str, int, int]]] = {}
@@ -201,12 +201,21 @@ async def entries(pool: asyncpg.Pool, link_id: str, first: int, last: int,
         out = []
         for r in rows:
             seq = int(r["seq"])
-            out.append(ExportedEntry(seq, ms_of(r["created_at"]), r["kind"], r["request_id"], r["table_id"],
-                                     r["round_id"], tuple(legs.get(seq, ())), bytes(r["hash"]).hex(),
-                                     bytes(r["prev_hash"]).hex(), r["entry"]))
+            table_id, round_id = _round_of(r["entry"])
+            out.append(ExportedEntry(seq, ms_of(r["created_at"]), r["kind"], r["request_id"], table_id, round_id,
+                                     tuple(legs.get(seq, ())), bytes(r["hash"]).hex(), bytes(r["prev_hash"]).hex(),
+                                     r["entry"]))
         if out:
             yield out
         at = upto + 1
+
+
+def _round_of(entry: str) -> tuple[str, str]:
+    """The table and round an entry moved ('' when none), from its exact text."""
+    if '"round"' not in entry:
+        return "", ""
+    moved = orjson.loads(entry).get("round") or {}
+    return str(moved.get("table_id", "")), str(moved.get("round_id", ""))
 
 
 async def liability(pool: asyncpg.Pool, link_id: str) -> LiabilityData:
@@ -217,8 +226,8 @@ async def liability(pool: asyncpg.Pool, link_id: str) -> LiabilityData:
                                    "ON e.link_id = l.link_id AND e.seq = l.last_seq WHERE l.link_id = $1", link_id)
         balances = {r["account"]: int(r["balance_uc"]) for r in await conn.fetch(
             "SELECT account, balance_uc FROM account_balances WHERE link_id = $1", link_id)}
-        pending = [hit_record(r) for r in await conn.fetch(
-            DATED_HITS + f"AND {HIT_STATUS} = '{PENDING}' ORDER BY h.seq, h.seat", link_id)]
+        pending = await hit_records(conn, link_id, await conn.fetch(
+            DATED_HITS + f"AND {HIT_STATUS} = '{PENDING}' ORDER BY h.seq, h.seat", link_id))
     seq = 0 if head is None else int(head["last_seq"])
     at = 0 if head is None or head["created_at"] is None else ms_of(head["created_at"])
     pools = {a[len(POOL_PREFIX):]: v for a, v in balances.items() if a.startswith(POOL_PREFIX)}
