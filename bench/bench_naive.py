@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncpg
+import grpc
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -74,6 +75,7 @@ class Run:
     seconds: float
     commits: list[float] = field(default_factory=list)
     settles: list[float] = field(default_factory=list)
+    errors: dict[str, int] = field(default_factory=dict)  # failed calls by status (not counted as calls)
     cpu: dict[str, float] = field(default_factory=dict)  # µs per call
     pg: dict[str, float] = field(default_factory=dict)  # per call
 
@@ -120,18 +122,23 @@ async def drive(server: str, target: str, auth_key: bytes, tables: list[str], se
     async def table(t: str, stop_at: float) -> None:
         while time.perf_counter() < stop_at:
             round_id = f"r{next(ROUNDS)}"
-            t0 = time.perf_counter()
-            await stub.CommitWagers(table_pb2.CommitWagersRequest(request_id=str(uuid.uuid4()), table_id=t,
-                                                                  round_id=round_id, wagers=wagers))
-            t1 = time.perf_counter()
-            run.commits.append(t1 - t0)
-            await stub.SettleRound(table_pb2.SettleRoundRequest(request_id=str(uuid.uuid4()), table_id=t,
-                                                                round_id=round_id, hands=hands, dealer_cards=dealer))
-            run.settles.append(time.perf_counter() - t1)
+            try:
+                t0 = time.perf_counter()
+                await stub.CommitWagers(table_pb2.CommitWagersRequest(request_id=str(uuid.uuid4()), table_id=t,
+                                                                      round_id=round_id, wagers=wagers))
+                t1 = time.perf_counter()
+                run.commits.append(t1 - t0)
+                await stub.SettleRound(table_pb2.SettleRoundRequest(request_id=str(uuid.uuid4()), table_id=t,
+                                                                    round_id=round_id, hands=hands,
+                                                                    dealer_cards=dealer))
+                run.settles.append(time.perf_counter() - t1)
+            except grpc.aio.AioRpcError as e:  # counted and shown; the table goes on with a new round
+                run.errors[e.code().name] = run.errors.get(e.code().name, 0) + 1
 
     await asyncio.gather(*(table(t, time.perf_counter() + 0.5) for t in tables))  # warm: connections, caches
     run.commits.clear()
     run.settles.clear()
+    run.errors.clear()
 
     def cpu() -> dict[str, float]:
         return {k: tree_cpu(pid, k != "client") for k, pid in parts.items()}
