@@ -8,7 +8,9 @@ behind jackpotd's own interceptor and guard (a finance token, the stream watched
 ledger; then, `--runs` times each:
 
 1. ExportLedger of the whole ledger, drained by a client counting its entries and postings;
-2. `jackpot-report export` (jackpot_finance.cli.run, in this process) of the whole ledger to a CSV file.
+2. `jackpot-report export` (jackpot_finance.cli.run, in this process) of the whole ledger to a CSV file;
+3. with --floor, a bare gRPC stream of one of the ledger's entries as many times, one a message and then a
+   thousand a message (a page message built at run time), to show what gRPC itself costs per message.
 
 Each line: entries/s, and CPU µs per entry of the server process, of the client (this process) and of
 PostgreSQL. Best of the runs and the spread are printed at the end. Code is imported from this file's tree, so
@@ -26,8 +28,10 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PATHS = [str(ROOT), str(ROOT / "clients" / "finance"), str(ROOT / "bench")]
@@ -107,7 +111,7 @@ async def drain(target: str, token: str, last: int) -> tuple[int, int]:
             n += 1
             legs += len(e.postings)
     finally:
-        await channel.close()
+        await channel.close(grace=None)
     return n, legs
 
 
@@ -123,6 +127,71 @@ async def export_csv(target: str, token: str, out: Path, last: int) -> tuple[int
     if code:
         raise SystemExit(f"jackpot-report export exited {code}")
     return 0, out.stat().st_size
+
+
+FLOOR_PAGE = 1_000  # entries a page of the floor's paged stream
+
+
+def page_type() -> type[Any]:
+    """A `repeated LedgerEntry` message built at run time: what a page message in the proto would cost (issue 22
+    proposes one; the proto is not changed here)."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    from jackpotd.api.gen.jackpot.v1 import report_pb2
+    fd = descriptor_pb2.FileDescriptorProto(name="bench_page.proto", package="bench",
+                                            dependency=[report_pb2.DESCRIPTOR.name])
+    fd.message_type.add(name="LedgerPage").field.add(name="entries", number=1, type=11, label=3,
+                                                     type_name=".jackpot.v1.LedgerEntry")
+    pool = descriptor_pool.Default()
+    pool.AddSerializedFile(fd.SerializeToString())
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("bench.LedgerPage"))
+
+
+async def serve_floor(port: int) -> None:
+    """A bare grpc.aio stream (no database, no interceptor) of one sample entry, n times: one a message (`One`),
+    or FLOOR_PAGE a message (`Pages`). The request: n (8 bytes), then the entry serialized."""
+    import grpc
+
+    from jackpotd.api.gen.jackpot.v1 import report_pb2
+    page = page_type()
+
+    def parse(b: bytes) -> tuple[int, Any]:
+        return int.from_bytes(b[:8], "big"), report_pb2.LedgerEntry.FromString(b[8:])
+
+    async def one(request: tuple[int, Any], context: Any) -> AsyncIterator[Any]:
+        for _ in range(request[0]):
+            yield request[1]
+
+    async def pages(request: tuple[int, Any], context: Any) -> AsyncIterator[Any]:
+        n, sample = request
+        for at in range(0, n, FLOOR_PAGE):
+            yield page(entries=[sample] * min(FLOOR_PAGE, n - at))
+
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("bench.Floor", {
+        "One": grpc.unary_stream_rpc_method_handler(one, parse, report_pb2.LedgerEntry.SerializeToString),
+        "Pages": grpc.unary_stream_rpc_method_handler(pages, parse, page.SerializeToString)})])
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    await server.start()
+    print("serving", flush=True)
+    await server.wait_for_termination()
+
+
+async def drain_floor(target: str, method: str, n: int, sample: bytes) -> int:
+    """The floor's stream drained, every entry visited: entries."""
+    import grpc
+
+    from jackpotd.api.gen.jackpot.v1 import report_pb2
+    paged = method == "Pages"
+    decode = page_type().FromString if paged else report_pb2.LedgerEntry.FromString
+    got = 0
+    async with grpc.aio.insecure_channel(target) as channel:
+        call = channel.unary_stream(f"/bench.Floor/{method}", request_serializer=lambda b: b,
+                                    response_deserializer=decode)(n.to_bytes(8, "big") + sample)
+        async for message in call:
+            for _ in (message.entries if paged else (message,)):
+                got += 1
+    return got
 
 
 async def measure(server: psutil.Process, pg: psutil.Process, call: object, entries: int) -> Run:
@@ -182,6 +251,31 @@ async def bench(args: argparse.Namespace, root: Path) -> None:
             results["CSV"].append(r)
             print(r.line("CSV"), f" {out.stat().st_size / 1e6:,.0f} MB", flush=True)
             out.unlink(missing_ok=True)
+        if args.floor:
+            from jackpot_finance.calls import export_ledger, report_stub
+
+            from jackpotd.auth.client import bearer, open_channel
+            async with open_channel(target, interceptors=bearer(token)) as channel:
+                sample = b""  # a commit of seven seats, as most of the ledger's entries are
+                async for e in export_ledger(report_stub(channel), LINK, from_sequence=20, to_sequence=20):
+                    sample = e.SerializeToString()
+            floor_port = free_port()
+            floor = subprocess.Popen([sys.executable, __file__, "--serve-floor", str(floor_port)], env=env,
+                                     stdout=subprocess.PIPE)
+            try:
+                assert floor.stdout is not None
+                floor.stdout.readline()
+                bare = psutil.Process(floor.pid)
+                for method, name in (("One", "bare, 1/message"), ("Pages", f"bare, {FLOOR_PAGE:,}/msg")):
+                    results[name] = []
+                    for _ in range(args.runs):
+                        r = await measure(bare, postgres, drain_floor(f"127.0.0.1:{floor_port}", method, total,
+                                                                      sample), total)
+                        results[name].append(r)
+                        print(r.line(name), flush=True)
+            finally:
+                floor.terminate()
+                floor.wait(10)
         print("best (spread of entries/s over the runs):")
         for name, runs in results.items():
             rates = sorted(r.entries / r.wall_s for r in runs)
@@ -203,10 +297,14 @@ def main() -> None:
     parser.add_argument("--export", type=int, default=0, metavar="N",
                         help="export sequences 1..N only (default: the whole ledger)")
     parser.add_argument("--runs", type=int, default=3, help="measurements of each (default 3)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also time a bare gRPC stream of a sample entry (no database, no interceptor), one "
+                             f"entry a message and {FLOOR_PAGE:,} a message: the floor of the stream's cost")
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-floor", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve:
-        asyncio.run(serve(args.serve))
+    if args.serve or args.serve_floor:
+        asyncio.run(serve(args.serve) if args.serve else serve_floor(args.serve_floor))
         return
     root = Path(args.data) if args.data else Path(tempfile.mkdtemp(prefix="jackpotd-bench-export-"))
     root.mkdir(parents=True, exist_ok=True)
