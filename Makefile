@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install system-account chromium run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-replicas bench-cluster bench-naive audit clean
+.PHONY: install system-account chromium run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-export bench-replicas bench-cluster bench-naive audit clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -101,6 +101,10 @@ bench-reports: install
 NAIVE_ARGS ?=
 bench-naive: install
 	$(BIN)/python bench/bench_naive.py $(NAIVE_ARGS)
+
+## bench-export: ExportLedger over gRPC and jackpot-report export's CSV on a built ledger (kept in /tmp/jackpotd-export-ledger)
+bench-export: install
+	$(BIN)/python bench/bench_export.py --entries 200000 --data /tmp/jackpotd-export-ledger
 
 ## bench-replicas: CommitWagers through one `jackpotd grpc` replica and through two, with a `jackpotd writer`
 bench-replicas: install

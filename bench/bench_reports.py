@@ -64,6 +64,7 @@ from jackpotd.embedded import EmbeddedPostgres  # noqa: E402
 from jackpotd.service.commands import Audit, Commit, CreateLink, Fund, RegisterTable, Request  # noqa: E402
 from jackpotd.service.decide.admin import AdminState, decide_config, decide_fund  # noqa: E402
 from jackpotd.service.decide.table import TableState, decide_commit  # noqa: E402
+from jackpotd.service.entries import encode_entry  # noqa: E402
 from jackpotd.service.ports import NEW_LINK, Step  # noqa: E402
 from jackpotd.service.reports import ReconciliationView, ReportQueries  # noqa: E402
 from jackpotd.store import ledger  # noqa: E402
@@ -117,7 +118,7 @@ class Journal:
         balances = orjson.dumps(flat).decode() if flat else "{}"  # cjson writes an empty HGETALL as {}
         reply = (f'{{"hash":"{step.request_hash}","seq":{self.seq},"result":{canonical_json(step.result)},'
                  f'"balances":{balances},"content":{step.canonical_content}}}')
-        entry = ledger.JournalEntry(LINK, self.seq, canonical_json(step.entry), dict(self.balances), reply,
+        entry = ledger.JournalEntry(LINK, self.seq, encode_entry(step.entry), dict(self.balances), reply,
                                     self.after)
         self.after = step.identity
         return entry

@@ -61,14 +61,15 @@ class ReportServicer(report_pb2_grpc.ReportServiceServicer):
                            context: Ctx) -> AsyncIterator[report_pb2.LedgerEntry]:
         first, last = await self.reports.export_range(request.link_id, request.from_sequence, request.to_sequence,
                                                       request.from_ms, request.to_ms)
-        async for page in self.reports.export(request.link_id, first, last):
+        link_id, entry, posting = request.link_id, report_pb2.LedgerEntry, report_pb2.LedgerPosting
+        async for page in self.reports.export(link_id, first, last):
             for e in page:
-                yield report_pb2.LedgerEntry(
-                    link_id=request.link_id, sequence=e.seq, at_ms=e.at_ms, kind=e.kind, request_id=e.request_id,
-                    table_id=e.table_id, round_id=e.round_id, hash_hex=e.hash_hex, prev_hash_hex=e.prev_hash_hex,
-                    entry_json=e.entry, first_sequence=first, last_sequence=last,
-                    postings=[report_pb2.LedgerPosting(account=a, amount_ucents=uc, balance_after_ucents=after)
-                              for a, uc, after in e.postings])
+                yield entry(link_id=link_id, sequence=e.seq, at_ms=e.at_ms, kind=e.kind, request_id=e.request_id,
+                            table_id=e.table_id, round_id=e.round_id, hash_hex=e.hash_hex,
+                            prev_hash_hex=e.prev_hash_hex, entry_json=e.entry, first_sequence=first,
+                            last_sequence=last,
+                            postings=[posting(account=a, amount_ucents=uc, balance_after_ucents=after)
+                                      for a, uc, after in e.postings])
 
     async def VerifyLedger(self, request: report_pb2.VerifyLedgerRequest,
                            context: Ctx) -> report_pb2.VerifyLedgerResponse:

@@ -18,6 +18,8 @@ import grpc
 import pytest
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, report_pb2, table_pb2
+from jackpotd.store.ledger import reports
+from jackpotd.store.ledger.summaries import ms_of
 
 from ..conftest import Isolated, unique
 from .conftest import open_private
@@ -240,6 +242,18 @@ async def test_export_streams_every_entry_with_its_postings(client: Client) -> N
     assert [(e.sequence, p.account, p.amount_ucents, p.balance_after_ucents) for e in got for p in e.postings] == [
         (int(r["seq"]), r["account"], int(r["amount_uc"]), int(r["balance_after_uc"])) for r in legs]
     assert got[-1].table_id == table and got[-1].round_id == "r2" and got[-1].hash_hex
+    # the chain exactly as stored (verifiable from the export), dated to the ms as the ledger dates it
+    stored = await c.pg.fetch("SELECT seq, created_at, entry::text AS entry, hash, prev_hash FROM entries "
+                              "WHERE link_id = $1 ORDER BY seq", link)
+    assert [(e.entry_json, e.hash_hex, e.prev_hash_hex, e.at_ms) for e in got] == [
+        (r["entry"], bytes(r["hash"]).hex(), bytes(r["prev_hash"]).hex(), ms_of(r["created_at"])) for r in stored]
+    assert all(a.prev_hash_hex == b.hash_hex for a, b in zip(got[1:], got, strict=False))
+    # pages of one statement each, across their boundaries: the same entries as the stream
+    paged = [e async for page in reports.entries(c.pg, link, 1, n, page=2) for e in page]
+    assert [(e.seq, e.table_id, e.round_id, e.postings, e.hash_hex, e.entry) for e in paged] == [
+        (g.sequence, g.table_id, g.round_id,
+         tuple((p.account, p.amount_ucents, p.balance_after_ucents) for p in g.postings), g.hash_hex, g.entry_json)
+        for g in got]
     some = [e async for e in c.report.ExportLedger(report_pb2.ExportLedgerRequest(link_id=link, from_sequence=2,
                                                                                   to_sequence=3))]
     assert [e.sequence for e in some] == [2, 3] and some[0].first_sequence == 2 and some[0].last_sequence == 3

@@ -24,7 +24,7 @@ from jackpot_finance.model import MOVEMENTS, hand_name, report_dict
 from jackpot_finance.money import PLACES, display, dollars, exact, subcent
 from jackpot_finance.render import render_liability, render_reconciliation, render_verification
 from jackpot_finance.spreadsheet import EXPORT_COLUMNS, export_rows
-from jackpot_finance.times import NaiveTime, local_iso, parse_instant, utc_iso, zone
+from jackpot_finance.times import NaiveTime, instant, local_iso, parse_instant, utc_iso, zone
 
 from jackpotd.api.gen.jackpot.v1 import report_pb2
 
@@ -136,6 +136,12 @@ def test_dollars_is_exact_with_the_places_it_needs(uc: int, text: str) -> None:
     (123_456_789_012_345, "$1,234,567.89", "+0.012345¢"), (-1_500_000, "-$0.01", "−0.5¢"), (0, "$0.00", "")])
 def test_dollars_and_cents_with_the_sub_cent_beside_them(uc: int, cents: str, sub: str) -> None:
     assert display(uc) == cents and subcent(uc) == sub
+
+
+@given(st.integers(min_value=-(2**45), max_value=2**45))
+def test_utc_iso_of_every_millisecond_is_its_instant(ms: int) -> None:
+    at = instant(ms)  # utc_iso keeps the seconds it formatted: the same text as formatting each instant
+    assert utc_iso(ms) == f"{at:%Y-%m-%dT%H:%M:%S}.{at.microsecond // 1000:03d}Z"
 
 
 @given(st.integers(min_value=-(2**80), max_value=2**80))

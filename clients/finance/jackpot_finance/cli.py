@@ -42,6 +42,7 @@ PROG = "jackpot-report"
 ChannelFactory = Callable[[str], grpc.aio.Channel]
 UNARY_TIMEOUT = 120.0  # seconds: reconcile and liability; verify and export take as long as the ledger needs
 SPINNER = "|/-\\"
+CSV_CHUNK = 1_000  # entries an export writes (and counts on its progress bar) at once
 
 EPILOG = """examples:
   jackpot-report reconcile --link demo --day 2024-05-01 --format html --out demo-2024-05-01.html
@@ -232,15 +233,21 @@ async def export(args: argparse.Namespace, stub: ReportServiceAsyncStub) -> int:
                 tqdm(total=None, desc="export", unit=" entries", file=sys.stderr, disable=None) as bar:
             writer = csv.writer(f, lineterminator="\r\n")
             writer.writerow(EXPORT_COLUMNS)
+            rows: list[list[object]] = []  # written, and the bar moved, a chunk of entries at a time
             async for entry in export_ledger(stub, args.link, from_sequence=args.from_seq, to_sequence=args.to_seq,
                                              from_ms=args.from_ms, to_ms=args.to_ms):
                 if bar.total is None and entry.last_sequence:
                     bar.total = entry.last_sequence - entry.first_sequence + 1
                     bar.refresh()
-                writer.writerows(export_rows(entry, seen))
+                rows += export_rows(entry, seen)
                 entries += 1
                 postings += len(entry.postings)
-                bar.update(1)
+                if not entries % CSV_CHUNK:
+                    writer.writerows(rows)
+                    rows.clear()
+                    bar.update(CSV_CHUNK)
+            writer.writerows(rows)
+            bar.update(entries % CSV_CHUNK)
         partial.replace(out)
     except BaseException:
         partial.unlink(missing_ok=True)

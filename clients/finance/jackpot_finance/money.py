@@ -27,8 +27,12 @@ def _parts(uc: int) -> tuple[str, int, str]:
 
 def dollars(uc: int) -> str:
     """Exact dollars as a plain decimal a spreadsheet reads as a number: 1043.35, 1043.355, -0.00000001."""
-    sign, whole, places = _parts(uc)
-    return f"{sign}{whole}.{places}"
+    # inline rather than by _parts: a ledger export formats two amounts per posting, millions of them
+    whole, frac = divmod(abs(uc), UC_PER_DOLLAR)
+    sign = "-" if uc < 0 else ""
+    if frac % UC_PER_CENT:  # a fraction of a cent: every place up to the last that is not 0 (there are 8)
+        return f"{sign}{whole}.{frac:08d}".rstrip("0")
+    return f"{sign}{whole}.{frac // UC_PER_CENT:02d}"
 
 
 def exact(uc: int) -> str:

@@ -17,6 +17,7 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from jackpotd.api.gen.jackpot.v1 import report_pb2
@@ -157,16 +158,25 @@ def _hit_cells(h: dict[str, Any]) -> list[Any]:
             text(h["approved_by"]), text(h["rejected_by"])]
 
 
+@lru_cache(maxsize=4096)
+def _cell(value: str) -> str:
+    """`text` of a value an export repeats on most of its rows (accounts, kinds): made once."""
+    return text(value)
+
+
+NO_HIT = ("",) * len(HIT_COLUMNS)
+NO_POSTING = ("",) * len(POSTING_COLUMNS)
+
+
 def export_rows(entry: report_pb2.LedgerEntry, seen: Hits | None = None) -> list[list[Any]]:
     """An entry's rows (`EXPORT_COLUMNS`): one per posting with the entry's columns repeated, then one per hit it
     settled or decided; an entry with neither gets one row. Pass the same `seen` for a whole export."""
-    head = [text(entry.link_id), entry.sequence, text(utc_iso(entry.at_ms)), text(entry.kind),
+    head = [text(entry.link_id), entry.sequence, text(utc_iso(entry.at_ms)), _cell(entry.kind),
             text(entry.request_id), text(entry.table_id), text(entry.round_id)]
     tail = [text(entry.hash_hex), text(entry.prev_hash_hex)]
-    no_hit = [""] * len(HIT_COLUMNS)
-    no_posting = [""] * len(POSTING_COLUMNS)
-    rows = [[*head, "posting", i, text(p.account), p.amount_ucents, dollars(p.amount_ucents), p.balance_after_ucents,
-             dollars(p.balance_after_ucents), *no_hit, *tail] for i, p in enumerate(entry.postings)]
+    after = [*NO_HIT, *tail]
+    rows = [[*head, "posting", i, _cell(p.account), p.amount_ucents, dollars(p.amount_ucents),
+             p.balance_after_ucents, dollars(p.balance_after_ucents), *after] for i, p in enumerate(entry.postings)]
     hits = entry_hits(entry, {} if seen is None else seen)
-    rows += [[*head, "hit", *no_posting, *_hit_cells(h), *tail] for h in hits]
-    return rows or [[*head, "entry", *no_posting, *no_hit, *tail]]
+    rows += [[*head, "hit", *NO_POSTING, *_hit_cells(h), *tail] for h in hits]
+    return rows or [[*head, "entry", *NO_POSTING, *NO_HIT, *tail]]

@@ -4,6 +4,7 @@ link's time zone. Exact: integer milliseconds, no float."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, tzinfo
+from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -43,8 +44,14 @@ def instant(ms: int) -> datetime:
 
 def utc_iso(ms: int) -> str:
     """2024-04-30T20:00:00.000Z: ISO 8601 with milliseconds."""
-    at = instant(ms)
-    return f"{at:%Y-%m-%dT%H:%M:%S}.{at.microsecond // 1000:03d}Z"
+    second, milli = divmod(ms, 1000)
+    return f"{_utc_second(second)}.{milli:03d}Z"
+
+
+@lru_cache(maxsize=1024)
+def _utc_second(second: int) -> str:
+    """A Unix second as 2024-04-30T20:00:00: a ledger export dates many entries within the same second."""
+    return f"{instant(second * 1000):%Y-%m-%dT%H:%M:%S}"
 
 
 def local_iso(ms: int, tz: tzinfo) -> str:

@@ -180,6 +180,20 @@ async def seq_range(pool: asyncpg.Pool, link_id: str, from_seq: int, to_seq: int
         return await _seq_before(conn, link_id, from_ms) + 1, await _seq_before(conn, link_id, to_ms)
 
 
+# One statement a page: the entries, their postings gathered into arrays in index order (one row per entry, no
+# Python object per posting row), the time as Unix ms and the hashes as hex computed by PostgreSQL. The entry is
+# read as text only: its round is parsed from that text in Python (_round_of), never by a JSON operator.
+EXPORT_PAGE = (
+    "WITH legs AS (SELECT seq, array_agg(account ORDER BY idx) AS accounts, "
+    "array_agg(amount_uc ORDER BY idx) AS amounts, array_agg(balance_after_uc ORDER BY idx) AS afters "
+    "FROM postings WHERE link_id = $1 AND seq BETWEEN $2 AND $3 GROUP BY seq) "
+    "SELECT e.seq, floor(extract(epoch FROM e.created_at) * 1000)::bigint AS at_ms, e.kind, e.request_id, "
+    "e.entry::text AS entry, encode(e.hash, 'hex') AS hash, encode(e.prev_hash, 'hex') AS prev_hash, "
+    "l.accounts, l.amounts, l.afters "
+    "FROM entries e LEFT JOIN legs l ON l.seq = e.seq "
+    "WHERE e.link_id = $1 AND e.seq BETWEEN $2 AND $3 ORDER BY e.seq")
+
+
 async def entries(pool: asyncpg.Pool, link_id: str, first: int, last: int,
                   page: int = 5_000) -> AsyncIterator[list[ExportedEntry]]:
     """The entries [first, last] with their postings, a page at a time, in sequence order."""
@@ -187,24 +201,13 @@ async def entries(pool: asyncpg.Pool, link_id: str, first: int, last: int,
     while at <= last:
         upto = min(last, at + page - 1)
         async with pool.acquire() as conn:
-            # the entry's round is read from its text here: PostgreSQL's JSON operators refuse an entry that
-            # holds a NUL anywhere in its free text
-            rows = await conn.fetch("SELECT seq, kind, request_id, created_at, entry::text AS entry, hash, prev_hash "
-                                    "FROM entries WHERE link_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq",
-                                    link_id, at, upto)
-            legs: dict[int, list[tuple[str, int, int]]] = {}
-            for p in await conn.fetch("SELECT seq, account, amount_uc, balance_after_uc FROM postings "
-                                      "WHERE link_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq, idx",
-                                      link_id, at, upto):
-                legs.setdefault(int(p["seq"]), []).append((p["account"], int(p["amount_uc"]),
-                                                           int(p["balance_after_uc"])))
+            rows = await conn.fetch(EXPORT_PAGE, link_id, at, upto)
         out = []
-        for r in rows:
-            seq = int(r["seq"])
-            table_id, round_id = _round_of(r["entry"])
-            out.append(ExportedEntry(seq, ms_of(r["created_at"]), r["kind"], r["request_id"], table_id, round_id,
-                                     tuple(legs.get(seq, ())), bytes(r["hash"]).hex(), bytes(r["prev_hash"]).hex(),
-                                     r["entry"]))
+        for seq, at_ms, kind, request_id, entry, hash_hex, prev_hex, accounts, amounts, afters in rows:
+            table_id, round_id = _round_of(entry)
+            legs = tuple(zip(accounts, amounts, afters, strict=True)) if accounts else ()
+            out.append(ExportedEntry(seq, at_ms, kind, request_id, table_id, round_id, legs, hash_hex, prev_hex,
+                                     entry))
         if out:
             yield out
         at = upto + 1
