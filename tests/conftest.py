@@ -16,9 +16,15 @@ from pathlib import Path
 import asyncpg
 import pytest
 import pytest_asyncio
+from hypothesis import settings
 
 from jackpotd.auth.tokens import new_key
 from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey, free_port
+
+# Property tests check what is computed, never how fast: hypothesis's per-example deadline (200 ms) fails a correct
+# test on a busy machine (a 2-core CI runner beside embedded servers), so it is off for the whole suite.
+settings.register_profile("jackpotd", deadline=None)
+settings.load_profile("jackpotd")
 
 # One signing key for the session's bearer tokens: every jackpotd the tests start (in-process through
 # Settings(auth_key_file=AUTH_KEY_FILE), or as a process through $JACKPOTD_AUTH_KEY_FILE) trusts it, and the
