@@ -1,8 +1,10 @@
 """Rules-core speed: five-card evaluations per second and the time to price a 7-seat round.
 
-Run: `make bench-domain` (or `python bench/bench_domain.py`). Each figure is the best of several
-repeats on one core. The baseline in the same run is a plain Python loop that touches the same
-cards without classifying them, so the numbers can be compared across machines.
+Run: `make bench-domain` (or `python bench/bench_domain.py`; `--quick` for `make bench`). Each figure is
+the best of several repeats on one core, with the process's CPU time per operation beside it (the best
+repeat's), so a figure taken on a shared machine can be judged. The baseline in the same run is a plain
+Python loop that touches the same cards without classifying them, so the numbers can be compared across
+machines.
 """
 
 from __future__ import annotations
@@ -22,15 +24,16 @@ from jackpotd.domain.pricing import Hit, price_round
 from jackpotd.domain.rounds import SeatHand, evaluate_round
 
 
-def best_of(repeats: int, fn: Callable[[], int]) -> tuple[float, int]:
-    """Best wall time of `repeats` calls, and the count of operations one call performs."""
-    best = float("inf")
+def best_of(repeats: int, fn: Callable[[], int]) -> tuple[float, float, int]:
+    """Best wall and best CPU time of `repeats` calls, and the count of operations one call performs."""
+    best = cpu = float("inf")
     n = 0
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         n = fn()
         best = min(best, time.perf_counter() - t0)
-    return best, n
+        cpu = min(cpu, time.process_time() - c0)
+    return best, cpu, n
 
 
 def main() -> None:
@@ -38,7 +41,10 @@ def main() -> None:
     parser.add_argument("--hands", type=int, default=200_000, help="random five-card hands per repeat")
     parser.add_argument("--rounds", type=int, default=20_000, help="7-seat rounds priced per repeat")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="a tenth of the hands and rounds, 3 repeats")
     args = parser.parse_args()
+    if args.quick:
+        args.hands, args.rounds, args.repeats = args.hands // 10, args.rounds // 10, 3
     rng = random.Random(42)
     hands = [tuple(rng.sample(range(52), 5)) for _ in range(args.hands)]
     texts = [[card_name(c) for c in hand] for hand in hands]
@@ -86,11 +92,11 @@ def main() -> None:
         ("price a 7-seat round (4 hits)", price, "us/round"),
         ("parse+evaluate+price a 7-seat round", evaluate_and_price, "us/round"),
     ]
-    print(f"{'benchmark':42} {'result':>14}")
+    print(f"{'benchmark':42} {'result':>14}            {'CPU/op':>9}")
     for name, fn, unit in rows:
-        seconds, n = best_of(args.repeats, fn)
+        seconds, cpu, n = best_of(args.repeats, fn)
         value = n / seconds if unit == "hands/s" else seconds / n * 1e6
-        print(f"{name:42} {value:>14,.1f} {unit}")
+        print(f"{name:42} {value:>14,.1f} {unit:9}  {cpu / n * 1e6:>9.3f} us")
     ten_k = 10_000 / (args.hands / best_of(args.repeats, parsed)[0]) * 1e3
     print(f"{'=> a 10,000-seat round evaluates in':42} {ten_k:>14,.2f} ms")
 

@@ -5,8 +5,7 @@ A card is an int 0..51: rank index * 4 + suit index, so evaluation works on smal
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import cast
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from .errors import InvalidInput
 
@@ -27,6 +26,9 @@ def _build_index() -> dict[str, Card]:
 
 
 _INDEX = _build_index()
+# Every accepted spelling (canonical, either case, 10 for T) -> its card: one dict lookup parses a card string.
+SPELLINGS: Mapping[str, Card] = _INDEX
+_CARD_OF = _INDEX.__getitem__
 DECK: tuple[Card, ...] = tuple(range(52))
 
 
@@ -53,21 +55,39 @@ def parse_card(text: str, field: str = "card") -> Card:
     return card
 
 
+def parse_each(texts: Iterable[str], field: str) -> list[Card]:
+    """Cards in order, repeats not checked (a round checks them across all its cards); an error names field[i].
+
+    One dict lookup per card string; the per-card path (stripping, naming the card) runs only on a failure.
+    """
+    try:
+        return list(map(_CARD_OF, texts))
+    except (KeyError, TypeError):  # a spelling not in the table (or unhashable): name the first bad card
+        return [parse_card(t, f"{field}[{i}]") for i, t in enumerate(texts)]
+
+
 def parse_cards(texts: Sequence[str], field: str = "cards") -> tuple[Card, ...]:
     """Several distinct cards (§4: distinct cards of one 52-card deck)."""
-    get = _INDEX.get
-    found = [get(t) for t in texts]
-    if None in found:  # slow path only to name the bad card
-        cards = tuple(parse_card(t, f"{field}[{i}]") for i, t in enumerate(texts))
-    else:
-        cards = cast(tuple[Card, ...], tuple(found))
-    if len(set(cards)) != len(cards):
-        require_distinct(cards, field, texts)
+    try:
+        cards = tuple(map(_CARD_OF, texts))
+    except (KeyError, TypeError):  # slow path only to name the bad card
+        cards = _parse_named(texts, field)
+    require_distinct(cards, field, texts)
     return cards
 
 
-def require_distinct(cards: Iterable[Card], field: str, shown: object) -> None:
+def _parse_named(texts: Sequence[str], field: str) -> tuple[Card, ...]:
+    """The path of a failed lookup, as before: an unhashable element is a TypeError, else the first bad card is
+    named (a spelling with spaces around it is still accepted, as parse_card strips it)."""
+    if None in [_INDEX.get(t) for t in texts]:
+        return tuple(parse_card(t, f"{field}[{i}]") for i, t in enumerate(texts))
+    return tuple(_INDEX[t] for t in texts)
+
+
+def require_distinct(cards: Collection[Card], field: str, shown: object) -> None:
     """§4: a round's cards must be distinct cards of one deck; names the repeated card."""
+    if len(set(cards)) == len(cards):
+        return
     seen: set[Card] = set()
     for card in cards:
         if card in seen:

@@ -1,7 +1,8 @@
 """Hand categories per game (RULES.md §4; NSW 13.1; QLD sch 15-17). Only the category matters to the jackpot.
 
 Five-card hands are classified by a prime-product table built once at import, so one evaluation is
-a handful of integer operations. Best-of-N games take the highest category by that game's ranking.
+a handful of integer operations; Caribbean Stud from card strings goes through a sum-code table (`_SUM5`).
+Best-of-N games take the highest category by that game's ranking.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from itertools import combinations, combinations_with_replacement
 
-from .cards import Card, parse_cards, rank_of, suit_of
+from .cards import SPELLINGS, Card, parse_cards, rank_of, suit_of
 from .errors import InvalidInput
 
 ROYAL_FLUSH = "royal_flush"
@@ -158,9 +159,62 @@ def categorize(game: str, cards: Sequence[Card]) -> str:
     return best_four_of_five(cards)
 
 
-def evaluate_hand(game: str, cards: Sequence[str]) -> str:
-    """The category of a hand given as card strings, e.g. evaluate_hand('caribbean-stud', ['As', ...])."""
+# Caribbean Stud straight from five card strings: each accepted spelling maps to one int code, and the masked
+# sum of the five codes is the key of one table (`_SUM5`), so a hand is 5 dict lookups, 4 additions, an AND
+# and a lookup, with no per-card object. A code adds, in separate bit fields that never carry into each other:
+# 1 to its rank's 3-bit count (at most 4 for distinct cards, 5 with repeats: the rank counts stay exact);
+# 7 to its suit's 6-bit field, which reaches 35 >= 32 (bit 5) only when all five cards share the suit: a flush;
+# 1 to its own card's 3-bit slot, which reaches 2 or more (bit 1 or 2) only when a card repeats.
+# The key keeps the rank counts, the four flush bits and the repeat bits: a repeat's key is in no table, so a
+# repeated (or unknown) card falls to the reference path, which names it exactly as before.
+_SUIT_AT = 13 * 3
+_SLOT_AT = _SUIT_AT + 4 * 6
+
+
+def _code(card: Card) -> int:
+    """The sum code of one card (above)."""
+    return (1 << (3 * rank_of(card))) + (7 << (_SUIT_AT + 6 * suit_of(card))) + (1 << (_SLOT_AT + 3 * card))
+
+
+_FLUSH_BITS = tuple(1 << (_SUIT_AT + 6 * s + 5) for s in range(4))
+_KEY_MASK = ((1 << _SUIT_AT) - 1) | sum(_FLUSH_BITS) | sum(6 << (_SLOT_AT + 3 * c) for c in range(52))
+_CODE = {text: _code(card) for text, card in SPELLINGS.items()}
+
+
+def _sum_table() -> dict[int, str]:
+    """Masked code sum -> category of every five distinct cards, from the prime-product tables."""
+    table: dict[int, str] = {}
+    for ranks in combinations_with_replacement(range(13), 5):
+        if max(Counter(ranks).values()) > 4:
+            continue
+        key = sum(1 << (3 * r) for r in ranks)
+        product = 1
+        for r in ranks:
+            product *= _PRIMES[r]
+        table[key] = _PLAIN5[product]
+        if len(set(ranks)) == 5:
+            for flush in _FLUSH_BITS:
+                table[key | flush] = _SUITED5[product]
+    return table
+
+
+_SUM5 = _sum_table()
+
+
+def _reference(game: str, cards: Sequence[str]) -> str:
+    """Parse, then categorize: every hand the fast path does not settle, and every refusal, goes this way."""
     cards_ = parse_cards(cards)
-    if game == CARIBBEAN_STUD and len(cards_) == 5:  # the hot path skips the general dispatch
+    if game == CARIBBEAN_STUD and len(cards_) == 5:
         return category5(*cards_)
     return categorize(game, cards_)
+
+
+def evaluate_hand(game: str, cards: Sequence[str]) -> str:
+    """The category of a hand given as card strings, e.g. evaluate_hand('caribbean-stud', ['As', ...])."""
+    if game == CARIBBEAN_STUD:  # the hot path: strings to category with no per-card object (_SUM5 above)
+        try:
+            a, b, c, d, e = cards
+            return _SUM5[(_CODE[a] + _CODE[b] + _CODE[c] + _CODE[d] + _CODE[e]) & _KEY_MASK]
+        except (ValueError, KeyError, TypeError):  # not five known, distinct spellings: let the reference say why
+            pass
+    return _reference(game, cards)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import Enum, StrEnum
 
 from . import hands as h
-from .cards import Card, parse_card, require_distinct
+from .cards import Card, parse_each, require_distinct
 from .errors import InvalidInput
 from .pricing import Hit
 from .seats import require_seat
@@ -84,7 +84,8 @@ def validate_wagers(wagers: Sequence[Wager], seats: int, wager_cents: int) -> tu
 
 
 def _parse(cards: Sequence[str], field: str) -> list[Card]:
-    return [parse_card(c, f"{field}[{i}]") for i, c in enumerate(cards)]
+    """A seat's (or the board's) cards, repeats checked later across the round; an error names field[i]."""
+    return parse_each(cards, field)
 
 
 def evaluate_round(game: str, seats: int, wagered: Sequence[int], hands: Sequence[SeatHand],
