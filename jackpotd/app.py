@@ -27,6 +27,7 @@ from .metrics import multiprocess_dir, registry
 from .service.reports import ReportQueries
 from .service.services import Services
 from .settings import Settings
+from .signals import stop_on_signals
 from .store import checkpoints, ledger, recovery
 from .store.durability import DurabilityWatcher
 from .store.leader import LeadingWriter, WriterLease
@@ -95,12 +96,6 @@ def with_default_anchor_key(settings: Settings, *, create: bool) -> Settings:
     return settings if key is None else settings.model_copy(update={"checkpoint_key_file": str(key)})
 
 
-def _stop_on_signals(stop: asyncio.Event) -> None:
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-
-
 ALL, GRPC, WRITER = "all", "grpc", "writer"  # the roles a process runs (`jackpotd serve`, `grpc`, `writer`)
 
 
@@ -119,7 +114,7 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
     listen = listener(settings) if role != WRITER else None
     if stop is None:
         stop = asyncio.Event()
-        _stop_on_signals(stop)
+        stop_on_signals(stop)
     async with open_stores(settings) as stores:
         leader = None if role == GRPC else _leading_writer(settings, stores, clock)
         if leader is not None:
@@ -196,7 +191,7 @@ def worker_main(settings_dict: dict[str, object], number: int) -> None:
 
     async def main() -> None:
         stop = asyncio.Event()
-        _stop_on_signals(stop)
+        stop_on_signals(stop)
         async with worker_stores(settings) as (redis, pg), jackpot_service(redis, pg, settings) as service:
             await run_grpc(service, listener(settings), stop, reuse_port=True)
 

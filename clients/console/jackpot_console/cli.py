@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import getpass
 import logging
-import signal
 import ssl
 import sys
 from collections.abc import Callable
@@ -22,6 +20,7 @@ from jackpotd.auth.credentials import CredentialFlags, role_credential
 from jackpotd.auth.identity import Role
 from jackpotd.domain.errors import InvalidInput
 from jackpotd.domain.ids import ID_GRAMMAR, require_id
+from jackpotd.signals import stop_on_signals
 
 from . import users
 from .app import make_app
@@ -160,10 +159,7 @@ async def serve(args: argparse.Namespace) -> None:
     if not users.load(users_file):
         log.warning("%s has no users yet: add one with `jackpot-console users add NAME`", users_file)
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
+    stop_on_signals(stop)
     try:
         await stop.wait()
     finally:

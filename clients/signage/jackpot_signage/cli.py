@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
-import signal
 import sys
 from collections.abc import Callable
 
@@ -22,6 +20,7 @@ from jackpotd.auth.credentials import (
     role_credential,
 )
 from jackpotd.auth.identity import Role
+from jackpotd.signals import stop_on_signals
 
 from .app import CELEBRATE_MAX, LINK_ID, make_app
 
@@ -105,10 +104,7 @@ async def serve(args: argparse.Namespace) -> None:
         log.info("sign of link %s: http://%s:%d/links/%s (pools from jackpotd at %s)", link, shown, args.port, link,
                  args.target)
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
+    stop_on_signals(stop)
     try:
         await stop.wait()
     finally:
