@@ -75,7 +75,10 @@ proto: install
 proto-check: install
 	$(BIN)/python scripts/gen_proto.py --check
 
-bench: bench-domain bench-service
+## bench: the quick version of every headline bench (P1 service, P2 naive twin, P3 big round, P4 domain, P7 rebuild,
+## export, writer), under 5 minutes, then one table of results, CPU, same-run baselines and goals
+bench: install
+	$(BIN)/python bench/bench_all.py
 
 bench-domain: install
 	$(BIN)/python bench/bench_domain.py

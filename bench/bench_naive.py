@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from bench_service import pct, tree_cpu  # noqa: E402  (bench/bench_service.py)
 from naive.server import serve, setup  # noqa: E402  (bench/naive/)
 from stack import create_link, start_stack  # noqa: E402  (bench/stack.py)
+from summary import Figure, record  # noqa: E402  (bench/summary.py)
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2_grpc, table_pb2, table_pb2_grpc  # noqa: E402
 from jackpotd.auth.client import TableTokens, open_channel  # noqa: E402
@@ -154,7 +155,7 @@ async def drive(server: str, target: str, auth_key: bytes, tables: list[str], se
     return run
 
 
-def report(runs: list[Run]) -> None:
+def report(runs: list[Run], tables: int) -> None:
     """Per run one line, then per server the best round and the spread, CPU and PostgreSQL per call."""
     print(f"{'server':8} {'calls/s':>8} {'commit p50/p99 ms':>18} {'settle p50/p99 ms':>18} {'CPU us/call':>12} "
           f"{'PG xacts/call':>14} {'WAL fsyncs/call':>16} {'WAL bytes/call':>15}")
@@ -162,17 +163,25 @@ def report(runs: list[Run]) -> None:
         print(f"{r.server:8} {r.rate:>8,.0f} {pct(r.commits, .5):>8.1f} /{pct(r.commits, .99):>8.1f} "
               f"{pct(r.settles, .5):>8.1f} /{pct(r.settles, .99):>8.1f} {r.cpu_total:>12,.0f} "
               f"{r.pg['commits']:>14.3f} {r.pg['WAL fsyncs']:>16.3f} {r.pg['WAL bytes']:>15,.0f}")
+    headline: dict[str, str] = {}  # per server: best calls/s and fsyncs per call, for make bench's table
+    cpus: dict[str, str] = {}
     for name in dict.fromkeys(r.server for r in runs):
         mine = [r for r in runs if r.server == name]
         rates = [r.rate for r in mine]
         cpu = {k: statistics.mean(r.cpu[k] for r in mine) for k in mine[0].cpu}
         idle = [k for k in cpu if k not in THROUGH[name]]
+        headline[name] = (f"{max(rates):,.0f} calls/s, "
+                          f"{statistics.mean(r.pg['WAL fsyncs'] for r in mine):.2f} WAL fsyncs/call")
+        cpus[name] = f"{sum(cpu[k] for k in THROUGH[name]):,.0f} us/call"
         print(f"{name}: best {max(rates):,.0f} calls/s (spread {min(rates):,.0f}-{max(rates):,.0f}); CPU per call "
               + ", ".join(f"{k} {cpu[k]:,.0f} us" for k in THROUGH[name])
               + f"; total {sum(cpu[k] for k in THROUGH[name]):,.0f} us (idle meanwhile: "
               + ", ".join(f"{k} {cpu[k]:,.0f} us" for k in idle) + ")"
               f"; per call {statistics.mean(r.pg['commits'] for r in mine):.3f} PostgreSQL transactions, "
               f"{statistics.mean(r.pg['WAL fsyncs'] for r in mine):.3f} WAL fsyncs")
+    if "jackpotd" in headline and "naive" in headline:
+        record(Figure("P2 naive twin", f"jackpotd, {tables} tables commit+settle", headline["jackpotd"],
+                      cpus["jackpotd"], f"naive twin {headline['naive']}, {cpus['naive']}"))
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -214,7 +223,7 @@ async def run(args: argparse.Namespace) -> None:
         print(f"{args.tables} tables of 7 seats on one link, each committing then settling (one call in flight per "
               f"table), {args.rounds} rounds of {args.seconds:.0f} s per server; naive: {args.connections} "
               f"PostgreSQL connections")
-        report(runs)
+        report(runs, args.tables)
     finally:
         if naive is not None:
             naive.terminate()
