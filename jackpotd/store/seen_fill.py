@@ -86,6 +86,11 @@ class SeenFiller:
                          100 * used // int(bits), size)
             self._tasks[link] = asyncio.create_task(self._fill(link, state or "", size), name=f"seen-fill-{link}")
 
+    async def forget(self, link: str) -> None:
+        """Drop the link's filter (a fill under way then completes nothing): its ledger was mended by a person
+        (`jackpotd unfence`), so what the filter was filled from may not be what the ledger now holds."""
+        await self.redis.client.delete(keys.seen(link), keys.seen_bits(link))
+
     async def stop(self) -> None:
         """Stop every fill under way (a filter left unfinished is filled again by the next writer)."""
         for task in self._tasks.values():

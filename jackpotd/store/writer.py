@@ -329,6 +329,7 @@ class LedgerWriter:
         await self.heads.flush()
         resolved = set(self.fenced) - set(await ledger.fences(self.pg))  # self.fenced: this writer's links only
         for link in resolved:  # `jackpotd unfence` removed the fence: follow the link again, if its head is backed
+            await self.seen.forget(link)  # the filter of used ids is filled again from the mended ledger
             lifted = await self.fences.lift(link, self.durable.get(link, 0) + 1)
             if lifted is not None:
                 self._rebuilt_at.pop(link, None)
