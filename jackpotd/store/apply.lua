@@ -121,6 +121,10 @@ local reply = '{"hash":"' .. ARGV[1] .. '","seq":' .. seq .. ',"result":' .. ARG
 redis.call('XADD', KEYS[4], '0-' .. seq, 'entry', ARGV[8], 'balances', balances, 'reply', reply, 'after', after)
 redis.call('SET', KEYS[5], reply, 'EX', ttl)
 if seen_size then  -- only ever added to, here and by a fill: so "absent" stays exact
-  for p in string.gmatch(ARGV[#ARGV], '%d+') do redis.call('SETBIT', KEYS[11], tonumber(p) % seen_size, 1) end
+  local set = {}
+  for p in string.gmatch(ARGV[#ARGV], '%d+') do
+    set[#set + 1] = 'SET' set[#set + 1] = 'u1' set[#set + 1] = tonumber(p) % seen_size set[#set + 1] = 1
+  end
+  redis.call('BITFIELD', KEYS[11], unpack(set))  -- one command for every bit
 end
 return {'ok', '', tostring(seq), balances}  -- the caller has the rest of the reply already
