@@ -9,14 +9,17 @@ how many ids, and how likely a "maybe" is for an id never used. The live store h
 from __future__ import annotations
 
 import math
+import struct
 from hashlib import blake2b
 
-K = 7  # bits per id: the best k for ~10 bits an id is 7 (k = bits/id x ln 2)
+K = 7  # bits per id: the best k (bits an id x ln 2) at 10 bits an id, the fullest a filter gets (REFILL_AT)
 BITS_PER_ID = 20  # a new filter has this many bits per id it holds (~0.02% "maybe"), so it can take as many again
 MIN_BITS = 1 << 20  # 128 KiB: a new or small link
 MAX_BITS = 1 << 32  # 512 MiB, the largest Redis string
 REFILL_AT = 0.5  # a filter with half its bits set answers "maybe" for 0.8% of new ids: a bigger one is made
 WORD = 1 << 32  # each position is 32 bits; the store takes it modulo the filter's size (a power of two)
+_WORDS = struct.Struct(f">{K}I").unpack
+_WIRE = ",".join(["%d"] * K)
 
 
 def request_key(key: str) -> str:
@@ -33,13 +36,12 @@ def round_key(table_id: str, round_id: str) -> str:
 
 def positions(item: str) -> tuple[int, ...]:
     """The K bit positions of an id (each below 2^32), from one BLAKE2b digest: independent and uniform."""
-    d = blake2b(item.encode(), digest_size=4 * K).digest()
-    return tuple(int.from_bytes(d[i:i + 4], "big") for i in range(0, 4 * K, 4))
+    return _WORDS(blake2b(item.encode(), digest_size=4 * K).digest())
 
 
 def encode(items: list[str]) -> str:
     """The wire form the atomic step reads: each id's positions, comma separated, ids separated by ';'."""
-    return ";".join(",".join(map(str, positions(item))) for item in items)
+    return ";".join(_WIRE % positions(item) for item in items)
 
 
 def bits_for(ids: int) -> int:
