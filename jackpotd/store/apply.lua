@@ -17,7 +17,7 @@
 --       15 "1" if the new round state (5) finishes the round (lua_codec: domain.rounds.FINISHED), else ""
 --       16 n guards, then n (pool, balance) pairs, then n deltas and (pool, delta) pairs
 --       last but one: the ids to look up in the filter of used ids ("" none: the caller asked the ledger), and
---       last: the ids the step uses, added to the filter; each id as its bit positions (domain/seen_filter.py)
+--       last: the ids the step uses, added to the filter; each id as its bit positions in hex (domain/seen_filter.py)
 -- The ARGV are built and the replies read in one place, jackpotd/store/lua_codec.py. Of our vocabulary the
 -- script knows only the caller's two markers: "new" (ports.NEW_LINK) and "absent" (ports.ROUND_ABSENT).
 
@@ -42,16 +42,21 @@ end
 -- complete ("ok"): an id with a bit unset was never used, so the ledger need not be asked. Otherwise it is.
 local seen = redis.call('HMGET', KEYS[10], 'state', 'bits')
 local seen_size = tonumber(seen[2])
-if ARGV[#ARGV - 1] ~= '' then
+local asked = ARGV[#ARGV - 1]  -- each id K=4 positions of 8 hex digits (domain/seen_filter.py)
+if asked ~= '' then
   if seen[1] ~= 'ok' then return {'unsure', 'unfilled'} end
-  for id in string.gmatch(ARGV[#ARGV - 1], '[^;]+') do
+  for i = 1, #asked, 32 do
     local all = true
-    for p in string.gmatch(id, '%d+') do
-      if redis.call('GETBIT', KEYS[11], tonumber(p) % seen_size) == 0 then all = false break end
+    for j = i, i + 24, 8 do
+      if redis.call('GETBIT', KEYS[11], tonumber(string.sub(asked, j, j + 7), 16) % seen_size) == 0 then
+        all = false
+        break
+      end
     end
     if all then return {'unsure', 'maybe'} end
   end
 end
+
 if ARGV[2] == 'new' then
   if version or current or tonumber(ARGV[12]) > 0 then return {'exists', ''} end
 elseif version ~= ARGV[2] then
@@ -121,10 +126,7 @@ local reply = '{"hash":"' .. ARGV[1] .. '","seq":' .. seq .. ',"result":' .. ARG
 redis.call('XADD', KEYS[4], '0-' .. seq, 'entry', ARGV[8], 'balances', balances, 'reply', reply, 'after', after)
 redis.call('SET', KEYS[5], reply, 'EX', ttl)
 if seen_size then  -- only ever added to, here and by a fill: so "absent" stays exact
-  local set = {}
-  for p in string.gmatch(ARGV[#ARGV], '%d+') do
-    set[#set + 1] = 'SET' set[#set + 1] = 'u1' set[#set + 1] = tonumber(p) % seen_size set[#set + 1] = 1
-  end
-  redis.call('BITFIELD', KEYS[11], unpack(set))  -- one command for every bit
+  local added = ARGV[#ARGV]
+  for j = 1, #added, 8 do redis.call('SETBIT', KEYS[11], tonumber(string.sub(added, j, j + 7), 16) % seen_size, 1) end
 end
 return {'ok', '', tostring(seq), balances}  -- the caller has the rest of the reply already

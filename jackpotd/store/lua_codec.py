@@ -86,7 +86,7 @@ def seen_args(step: Step, check: str | None) -> list[str | int]:
     none without `check`), and the ids the step adds to it (its request's and its round's)."""
     request = seen_filter.encode([seen_filter.request_key(step.request_id)])
     rnd = seen_filter.encode([seen_filter.round_key(*step.round)]) if step.round else ""
-    added = f"{request};{rnd}" if rnd else request
+    added = request + rnd
     if check is None:
         return ["", added]
     asked = [request]
@@ -94,7 +94,7 @@ def seen_args(step: Step, check: str | None) -> list[str | int]:
         asked.append(seen_filter.encode([seen_filter.request_key(check)]))
     if rnd and step.round_expect == ROUND_ABSENT:  # a round already open is the live store's to answer for
         asked.append(rnd)
-    return [";".join(asked), added]
+    return ["".join(asked), added]
 
 
 def apply_outcome(step: Step, reply: list[str]) -> Outcome:

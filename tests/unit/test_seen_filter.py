@@ -24,7 +24,9 @@ def test_every_id_added_is_found_whatever_the_size(ids: list[str], bits: int) ->
 def test_positions_are_k_stable_32_bit_words_and_the_wire_form_lists_them(item: str) -> None:
     p = sf.positions(item)
     assert len(p) == sf.K and all(0 <= x < sf.WORD for x in p) and p == sf.positions(item)
-    assert sf.encode([item, item]) == ";".join([",".join(map(str, p))] * 2)
+    wire = sf.encode([item, item])  # apply.lua reads 8 hex digits a position, 32 an id
+    assert len(wire) == 64 == 2 * 8 * sf.K and tuple(int(wire[i:i + 8], 16) for i in range(0, 32, 8)) == p
+    assert wire[32:] == wire[:32]
 
 
 def test_an_empty_filter_finds_nothing_and_bits_are_set_as_redis_numbers_them() -> None:
@@ -44,9 +46,10 @@ def test_sizes_are_powers_of_two_within_bounds_with_room_for_the_ids(ids: int) -
 
 def test_a_new_filter_is_rarely_maybe_and_a_full_one_is_made_bigger() -> None:
     bits = sf.bits_for(1_000_000)
-    assert sf.maybe_rate(1_000_000, bits) < 0.001  # ~0.02% at 20 bits an id
+    assert sf.maybe_rate(1_000_000, bits) < 0.001  # ~0.1% at 20 bits an id
     assert sf.maybe_rate(2 * 1_000_000, bits) < 0.01  # twice the ids: still below 1%
-    assert sf.needs_refill(bits // 2, bits) and not sf.needs_refill(bits // 2 - 1, bits)
+    assert sf.needs_refill(bits // 3 + 1, bits) and not sf.needs_refill(bits // 4, bits)
+    assert 0.01 < sf.maybe_rate(bits // 10, bits) < 0.015  # when it is made bigger: 1.2%
     assert not sf.needs_refill(sf.MAX_BITS, sf.MAX_BITS)  # the largest is kept, and only asks the ledger more
 
 
