@@ -44,7 +44,7 @@ local seen = redis.call('HMGET', KEYS[10], 'state', 'bits')
 local seen_size = tonumber(seen[2])
 local asked = ARGV[#ARGV - 1]  -- each id K=4 positions of 8 hex digits (domain/seen_filter.py)
 if asked ~= '' then
-  if seen[1] ~= 'ok' then return {'unsure', 'unfilled'} end
+  if seen[1] ~= 'ok' or not seen_size then return {'unsure', 'unfilled'} end
   for i = 1, #asked, 32 do
     local all = true
     for j = i, i + 24, 8 do

@@ -74,7 +74,7 @@ class SeenFiller:
         for link, (state, bits) in zip(links, states, strict=True):
             ids = 2 * heads.get(link, 0)  # an entry has one request id and at most one new round
             size = seen_filter.bits_for(ids)
-            if state == "ok":
+            if state == "ok" and bits is not None:  # (one without a size is filled again)
                 if now - self._looked.get(link, -1e9) < self.FULL_EVERY:
                     continue
                 self._looked[link] = now
