@@ -108,6 +108,23 @@ def print_store_stats(redis_url: str) -> None:
                                           f"{v['usec_per_call']:.1f} us" for k, v in rows))
 
 
+async def print_pg_stats(dsn: str, calls: int) -> None:
+    """PostgreSQL's own counts per commit over the run: index scans of the ledger's tables (the per-call "was this
+    id used?" lookup scans `entries` and `rounds` once a call; issue 22 P1) and transactions."""
+    import asyncpg
+
+    await asyncio.sleep(1.5)  # backends flush their statistics at most once a second
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch("SELECT relname, idx_scan FROM pg_stat_user_tables WHERE relname IN ('entries', "
+                                "'rounds') ORDER BY relname")
+        xacts = await conn.fetchval("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+    finally:
+        await conn.close()
+    print("PostgreSQL per commit: " + ", ".join(f"{r['relname']} index scans {r['idx_scan'] / calls:.2f}" for r in rows)
+          + f", transactions {xacts / calls:.2f}")
+
+
 def pct(values: list[float], p: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, int(len(s) * p))] * 1000
@@ -191,6 +208,7 @@ async def run(args: argparse.Namespace) -> None:
                   + f"; total {sum(cpu.values()):,.0f} us")
         if args.store_stats:
             print_store_stats(valkey.url)
+            await print_pg_stats(pg.dsn, sum(len(lat) for _, lat, _ in commit_runs) + 1)
         await channel.close()
         await echo_channel.close()
     finally:

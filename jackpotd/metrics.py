@@ -32,6 +32,8 @@ HITS = Counter("jackpotd_hits_total", "jackpot hits paid by link, hand and pool"
 # Set by the ledger writer as it commits; across processes the newest value wins.
 POOL_CENTS = Gauge("jackpotd_pool_cents", "pool amounts in cents as last committed to the ledger", ["link", "pool"],
                    multiprocess_mode="mostrecent")
+LEDGER_QUESTIONS = Counter("jackpotd_ledger_id_questions_total", "mutating calls that asked the ledger whether their "
+                           "request or round id was used, by why (service/seen.py Why)", ["why"])
 CAS_RETRIES = Counter("jackpotd_price_retries_total", "settlements re-priced because the pools moved", ["link"])
 LINK_REBUILDS = Counter("jackpotd_link_rebuilds_total", "links rebuilt from the ledger because Redis forgot, went "
                         "back or forked", ["link", "reason"])  # reason: lost, behind, forked

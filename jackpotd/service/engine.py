@@ -11,7 +11,7 @@ from ..canonical import request_identity
 from ..domain.errors import Conflict, FailedPrecondition, InvalidInput, NotFound
 from ..domain.ids import require_id
 from ..domain.link import LinkConfig
-from ..metrics import CAS_RETRIES
+from ..metrics import CAS_RETRIES, LEDGER_QUESTIONS
 from .commands import Request
 from .errors import LinkLost, Unavailable
 from .links import Links
@@ -30,8 +30,10 @@ from .ports import (
     Stale,
     Step,
 )
+from .seen import Unsure, Why
 
 MAX_ATTEMPTS = 200
+UNASKED = Seen(None, None)  # what a decision is given before the ledger is asked: the atomic step's filter checks
 
 S = TypeVar("S")
 Gather = Callable[[LinkConfig, Seen], Awaitable[S]]  # reads the state a decision needs (I/O)
@@ -56,7 +58,8 @@ def id_reused(req: Request, reply: Reply) -> Conflict:
 
 
 class WritePath:
-    """Runs every mutating operation: ledger first for ids it holds, then decide → apply → wait durable."""
+    """Runs every mutating operation: decide → apply (the ledger asked for ids the live store cannot rule out) →
+    wait durable."""
 
     def __init__(self, live: LiveStore, ledger: Ledger, durability: Durability, links: Links) -> None:
         self.live = live  # the atomic step, and a request's record while the live store keeps it
@@ -67,27 +70,29 @@ class WritePath:
     async def execute(self, link_id: str, req: Request, gather: Gather[S], decide: Decide[S], *,
                       round_: tuple[str, str] = ("", ""), create: LinkConfig | None = None) -> Done:
         require_id("request_id", req.request_id)
-        # A request id and a round id are used once (API.md): the live store lets them go after the
-        # retention, the ledger keeps them all, so it is asked first.
-        seen = await self.ledger.seen(link_id, *round_, req.key, req.legacy_id, req.hash)
-        if seen.request_hash is not None:
-            if seen.legacy:  # written before ids were scoped: under its bare id, with this very content
-                reply = await self.ledger.stored_reply(link_id, req.legacy_id)
-                return await self._replay(link_id, req, reply, request_identity(req.legacy_id, req.hash))
-            return await self._replay(link_id, req, await self.ledger.stored_reply(link_id, req.key))
+        # A request id and a round id are used once (API.md): the live store lets them go after the retention,
+        # the ledger keeps them all. The atomic step asks the live store's filter of every id the ledger holds
+        # (service/seen.py); the ledger is asked only when it cannot rule a use out, or a decision refused.
+        seen: Seen | None = None  # what the ledger said, once asked
         for attempt in range(MAX_ATTEMPTS):
             if create is not None:
                 version, config = NEW_LINK, create
             else:
                 version, config = await self.links.config(link_id, fresh=attempt > 0)
             try:
-                step = decide(config, version, await gather(config, seen))
+                step = decide(config, version, await gather(config, UNASKED if seen is None else seen))
             except (InvalidInput, FailedPrecondition, NotFound) as e:
+                if seen is None:  # decided without the ledger's round state: ask it, then decide again
+                    seen = await self._ask(link_id, req, round_, Why.REFUSED)
+                    if seen.request_hash is not None:
+                        return await self._replay_seen(link_id, req, seen)
+                    continue
                 # A retry of a request applied earlier may not pass today's checks (its table suspended
                 # since, a new wager amount, its round settled): its record answers it.
                 return await self._replay_or(link_id, req, e)
             try:
-                outcome = await self.live.apply(step, self.durability.floor(link_id))
+                outcome = await self.live.apply(step, self.durability.floor(link_id),
+                                                req.legacy_id if seen is None else None)
             except LinkLost:
                 self.links.forget(link_id)
                 raise
@@ -99,6 +104,10 @@ class WritePath:
                     if not first and create is None:  # applied earlier, perhaps on another config
                         _, config = await self.links.config(link_id)
                     return Done(reply, config, first)
+                case Unsure(why=why):  # the filter cannot rule out a use: the ledger can
+                    seen = await self._ask(link_id, req, round_, why)
+                    if seen.request_hash is not None:
+                        return await self._replay_seen(link_id, req, seen)
                 case IdReused(reply=reply):
                     raise id_reused(req, reply)
                 case LinkExists():
@@ -115,6 +124,18 @@ class WritePath:
                     if contended:
                         CAS_RETRIES.labels(link_id).inc()
         raise Unavailable(f"link {link_id} is too busy to apply request {req.request_id}; retry with the same id")
+
+    async def _ask(self, link_id: str, req: Request, round_: tuple[str, str], why: Why) -> Seen:
+        """What the ledger holds of the request and the round (counted by why it was asked)."""
+        LEDGER_QUESTIONS.labels(why.value).inc()
+        return await self.ledger.seen(link_id, *round_, req.key, req.legacy_id, req.hash)
+
+    async def _replay_seen(self, link_id: str, req: Request, seen: Seen) -> Done:
+        """The answer to a request the ledger holds (`seen`): its stored reply, once durable."""
+        if seen.legacy:  # written before ids were scoped: under its bare id, with this very content
+            reply = await self.ledger.stored_reply(link_id, req.legacy_id)
+            return await self._replay(link_id, req, reply, request_identity(req.legacy_id, req.hash))
+        return await self._replay(link_id, req, await self.ledger.stored_reply(link_id, req.key))
 
     async def _replay_or(self, link_id: str, req: Request, error: Exception) -> Done:
         """A request refused now may have been applied before: answer it from its record, else raise `error`."""

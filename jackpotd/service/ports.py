@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from ..domain.link import LinkConfig
 from .entries import Entry
 from .replies import Reply, Result
+from .seen import Unsure
 
 ROUND_ABSENT = "absent"  # Step.round_expect: the round must not exist yet (a commit)
 NEW_LINK = "new"  # Step.config_version: the link must not exist yet (a create)
@@ -88,7 +89,7 @@ class LinkExists:
     """A create found the link there already."""
 
 
-Outcome = Applied | IdReused | Stale | RoundNotOpen | RoundsOpen | LinkExists
+Outcome = Applied | IdReused | Stale | RoundNotOpen | RoundsOpen | LinkExists | Unsure
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +268,7 @@ class ReportStore(Protocol):
 class LiveStore(Protocol):
     """The live pools (Redis): atomic steps, checked reads, stored replies, the link catalogue."""
 
-    async def apply(self, step: Step, floor: int) -> Outcome: ...
+    async def apply(self, step: Step, floor: int, check: str | None = None) -> Outcome: ...
 
     async def read(self, link_id: str, floor: int, round_: tuple[str, str] | None = None) -> LinkRead: ...
 

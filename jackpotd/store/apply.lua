@@ -4,6 +4,7 @@
 --
 -- KEYS: 1 config  2 balances  3 seq  4 journal  5 request record  6 round (or an unused key)  7 last  8 fence
 --       9 open: how many of the link's rounds are open (committed, or settled with a hit awaiting verification)
+--       10 the filter of used ids (its state and size)  11 its bits
 -- Returns {'ok', '', seq, balances} (the caller holds the rest of the reply), {'dup' | 'conflict', stored
 -- reply}, or {reason, detail}.
 -- ARGV: 1 request hash  2 expected config version ("new" to create the link)  3 expected round state
@@ -15,6 +16,8 @@
 --       14 "1" if the step needs the link between rounds (NZ 11.6A/B), else ""
 --       15 "1" if the new round state (5) finishes the round (lua_codec: domain.rounds.FINISHED), else ""
 --       16 n guards, then n (pool, balance) pairs, then n deltas and (pool, delta) pairs
+--       last but one: the ids to look up in the filter of used ids ("" none: the caller asked the ledger), and
+--       last: the ids the step uses, added to the filter; each id as its bit positions in hex (domain/seen_filter.py)
 -- The ARGV are built and the replies read in one place, jackpotd/store/lua_codec.py. Of our vocabulary the
 -- script knows only the caller's two markers: "new" (ports.NEW_LINK) and "absent" (ports.ROUND_ABSENT).
 
@@ -34,6 +37,26 @@ if record then  -- a stored reply (service/replies.py): read by field, whatever 
   if cjson.decode(record)['hash'] == ARGV[1] then return {'dup', record} end
   return {'conflict', record}
 end
+
+-- The filter of used ids (issue 22, P1) holds every request and round id the ledger holds, once a fill made it
+-- complete ("ok"): an id with a bit unset was never used, so the ledger need not be asked. Otherwise it is.
+local seen = redis.call('HMGET', KEYS[10], 'state', 'bits')
+local seen_size = tonumber(seen[2])
+local asked = ARGV[#ARGV - 1]  -- each id K=4 positions of 8 hex digits (domain/seen_filter.py)
+if asked ~= '' then
+  if seen[1] ~= 'ok' or not seen_size then return {'unsure', 'unfilled'} end
+  for i = 1, #asked, 32 do
+    local all = true
+    for j = i, i + 24, 8 do
+      if redis.call('GETBIT', KEYS[11], tonumber(string.sub(asked, j, j + 7), 16) % seen_size) == 0 then
+        all = false
+        break
+      end
+    end
+    if all then return {'unsure', 'maybe'} end
+  end
+end
+
 if ARGV[2] == 'new' then
   if version or current or tonumber(ARGV[12]) > 0 then return {'exists', ''} end
 elseif version ~= ARGV[2] then
@@ -102,4 +125,8 @@ local reply = '{"hash":"' .. ARGV[1] .. '","seq":' .. seq .. ',"result":' .. ARG
   balances .. ',"content":' .. ARGV[11] .. '}'
 redis.call('XADD', KEYS[4], '0-' .. seq, 'entry', ARGV[8], 'balances', balances, 'reply', reply, 'after', after)
 redis.call('SET', KEYS[5], reply, 'EX', ttl)
+if seen_size then  -- only ever added to, here and by a fill: so "absent" stays exact
+  local added = ARGV[#ARGV]
+  for j = 1, #added, 8 do redis.call('SETBIT', KEYS[11], tonumber(string.sub(added, j, j + 7), 16) % seen_size, 1) end
+end
 return {'ok', '', tostring(seq), balances}  -- the caller has the rest of the reply already

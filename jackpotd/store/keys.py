@@ -74,6 +74,22 @@ def fence(link_id: str) -> str:
     return tag(link_id) + ":fence"
 
 
+def seen(link_id: str) -> str:
+    """The filter of the link's used ids (domain/seen_filter.py): {"state": "ok" (complete) or "fill:<token>" (being
+    filled from the ledger), "bits": its size}; absent until the ledger writer first fills it."""
+    return tag(link_id) + ":seen"
+
+
+def seen_bits(link_id: str) -> str:
+    """The filter's bits (a Redis bitmap of seen(link)["bits"] bits), only ever set by the atomic step and a fill."""
+    return tag(link_id) + ":seen:bits"
+
+
+def seen_fill(link_id: str, token: str) -> str:
+    """The bits a fill read from the ledger, on their way into seen_bits (in the link's slot, for BITOP)."""
+    return tag(link_id) + ":seen:fill:" + token
+
+
 def table(table_id: str) -> str:
     """Global index from a table to its link (not tagged: it is read before the link is known)."""
     return "jackpot:table:" + escape(table_id)

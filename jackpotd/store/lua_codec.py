@@ -10,10 +10,12 @@ from typing import Literal, assert_never
 import orjson
 from redis.exceptions import ResponseError
 
+from ..domain import seen_filter
 from ..domain.rounds import FINISHED
 from ..service.entries import encode_entry
 from ..service.errors import LinkFenced, LinkLost, lost
 from ..service.ports import (
+    ROUND_ABSENT,
     Applied,
     IdReused,
     LinkExists,
@@ -27,6 +29,7 @@ from ..service.ports import (
     Step,
 )
 from ..service.replies import decode_reply, encode_result, pairs
+from ..service.seen import Unsure, Why
 from . import keys
 
 SAFETY_TTL_SECONDS = 24 * 3600  # until the writer shortens it to the retention once the entry is durable
@@ -48,6 +51,7 @@ class Verdict(Enum):
     LOST = "lost"  # Redis forgot the link's config or sequence
     BEHIND = "behind"  # Redis went back behind the ledger's durable mark (detail: its sequence)
     FENCED = "fenced"  # the link is fenced (detail: why)
+    UNSURE = "unsure"  # the filter of used ids cannot rule out the request or new round id (detail: seen.Why)
 
 
 Refused = Literal[Verdict.LOST, Verdict.BEHIND, Verdict.FENCED]  # the link's Redis state is unfit to answer from
@@ -55,8 +59,9 @@ Refused = Literal[Verdict.LOST, Verdict.BEHIND, Verdict.FENCED]  # the link's Re
 Call = tuple[list[str], list[str | int]]  # (KEYS, ARGV)
 
 
-def apply_call(step: Step, floor: int) -> Call:
-    """apply.lua's KEYS and ARGV for `step` (their layout is documented at the top of apply.lua)."""
+def apply_call(step: Step, floor: int, check: str | None = None) -> Call:
+    """apply.lua's KEYS and ARGV for `step` (their layout is documented at the top of apply.lua). With `check` (a
+    bare request id the ledger may hold from before ids were scoped, or ""), the filter of used ids is asked."""
     link = step.link_id
     rkey = keys.round_(link, *step.round) if step.round else keys.no_round(link)
     args: list[str | int] = [
@@ -70,8 +75,26 @@ def apply_call(step: Step, floor: int) -> Call:
     args.append(len(step.deltas))
     for pool, delta in step.deltas:
         args += [pool, str(delta)]
+    args += seen_args(step, check)
     return [keys.config(link), keys.balances(link), keys.seq(link), keys.journal(link),
-            keys.record(link, step.request_id), rkey, keys.last(link), keys.fence(link), keys.open_rounds(link)], args
+            keys.record(link, step.request_id), rkey, keys.last(link), keys.fence(link), keys.open_rounds(link),
+            keys.seen(link), keys.seen_bits(link)], args
+
+
+def seen_args(step: Step, check: str | None) -> list[str | int]:
+    """apply.lua's last two ARGV: the ids to look up in the filter of used ids (the request's, and a new round's;
+    none without `check`), and the ids the step adds to it (its request's and its round's)."""
+    request = seen_filter.encode([seen_filter.request_key(step.request_id)])
+    rnd = seen_filter.encode([seen_filter.round_key(*step.round)]) if step.round else ""
+    added = request + rnd
+    if check is None:
+        return ["", added]
+    asked = [request]
+    if check:
+        asked.append(seen_filter.encode([seen_filter.request_key(check)]))
+    if rnd and step.round_expect == ROUND_ABSENT:  # a round already open is the live store's to answer for
+        asked.append(rnd)
+    return ["".join(asked), added]
 
 
 def apply_outcome(step: Step, reply: list[str]) -> Outcome:
@@ -97,6 +120,8 @@ def apply_outcome(step: Step, reply: list[str]) -> Outcome:
             return Stale(contended=False)
         case Verdict.POOL_MOVED | Verdict.NEGATIVE:
             return Stale(contended=True)
+        case Verdict.UNSURE:
+            return Unsure(Why(detail))
         case Verdict.LOST | Verdict.BEHIND | Verdict.FENCED:
             raise refusal(step.link_id, verdict, detail)
         case _:
@@ -123,7 +148,7 @@ def read_result(link_id: str, reply: list[str]) -> LinkRead:
         case Verdict.LOST | Verdict.BEHIND | Verdict.FENCED:
             raise refusal(link_id, verdict, rest[0] if rest else "")
         case (Verdict.DUP | Verdict.CONFLICT | Verdict.STALE_CONFIG | Verdict.ROUND_STATE | Verdict.ROUND_MOVED
-              | Verdict.POOL_MOVED | Verdict.NEGATIVE | Verdict.EXISTS | Verdict.ROUNDS_OPEN):
+              | Verdict.POOL_MOVED | Verdict.NEGATIVE | Verdict.EXISTS | Verdict.ROUNDS_OPEN | Verdict.UNSURE):
             raise ResponseError(f"read.lua answered {verdict.value!r}, a verdict only apply.lua gives")  # a bug
         case _:
             assert_never(verdict)

@@ -29,10 +29,12 @@ class RedisPools(RedisJournal, RedisAnnouncements, RedisHealth, RedisRebuild):
     # ---- the service's port ----------------------------------------------------------------------
 
     @translated
-    async def apply(self, step: Step, floor: int) -> Outcome:
+    async def apply(self, step: Step, floor: int, check: str | None = None) -> Outcome:
         """Run the atomic step; nothing changes unless every check passes. `floor` is the ledger's durable
-        sequence as the caller knows it: a Redis behind it has gone back and is refused."""
-        return apply_outcome(step, await self._scripts.run(self._scripts.apply_sha, *apply_call(step, floor)))
+        sequence as the caller knows it: a Redis behind it has gone back and is refused. With `check` (a bare
+        request id the ledger may hold from before ids were scoped, or ""), an id the filter of used ids cannot
+        rule out is Unsure (service/seen.py); without it the caller asked the ledger."""
+        return apply_outcome(step, await self._scripts.run(self._scripts.apply_sha, *apply_call(step, floor, check)))
 
     @translated
     async def read(self, link_id: str, floor: int, round_: tuple[str, str] | None = None) -> LinkRead:

@@ -49,6 +49,7 @@ class RedisRebuild(RedisConnection):
         tx: list[list[str | int]] = [["MULTI"], *([] if self.cluster else indexes)]
         if stale:
             tx.append(["DEL", *stale])
+        tx.append(["DEL", keys.seen(link), keys.seen_bits(link)])  # even if made since the scan: filled afresh
         if snap.pool_balances:
             tx.append(["HSET", keys.balances(link), *_flat({k: str(v) for k, v in snap.pool_balances.items()})])
         tx.append(["SET", keys.seq(link), snap.last_seq])

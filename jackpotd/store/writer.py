@@ -30,6 +30,7 @@ from .ledger.head_guard import Tamper, Tampered
 from .redis_announcements import DurableBatch
 from .redis_journal import Journal
 from .redis_pools import RedisPools
+from .seen_fill import SeenFiller
 from .shards import ALL, shard_of
 from .throttle import Throttled
 from .writer_batches import isolate
@@ -90,6 +91,7 @@ class LedgerWriter:
         self.heads = WriterHeads(checkpoints)  # what each link's ledger head is held to (store/writer_heads.py)
         self.fences = WriterFences(redis, pg, self.heads)  # the links stopped for a person (store/writer_fences.py)
         self.leads = leads  # asked before a head moved past this writer's is called tampering
+        self.seen = SeenFiller(redis, pg)  # each link's filter of used ids (store/seen_fill.py)
 
     @property
     def fenced(self) -> dict[str, str]:
@@ -149,6 +151,7 @@ class LedgerWriter:
             await self._announce()
         await self.heads.flush(force=True)
         await self._held.release()
+        await self.seen.stop()
 
     async def _run(self) -> None:
         """Pass after pass until stopped; a failing pass is retried with backoff (callers wait meanwhile)."""
@@ -326,6 +329,7 @@ class LedgerWriter:
         await self.heads.flush()
         resolved = set(self.fenced) - set(await ledger.fences(self.pg))  # self.fenced: this writer's links only
         for link in resolved:  # `jackpotd unfence` removed the fence: follow the link again, if its head is backed
+            await self.seen.forget(link)  # the filter of used ids is filled again from the mended ledger
             lifted = await self.fences.lift(link, self.durable.get(link, 0) + 1)
             if lifted is not None:
                 self._rebuilt_at.pop(link, None)
@@ -348,6 +352,10 @@ class LedgerWriter:
             if state in recovery.REBUILD:
                 await self._rebuild(link, state, f"Redis at sequence {probes[link].seq}, the ledger at {head.seq}")
         await self.fences.restate(probes, self.durable)
+        try:
+            await self.seen.tend([link for link in links if link in probes and link not in self.problems], self.durable)
+        except Exception as e:  # (a Redis that does not answer): the calls ask the ledger meanwhile
+            self._complain(f"tending the filters of used ids failed: {e}")
         report = WriterHealth(now_ms(), tuple(sorted(self.shards)), {
             **self.unreachable, **{link: f"fenced: {why}" for link, why in self.fenced.items()}, **self.problems},
             self.stalled())

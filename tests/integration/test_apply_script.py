@@ -15,6 +15,7 @@ from jackpotd.service.commands import Audit
 from jackpotd.service.entries import Entry, FundDetail
 from jackpotd.service.ports import NEW_LINK, ROUND_ABSENT, Applied, IdReused, Stale, Step
 from jackpotd.service.replies import LinkResult
+from jackpotd.service.seen import Unsure, Why
 from jackpotd.store import keys
 from jackpotd.store.redis_pools import RedisPools
 
@@ -81,3 +82,30 @@ async def test_a_step_that_finishes_its_round_closes_it(redis: RedisPools) -> No
     assert isinstance(settled, Applied)
     assert await redis.client.get(keys.open_rounds(link)) == "0"
     assert await redis.client.ttl(keys.round_(link, *rnd)) > 0  # finished: let go once the ledger holds it
+
+
+async def test_the_filter_of_used_ids_is_trusted_only_once_complete_and_only_ever_added_to(redis: RedisPools) -> None:
+    """Issue 22, P1: an id whose bits are not all set was never used (no ledger question); an unfinished filter, or
+    an id (the request's, its bare legacy id, a new round's) with every bit set, is Unsure and changes nothing."""
+    link = await created(redis)
+    rnd = ("T", "r1")
+
+    def commit(request_id: str) -> Step:
+        return step(link, request_id, f'{{"{request_id}":1}}', round=rnd, round_expect=ROUND_ABSENT,
+                    round_new_state=COMMITTED, round_data="d")
+
+    assert await redis.apply(commit("a"), 0, "") == Unsure(Why.UNFILLED)  # no filter yet
+    await redis.client.hset(keys.seen(link), mapping={"state": "fill:x", "bits": str(1 << 20)})
+    assert await redis.apply(commit("a"), 0, "") == Unsure(Why.UNFILLED)  # a fill under way
+    assert await redis.client.get(keys.seq(link)) == "1"  # nothing applied
+    opened = await redis.apply(commit("a"), 0)  # the ledger was asked: no check, and its ids are added
+    assert isinstance(opened, Applied) and opened.first
+    await redis.client.hset(keys.seen(link), "state", "ok")
+    assert await redis.apply(step(link, "b", '{"b":1}'), 0, "a") == Unsure(Why.MAYBE)  # "a" as a bare legacy id
+    assert await redis.apply(commit("c"), 0, "") == Unsure(Why.MAYBE)  # its new round was used
+    assert await redis.client.get(keys.seq(link)) == "2"
+    settled = await redis.apply(step(link, "s", round=rnd, round_expect=COMMITTED, round_rev=str(opened.reply.seq),
+                                     round_new_state=SETTLED, round_data="d"), 0, "")  # an open round is not asked
+    fresh = await redis.apply(step(link, "d", '{"d":1}'), 0, "")  # never used: applied without a question
+    assert isinstance(settled, Applied) and isinstance(fresh, Applied) and fresh.reply.seq == 4
+    assert await redis.apply(step(link, "e", '{"e":1}'), 0, "d") == Unsure(Why.MAYBE)  # "d" is now used

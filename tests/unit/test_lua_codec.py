@@ -8,6 +8,7 @@ import re
 import pytest
 from redis.exceptions import ResponseError
 
+from jackpotd.domain import seen_filter
 from jackpotd.domain.rounds import COMMITTED, FINISHED, SETTLED
 from jackpotd.service.commands import Audit
 from jackpotd.service.entries import Entry, FundDetail
@@ -27,7 +28,8 @@ from jackpotd.service.ports import (
     Step,
 )
 from jackpotd.service.replies import LinkResult, NoResult, decode_reply
-from jackpotd.store.lua_codec import Verdict, apply_call, apply_outcome, read_result
+from jackpotd.service.seen import Unsure, Why
+from jackpotd.store.lua_codec import Verdict, apply_call, apply_outcome, read_result, seen_args
 from jackpotd.store.redis_scripts import APPLY, READ
 
 STORED = '{"hash":"h1","seq":7,"result":{"link_id":"L"},"balances":["MAJOR","5"],"content":{"a":1}}'
@@ -50,6 +52,7 @@ APPLIED: dict[Verdict, tuple[list[str], Outcome | type[Exception]]] = {
     Verdict.LOST: (["lost", ""], LinkLost),
     Verdict.BEHIND: (["behind", "3"], LinkLost),
     Verdict.FENCED: (["fenced", "tampered at 4"], LinkFenced),
+    Verdict.UNSURE: (["unsure", "maybe"], Unsure(Why.MAYBE)),
 }
 
 
@@ -94,5 +97,22 @@ def test_a_step_tells_apply_lua_whether_it_finishes_its_round(new_state: str, fi
     step = Step("L", "req", "h1", "id1", {}, "{}", "3", ENTRY, NoResult(), round=("T", "r1"), round_expect=COMMITTED,
                 round_new_state=new_state, guards={"MAJOR": 5}, deltas=[("MAJOR", -5)])
     keys, args = apply_call(step, 2)
-    assert len(keys) == 9 and args[4] == new_state and args[14] == finishes
-    assert args[15:] == [1, "MAJOR", "5", 1, "MAJOR", "-5"]  # ARGV 16 on: the guards, then the deltas
+    assert len(keys) == 11 and args[4] == new_state and args[14] == finishes
+    assert args[15:-2] == [1, "MAJOR", "5", 1, "MAJOR", "-5"]  # ARGV 16 on: the guards, then the deltas
+
+
+def test_a_step_asks_the_filter_for_its_request_and_a_new_round_and_adds_both() -> None:
+    """Issue 22, P1: the last two ARGV. An open round is the live store's to answer for, so a settle asks only for
+    its request; a bare legacy id is asked as a request; without `check` (the ledger was asked) nothing is."""
+    request, rnd = seen_filter.request_key("req"), seen_filter.round_key("T", "r1")
+    commit = Step("L", "req", "h1", "id1", {}, "{}", "3", ENTRY, NoResult(), round=("T", "r1"),
+                  round_expect=ROUND_ABSENT, round_new_state=COMMITTED)
+    settle = Step("L", "req", "h1", "id1", {}, "{}", "3", ENTRY, NoResult(), round=("T", "r1"),
+                  round_expect=COMMITTED, round_new_state=SETTLED)
+    both = seen_filter.encode([request, rnd])
+    assert seen_args(commit, "") == [both, both]
+    assert seen_args(commit, "old") == [seen_filter.encode([request, seen_filter.request_key("old"), rnd]), both]
+    assert seen_args(settle, "") == [seen_filter.encode([request]), both]
+    assert seen_args(commit, None) == ["", both]
+    assert apply_call(commit, 0, "")[1][-2:] == [both, both]
+    assert seen_args(STEP, None) == ["", seen_filter.encode([seen_filter.request_key("req")])]

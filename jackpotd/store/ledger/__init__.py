@@ -24,7 +24,7 @@ from .chain import (
 )
 from .errors import refuses
 from .fences import Fence, FenceKind, clear_fence, fence_text, fences, refused_entry, set_fence
-from .lookups import HeldConnection, Lookups
+from .lookups import HeldConnection, Lookups, used_ids
 from .reads import (
     LinkSnapshot,
     entry_identities,
@@ -94,5 +94,6 @@ __all__ = [
     "stored_reply",
     "table_link",
     "unavailable",
+    "used_ids",
     "write_batch",
 ]

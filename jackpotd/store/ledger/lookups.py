@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
 
+from ...domain import seen_filter
 from ...service.ports import Seen
 from ..batching import Batcher
 from .unnest import columns
@@ -84,3 +86,22 @@ class Lookups:
         found = {int(r["i"]) - 1: Seen(r["request_hash"], r["state"]) if r["request_hash"] is not None or
                  r["legacy_hash"] is None else Seen(r["legacy_hash"], r["state"], legacy=True) for r in rows}
         return [found.get(i, Seen(None, None)) for i in range(len(batch))]
+
+
+async def used_ids(pg: asyncpg.Pool, link_id: str, at_least: int, visit: Callable[[list[str]], None],
+                   chunk: int = 20_000) -> bool:
+    """Show `visit` every request and round id the ledger holds for the link (as the filter's ids, domain/seen_filter),
+    a chunk at a time, from one snapshot; False (nothing shown) if its head is below `at_least`: the ledger has
+    not yet written everything a filter's fill began after."""
+    async with pg.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+        head = await conn.fetchval("SELECT coalesce(max(seq), 0) FROM entries WHERE link_id = $1", link_id)
+        if head < at_least:
+            return False
+        request, round_ = seen_filter.request_key, seen_filter.round_key
+        cursor = await conn.cursor("SELECT request_id FROM entries WHERE link_id = $1", link_id)
+        while rows := await cursor.fetch(chunk):
+            visit([request(r[0]) for r in rows])
+        cursor = await conn.cursor("SELECT table_id, round_id FROM rounds WHERE link_id = $1", link_id)
+        while rows := await cursor.fetch(chunk):
+            visit([round_(r[0], r[1]) for r in rows])
+    return True
