@@ -1,0 +1,134 @@
+"""Issue 22, P3: seat lists of a round of more than RUNS_FROM seats are stored as runs and read back exactly; rounds
+of a real table's size are stored byte for byte as before; a settle's content is what MessageToDict made."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import orjson
+import pytest
+from google.protobuf.json_format import MessageToDict
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jackpotd.api.gen.jackpot.v1 import table_pb2
+from jackpotd.api.servicers import settle_of
+from jackpotd.canonical import canonical_json
+from jackpotd.domain.contributions import SeatContribution, contribute
+from jackpotd.domain.errors import InvalidInput
+from jackpotd.domain.pools import MAJOR, MINOR, RESERVE, PoolSpec
+from jackpotd.domain.postings import Posting
+from jackpotd.domain.rates import RateSet
+from jackpotd.domain.rounds import Wager, validate_wagers
+from jackpotd.service.replies import Accepted, CommitResult, SeatResult, SettleResult, decode_result, stored_form
+from jackpotd.service.round_record import RoundRecord, new_round
+from jackpotd.service.seat_runs import RUNS_FROM, as_runs, from_runs
+from jackpotd.store.ledger.summaries import entry_facts
+
+RATES = RateSet({MAJOR: 200_000, MINOR: 75_000, RESERVE: 25_000}, 700_000, 1, 0, "A-1")
+POOLS = (PoolSpec(MAJOR, 1_000, 5_000), PoolSpec(MINOR, 100_000), PoolSpec(RESERVE))
+
+
+@given(st.lists(st.tuples(st.integers(1, 300), st.sampled_from(["a", "b"]), st.integers(0, 1)),
+                unique_by=lambda r: r[0]))
+def test_runs_hold_every_seat_and_its_values(rows: list[tuple[int, str, int]]) -> None:
+    rows.sort()
+    runs = as_runs(rows)
+    assert [(seat, *values) for seat, values in from_runs(runs)] == rows
+    assert all(a[1] + 1 < b[0] or a[2:] != b[2:] for a, b in pairwise(runs))  # maximal runs
+
+
+def test_a_run_that_is_none_is_refused() -> None:
+    with pytest.raises(ValueError, match="seat run"):
+        list(from_runs([[5, 4, "x"]]))
+
+
+def capped_round(seats: list[int]) -> RoundRecord:
+    """A round on a capped MAJOR: the seats before the cap fills and after it have different legs and overflow."""
+    c = contribute(RATES, POOLS, {MAJOR: 4_000 * 1_000_000}, [(s, 100) for s in seats])
+    return new_round("caribbean-stud", 1, c.seats)
+
+
+def test_a_big_round_is_stored_as_runs_and_read_back_seat_by_seat() -> None:
+    seats = [s for s in range(1, 100_001) if s % 1000 != 7]
+    record = capped_round(seats)
+    text = record.encode()
+    stored = orjson.loads(text)
+    assert "seats" not in stored and len(stored["seat_runs"]) < 300 and len(stored["legs"]) >= 2
+    back = RoundRecord.decode(text)
+    assert back.seats == record.seats and back.active == seats and len(back.seats) == len(seats)
+    assert 1007 not in back.seats and back.seats[99_999] == record.seats[99_999]
+    with pytest.raises(KeyError):
+        back.seats[1007]
+    assert back.encode() == text  # settled or voided, it is stored again as it was read
+    facts = entry_facts({"kind": "commit", "postings": [], "round": {"data": text}}, "")
+    assert facts.wagers == len(seats)
+
+
+def test_a_table_sized_round_is_stored_per_seat_as_before() -> None:
+    record = capped_round(list(range(1, RUNS_FROM + 1)))
+    stored = orjson.loads(record.encode())
+    assert "seat_runs" not in stored and len(stored["seats"]) == RUNS_FROM
+    legs = [[list(p) for p in c.postings] for c in record.seats.values()]
+    distinct = [legs[i] for i in range(len(legs)) if legs[i] not in legs[:i]]
+    assert stored["legs"] == distinct
+    assert stored["seats"]["1"] == [0, 100, record.seats[1].overflow_uc]
+    assert RoundRecord.decode(record.encode()) == record
+
+
+def test_a_void_of_some_seats_of_a_big_round_reverses_their_legs() -> None:
+    record = capped_round(list(range(1, 1001)))
+    text = RoundRecord(record.game, 1, RoundRecord.decode(record.encode()).seats,
+                       void_reasons=({"seats": [3, 999], "reason": "absent"},)).encode()
+    facts = entry_facts({"kind": "void", "postings": [], "round": {"data": text}}, "")
+    expected: dict[str, int] = {}
+    for s in (3, 999):
+        for p in record.seats[s].postings:
+            expected[p.account] = expected.get(p.account, 0) + p.amount_uc
+    assert facts.reversed == expected and facts.wagers == 2
+
+
+def test_big_results_are_stored_as_runs_and_small_ones_as_before() -> None:
+    big = CommitResult(tuple(Accepted(s, 100, 30_000_000, 0) for s in range(1, 50_001)))
+    assert stored_form(big) == {"accepted_runs": [[1, 50_000, 100, 30_000_000, 0]]}
+    assert decode_result(orjson.loads(canonical_json(stored_form(big)))) == big
+    seats = tuple(SeatResult(s, "flush" if s == 9 else "", "" if s == 9 else "FOLDED") for s in range(1, 101))
+    settle = SettleResult((), (), seats, (200,))
+    assert stored_form(settle)["seat_runs"] == [[1, 8, "", "FOLDED"], [9, 9, "flush", ""], [10, 100, "", "FOLDED"]]
+    assert decode_result(orjson.loads(canonical_json(stored_form(settle)))) == settle
+    small = CommitResult((Accepted(1, 100, 30_000_000, 0),))
+    assert stored_form(small) == {"accepted": [{"seat": 1, "amount_cents": 100, "contributed_uc": 30_000_000,
+                                                "overflow_uc": 0}]}
+
+
+@pytest.mark.parametrize("hands", [
+    [],
+    [table_pb2.SeatHand(seat=1, cards=["As", "Ks", "Qs", "Js", "Ts"]), table_pb2.SeatHand(seat=2, no_hand=1)],
+    [table_pb2.SeatHand(seat=0), table_pb2.SeatHand(seat=3, no_hand=table_pb2.DEAD),
+     table_pb2.SeatHand(seat=4, cards=[""])],
+])
+def test_a_settles_content_is_what_message_to_dict_made(hands: list[table_pb2.SeatHand]) -> None:
+    for request in (table_pb2.SettleRoundRequest(request_id="q", table_id="t", round_id="r", hands=hands,
+                                                 dealer_cards=["2s"], board_cards=["3s", "4s"]),
+                    table_pb2.SettleRoundRequest(request_id="q", hands=hands)):
+        content = MessageToDict(request, preserving_proto_field_name=True)
+        content.pop("request_id")
+        assert settle_of(request)[1] == content
+
+
+def test_an_unknown_no_hand_is_refused_naming_the_hand() -> None:
+    request = table_pb2.SettleRoundRequest(hands=[table_pb2.SeatHand(seat=1), table_pb2.SeatHand(seat=2, no_hand=9)])
+    with pytest.raises(InvalidInput, match=r"hands\[1\]\.no_hand"):
+        settle_of(request)
+
+
+def test_a_whole_round_checked_at_once_gives_what_the_seat_by_seat_check_gives() -> None:
+    wagers = [Wager(s, 100, True) for s in range(100_000, 0, -1)]
+    assert validate_wagers(wagers, 100_000, 100) == tuple((s, 100) for s in range(1, 100_001))
+    for bad, field in ((Wager(0, 100, True), "wagers[1].seat"), (Wager(3, 100, True), "wagers[1].seat"),
+                       (Wager(2, 99, True), "wagers[1].amount_cents"), (Wager(2, 100, False), "wagers[1].ante_placed"),
+                       (Wager(True, 100, True), "wagers[1].seat")):
+        with pytest.raises(InvalidInput) as refused:
+            validate_wagers([Wager(3, 100, True), bad], 100_000, 100)
+        assert refused.value.field == field
+    assert SeatContribution(1, 100, (Posting("wagers", -1),), 0).to_pools_uc == 0
