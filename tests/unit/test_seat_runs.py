@@ -22,9 +22,10 @@ from jackpotd.domain.paytable import default_paytable
 from jackpotd.domain.pools import MAJOR, MINOR, RESERVE, SPLIT, PoolSpec
 from jackpotd.domain.postings import Posting
 from jackpotd.domain.rates import RateSet
-from jackpotd.domain.rounds import Wager, validate_wagers
-from jackpotd.service.commands import Commit, Request, Void
-from jackpotd.service.decide.table import TableState, decide_commit, decide_void
+from jackpotd.domain.rounds import NoHand, SeatHand, Wager, validate_wagers
+from jackpotd.service.commands import Commit, Request, Settle, Void
+from jackpotd.service.decide.table import TableState, decide_commit, decide_settle, decide_void
+from jackpotd.service.entries import entry_form
 from jackpotd.service.ports import LiveRound
 from jackpotd.service.replies import (
     Accepted,
@@ -177,3 +178,29 @@ def test_a_big_round_voided_in_part_then_whole_reverses_exactly_what_was_contrib
     total = {p: v + dict(rest.deltas).get(p, 0) for p, v in part.deltas}
     assert total == {p: -v for p, v in made.deltas}  # every µ¢ the commit put in is taken back
     assert replace(left, voided=(), void_reasons=()).encode() == made.round_data  # seats stored again as read
+
+
+def test_a_big_settle_writes_its_resets_in_its_entry_so_the_writer_need_not_read_its_reply() -> None:
+    config = LinkConfig(link_id="L", mode=SPLIT, wager_cents=100, pools=POOLS, rate_sets=(RATES,),
+                        paytables={"caribbean-stud": default_paytable("caribbean-stud", SPLIT)},
+                        tables={"T": TableConfig("T", "caribbean-stud", 100_000)})
+    balances = {MAJOR: 4_000 * 1_000_000, RESERVE: 500 * 1_000_000}
+    for seats, written in ((RUNS_FROM + 1, True), (7, False)):
+        wagers = [Wager(s, 100, True) for s in range(1, seats + 1)]
+        made = decide_commit(Commit(Request("c", {"x": 1}), "T", "r1", wagers), config, "v1",
+                             TableState(0, balances, None, None))
+        hands = [SeatHand(1, ("As", "Ks", "Qs", "Js", "Ts"))] + [SeatHand(s, (), NoHand.FOLDED)
+                                                                  for s in range(2, seats + 1)]
+        after = {p: balances.get(p, 0) + v for p, v in made.deltas}
+        step = decide_settle(Settle(Request("s", {"x": 2}), "T", "r1", hands, ["2s", "3s", "Jd", "Ac", "Kc"], []),
+                             config, "v1", TableState(0, after, LiveRound("COMMITTED", "1", made.round_data), None))
+        body = entry_form(step.entry)
+        resets = stored_form(step.result)["resets"]
+        assert resets  # the royal took MAJOR, which is reset
+        if written:
+            assert body["resets"] == [[r["pool"], r["from_reserve_cents"], r["from_operator_cents"]] for r in resets]
+            facts = entry_facts(orjson.loads(canonical_json(body)), "")  # no reply at all: the entry says it
+            assert [(r.pool, r.from_reserve_cents, r.from_operator_cents) for r in facts.resets or ()] == [
+                tuple(x) for x in body["resets"]]
+        else:
+            assert "resets" not in body  # a table's settle is written as it always was

@@ -29,6 +29,7 @@ from ..errors import Unavailable
 from ..ports import ROUND_ABSENT, LiveRound, Step
 from ..replies import Accepted, CommitResult, Payout, Refund, SeatResult, SettleResult, VoidResult
 from ..round_record import HeldHit, RoundRecord, new_round
+from ..seat_runs import RUNS_FROM
 from .steps import step
 
 
@@ -117,7 +118,9 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
     new_state = PENDING if waiting else SETTLED  # §7: the round stays open until its held hits are decided
     return step(config.link_id, cmd.request, "settle", version, state.now_ms,
                 postings=[*price.postings, *held(price.payouts, statuses)], result=result,
-                detail=SettleDetail(RoundEntry(cmd.table_id, cmd.round_id, new_state, round_data), tuple(hit_rows)),
+                detail=SettleDetail(RoundEntry(cmd.table_id, cmd.round_id, new_state, round_data), tuple(hit_rows),
+                                    tuple((r.pool, r.from_reserve_cents, r.from_operator_cents) for r in price.resets)
+                                    if len(record.seats) > RUNS_FROM else None),
                 round=(cmd.table_id, cmd.round_id), round_expect=COMMITTED, round_rev=rnd.rev,
                 round_new_state=new_state, round_data=round_data,
                 guards={p.name: balances.get(p.name, 0) for p in config.pools} if qualifying else {})

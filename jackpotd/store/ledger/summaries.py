@@ -74,7 +74,9 @@ def entry_facts(body: Mapping[str, Any], reply: str) -> EntryFacts:
         hits = [HitPaid(h["pool"], h["hand"], int(h["amount_cents"]), int(h["funded_by_operator_cents"]),
                         h["status"] != PAID) for h in body.get("hits", ())]
         resets: list[ResetPaid] | None = []
-        if hits:
+        if hits and "resets" in body:  # a round of more than RUNS_FROM seats writes them in its entry
+            resets = [ResetPaid(pool, int(reserve), int(operator)) for pool, reserve, operator in body["resets"]]
+        elif hits:
             try:
                 result = orjson.loads(reply)["result"]
                 resets = [ResetPaid(r["pool"], int(r["from_reserve_cents"]), int(r["from_operator_cents"]))
