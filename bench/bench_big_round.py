@@ -6,6 +6,9 @@ dealt from one deck (a few forced hits: a royal flush, four of a kind, a flush, 
 range) and every other seat is stated FOLDED, as one deck allows. Prints each call's wall time (answered only once
 the ledger holds it), the messages' sizes, and the CPU and peak RSS of each process: the client, the jackpotd
 supervisor and writer, its workers, Valkey and PostgreSQL. Goals (issue 22, P3): commit and settle at most 300 ms.
+`--py-spy FILE` also records jackpotd's collapsed stacks; `--quick` plays one round (make bench). To measure
+another checkout (a base commit caps tables at 10,000 seats), copy this file into its bench/ and run it there with
+PYTHONPATH at that checkout.
 """
 
 from __future__ import annotations
