@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install system-account chromium run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-export bench-replicas bench-cluster bench-naive audit clean
+.PHONY: install system-account chromium run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-export bench-big-round bench-replicas bench-cluster bench-naive audit clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -108,6 +108,12 @@ bench-naive: install
 ## bench-export: ExportLedger over gRPC and jackpot-report export's CSV on a built ledger (kept in /tmp/jackpotd-export-ledger)
 bench-export: install
 	$(BIN)/python bench/bench_export.py --entries 200000 --data /tmp/jackpotd-export-ledger
+
+## bench-big-round: one online round of 100,000 seats committed and settled, durable (each at most 300 ms), RSS and CPU
+## per process. Quick: make bench-big-round BIG_ROUND_ARGS="--runs 1 --seats 10000"
+BIG_ROUND_ARGS ?=
+bench-big-round: install
+	$(BIN)/python bench/bench_big_round.py $(BIG_ROUND_ARGS)
 
 ## bench-replicas: CommitWagers through one `jackpotd grpc` replica and through two, with a `jackpotd writer`
 bench-replicas: install

@@ -291,11 +291,12 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
     try:
         from .api.transport import ListenRefused
-        from .app import run_loop
+        from .app import run_loop, tune_gc
         from .auth.issue import IssueError
         from .embedded.account import AccountMissing
 
         try:
+            tune_gc()
             result: int = run_loop(_run(args, settings))
         except (ListenRefused, IssueError, SettingsError, AccountMissing) as e:  # the listen address, TLS files,
             # credentials or what the stores turn out to be cannot be used, or the server's account is missing

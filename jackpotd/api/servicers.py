@@ -48,13 +48,46 @@ def request_of(msg: Message) -> c.Request:
     return c.Request(require_id("request_id", content.pop("request_id", "")), content, caller_key())
 
 
+_NO_HANDS: dict[int, NoHand] = {table_pb2.NoHand.Value(r.value): r for r in NoHand}  # looked up once per seat
+
+
 def no_hand_of(index: int, value: int) -> NoHand | None:
     """A SeatHand's `no_hand` as the domain's reason (None: the seat's cards are given)."""
     if value == table_pb2.NO_HAND_UNSPECIFIED:
         return None
-    if value not in table_pb2.NoHand.values():
+    reason = _NO_HANDS.get(value)
+    if reason is None:
         raise InvalidInput(f"hands[{index}].no_hand", value, "must be FOLDED, MUCKED or DEAD (or unset, with cards)")
-    return NoHand(table_pb2.NoHand.Name(value))  # type: ignore[arg-type]
+    return reason
+
+
+def settle_of(request: table_pb2.SettleRoundRequest) -> tuple[list[SeatHand], dict[str, Any]]:
+    """A settle's hands, and its content exactly as MessageToDict names it (what retries are compared by), built
+    in one pass: MessageToDict and the enum's lookups cost most of a 100,000-seat settle."""
+    hands: list[SeatHand] = []
+    listed: list[dict[str, Any]] = []
+    names = {v: r.value for v, r in _NO_HANDS.items()}
+    new = tuple.__new__  # a named tuple built in C: a round may hold 100,000 hands
+    for i, x in enumerate(request.hands):
+        seat, value = x.seat, x.no_hand
+        cards = tuple(x.cards) if value == 0 or len(x.cards) else ()
+        hands.append(new(SeatHand, (seat, cards, None if value == 0 else _NO_HANDS.get(value) or no_hand_of(i, value))))
+        d: dict[str, Any] = {"seat": seat} if seat else {}  # proto3 leaves defaults out, and so does its JSON
+        if cards:
+            d["cards"] = list(cards)
+        if value:
+            d["no_hand"] = names[value]
+        listed.append(d)
+    content: dict[str, Any] = {}
+    for name in ("table_id", "round_id"):
+        if text := getattr(request, name):
+            content[name] = text
+    if listed:
+        content["hands"] = listed
+    for name in ("dealer_cards", "board_cards"):
+        if given := list(getattr(request, name)):
+            content[name] = given
+    return hands, content
 
 
 def audit_of(a: admin_pb2.Audit) -> c.Audit:
@@ -103,33 +136,43 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
 
     async def CommitWagers(self, request: table_pb2.CommitWagersRequest,
                            context: Ctx) -> table_pb2.CommitWagersResponse:
-        wagers = [Wager(w.seat, w.amount_cents, w.ante_placed) for w in request.wagers]
+        new = tuple.__new__  # a named tuple built in C: a round may hold 100,000 wagers
+        wagers = [new(Wager, (w.seat, w.amount_cents, w.ante_placed)) for w in request.wagers]
         # The hot path names its content by hand; MessageToDict would cost more than the rest of the call.
         content = {"table_id": request.table_id, "round_id": request.round_id,
-                   "wagers": [[w.seat, w.amount_cents, w.ante_placed] for w in wagers]}
+                   "wagers": list(map(list, wagers))}  # [seat, amount_cents, ante_placed]: Wager's order
         req = c.Request(require_id("request_id", request.request_id), content, caller_key())
         done = await self.table.commit(c.Commit(req, request.table_id, request.round_id, wagers))
         response = table_pb2.CommitWagersResponse(sequence=done.seq, link_id=done.link_id)
         add = response.accepted.add  # add() in place costs half of building each message and copying it in
-        for a in done.accepted:
-            add(seat=a.seat, amount_cents=a.amount_cents, contributed_ucents=a.contributed_uc,
-                overflow_ucents=a.overflow_uc)
+        for seat, amount, contributed, overflow in done.accepted:
+            if overflow:
+                add(seat=seat, amount_cents=amount, contributed_ucents=contributed, overflow_ucents=overflow)
+            else:
+                add(seat=seat, amount_cents=amount, contributed_ucents=contributed)
         response.pools.extend(pool_amounts(done.pools))
         return response
 
     async def SettleRound(self, request: table_pb2.SettleRoundRequest, context: Ctx) -> table_pb2.SettleRoundResponse:
-        hands = [SeatHand(x.seat, tuple(x.cards), no_hand_of(i, x.no_hand)) for i, x in enumerate(request.hands)]
-        done = await self.table.settle(c.Settle(request_of(request), request.table_id, request.round_id, hands,
+        hands, content = settle_of(request)
+        req = c.Request(require_id("request_id", request.request_id), content, caller_key())
+        done = await self.table.settle(c.Settle(req, request.table_id, request.round_id, hands,
                                                 list(request.dealer_cards), list(request.board_cards)))
-        return table_pb2.SettleRoundResponse(
+        response = table_pb2.SettleRoundResponse(
             payouts=[table_pb2.Payout(seat=p.seat, hand=p.hand, amount_cents=p.amount_cents, pool=p.pool,
                                       funded_by_operator_cents=p.funded_by_operator_cents, hit_id=p.hit_id,
                                       status=p.status, pool_before_ucents=p.pool_before_uc, rule=p.rule)
                      for p in done.payouts],
             resets=[table_pb2.PoolReset(pool=r.pool, from_reserve_cents=r.from_reserve_cents,
                                         from_operator_cents=r.from_operator_cents) for r in done.resets],
-            seats=[table_pb2.SeatResult(seat=s.seat, hand=s.hand, no_hand=s.no_hand) for s in done.seats],
             unwagered_seats=done.unwagered, pools=pool_amounts(done.pools), sequence=done.seq)
+        add = response.seats.add  # in place: a round may hold 100,000 seats
+        for seat, hand, no_hand in done.seats:
+            if no_hand:
+                add(seat=seat, no_hand=no_hand)
+            else:
+                add(seat=seat, hand=hand)
+        return response
 
     async def VoidRound(self, request: table_pb2.VoidRoundRequest, context: Ctx) -> table_pb2.VoidRoundResponse:
         done = await self.table.void(c.Void(request_of(request), request.table_id, request.round_id, request.reason,

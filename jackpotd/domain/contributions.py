@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .errors import FailedPrecondition
 from .money import MAX_SAFE_UC, ceil_cents, cents_to_uc
@@ -12,9 +13,9 @@ from .postings import OPERATOR_FUNDING, POOL_PREFIX, REFUNDS, RETAINED, WAGERS, 
 from .rates import RateSet
 
 
-@dataclass(frozen=True, slots=True)
-class SeatContribution:
-    """What one accepted wager put where, kept so a void can reverse exactly that (§6)."""
+class SeatContribution(NamedTuple):
+    """What one accepted wager put where, kept so a void can reverse exactly that (§6). A named tuple: a round
+    may hold 100,000."""
 
     seat: int
     wager_cents: int
@@ -59,13 +60,13 @@ def contribute(rates: RateSet, pools: Sequence[PoolSpec], balances: Mapping[str,
     # No cap: a wager's legs depend on its amount alone, so equal wagers share one tuple of legs.
     legs_of: dict[int, tuple[Posting, ...]] = {}
     count: dict[int, int] = {}
-    seats: list[SeatContribution] = []
-    for seat, cents in wagers:
-        legs = legs_of.get(cents)
-        if legs is None:
-            legs = legs_of[cents] = _legs(rates, cents, {n: cents * rates.pools_ppm[n] for n in rates.pool_order})
-        count[cents] = count.get(cents, 0) + 1
-        seats.append(SeatContribution(seat, cents, legs, 0))
+    for cents in {cents for _, cents in wagers}:
+        legs_of[cents] = _legs(rates, cents, {n: cents * rates.pools_ppm[n] for n in rates.pool_order})
+        count[cents] = 0
+    for _, cents in wagers:
+        count[cents] += 1
+    new = tuple.__new__  # a named tuple built in C: a round may hold 100,000 seats
+    seats = [new(SeatContribution, (seat, cents, legs_of[cents], 0)) for seat, cents in wagers]
     totals: dict[str, int] = {}
     for cents, legs in legs_of.items():
         for p in legs:

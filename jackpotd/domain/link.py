@@ -15,7 +15,7 @@ from .paytable import Paytable, PaytableEntry, default_paytable
 from .pools import PoolSpec, require_pool_set
 from .rates import RateSet, rate_set_of
 
-MAX_SEATS = 10_000  # online "tables" may be large (issue: a 10,000-seat round)
+MAX_SEATS = 100_000  # online "tables" may be large (issue 22: a 100,000-seat round)
 _GAMING_DAY_START = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]")
 _TIME_ZONE = re.compile(r"[A-Za-z][A-Za-z0-9_+/-]{0,63}")  # IANA names: letters, digits, / _ + -
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from enum import Enum, StrEnum
+from itertools import repeat
+from typing import NamedTuple
 
 from . import hands as h
 from .cards import Card, parse_each, require_distinct
@@ -28,9 +29,8 @@ OPEN = (COMMITTED, PENDING)  # NZ 11.6A/B: pools are split or combined only when
 FINISHED = (SETTLED, VOIDED)  # a finished round never changes again: the live store lets it expire
 
 
-@dataclass(frozen=True, slots=True)
-class Wager:
-    """A jackpot side wager as a table sends it."""
+class Wager(NamedTuple):
+    """A jackpot side wager as a table sends it (a named tuple: a round may hold 100,000, built in C)."""
 
     seat: int
     amount_cents: int
@@ -45,8 +45,7 @@ class NoHand(Enum):
     DEAD = "DEAD"
 
 
-@dataclass(frozen=True, slots=True)
-class SeatHand:
+class SeatHand(NamedTuple):
     """A seat as a table settles it: its cards (for hold'em: the two hole cards), or why it has none."""
 
     seat: int
@@ -69,6 +68,11 @@ def validate_wagers(wagers: Sequence[Wager], seats: int, wager_cents: int) -> tu
     """§1: one wager per seat, of the sign's amount (NSW 11.3), only with an ante (11.1). Returns (seat, cents)."""
     if not wagers:
         raise InvalidInput("wagers", [], "a commit needs at least one wager")
+    seat_list = [w.seat for w in wagers]
+    if (all(type(s) is int for s in seat_list) and min(seat_list) >= 1 and max(seat_list) <= seats
+            and len(set(seat_list)) == len(seat_list) and all(w.amount_cents == wager_cents for w in wagers)
+            and all(w.ante_placed is True for w in wagers)):  # the whole round at once; a fault is found below
+        return tuple(zip(sorted(seat_list), repeat(wager_cents)))
     seen: set[int] = set()
     for i, w in enumerate(wagers):
         require_seat(f"wagers[{i}].seat", w.seat, seats)
@@ -108,11 +112,15 @@ def evaluate_round(game: str, seats: int, wagered: Sequence[int], hands: Sequenc
     all_cards: list[Card] = list(board_cards) + _parse(dealer, "dealer_cards")
     parsed: dict[int, list[Card]] = {}
     stated: set[int] = set()
+    seat_list = [hand.seat for hand in hands]
+    checked = (bool(seat_list) and all(type(s) is int for s in seat_list) and min(seat_list) >= 1
+               and max(seat_list) <= seats and len(set(seat_list)) == len(seat_list))  # all at once: a big round
     for i, hand in enumerate(hands):
-        require_seat(f"hands[{i}].seat", hand.seat, seats)
-        if hand.seat in stated:
-            raise InvalidInput(f"hands[{i}].seat", hand.seat, "duplicate seat: one hand per seat")
-        stated.add(hand.seat)
+        if not checked:  # a fault is named seat by seat
+            require_seat(f"hands[{i}].seat", hand.seat, seats)
+            if hand.seat in stated:
+                raise InvalidInput(f"hands[{i}].seat", hand.seat, "duplicate seat: one hand per seat")
+            stated.add(hand.seat)
         if hand.no_hand is not None:
             if hand.cards:
                 raise InvalidInput(f"hands[{i}].cards", list(hand.cards), f"seat {hand.seat} is stated as "

@@ -70,6 +70,9 @@ class CommitDetail:
 class SettleDetail:
     round: RoundEntry
     hits: tuple[HitEntry, ...]
+    # a round of more than RUNS_FROM seats (seat_runs) also writes its resets here, (pool, from reserve, from
+    # operator) in cents, so the ledger writer need not parse its reply (the request's every seat) to read them
+    resets: tuple[tuple[str, int, int], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,8 +166,9 @@ def _detail(detail: Detail) -> dict[str, Any]:
     match detail:
         case CommitDetail(rnd, overflow):
             return {"round": _round(rnd), **({"overflow": [list(o) for o in overflow]} if overflow else {})}
-        case SettleDetail(rnd, hits):
-            return {"round": _round(rnd), "hits": [_hit(h) for h in hits]}
+        case SettleDetail(rnd, hits, resets):
+            return {"round": _round(rnd), "hits": [_hit(h) for h in hits],
+                    **({"resets": [list(r) for r in resets]} if resets is not None else {})}
         case VoidDetail(rnd, reason):
             return {"round": _round(rnd), "reason": reason}
         case DecisionDetail(rnd, d, audit):

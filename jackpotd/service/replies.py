@@ -10,19 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any, NamedTuple, assert_never
 
 import orjson
 
 from ..canonical import canonical_json
 from ..domain.pricing import Reset
+from .seat_runs import RUNS_FROM, as_runs, from_runs
 
 # ---- rows of results ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Accepted:
-    """A commit's wager (§3): what it put into the pools and passed on over a cap, µ¢."""
+class Accepted(NamedTuple):
+    """A commit's wager (§3): what it put into the pools and passed on over a cap, µ¢ (a named tuple: a round
+    may hold 100,000)."""
 
     seat: int
     amount_cents: int
@@ -46,8 +47,7 @@ class Payout:
     approvals_needed: int = 0  # §7: 0 paid at once, 1, or 2 under dual control (stored only when 2)
 
 
-@dataclass(frozen=True, slots=True)
-class SeatResult:
+class SeatResult(NamedTuple):
     """A wagered seat of a settle: the category evaluated ("" without a hand), or why it had none."""
 
     seat: int
@@ -146,6 +146,8 @@ def stored_form(result: Result) -> dict[str, Any]:
     """A result as stored: its JSON object, field by field."""
     match result:
         case CommitResult(accepted):
+            if len(accepted) > RUNS_FROM:  # [first, last, amount_cents, contributed_uc, overflow_uc] (seat_runs)
+                return {"accepted_runs": as_runs(accepted)}
             return {"accepted": [{"seat": a.seat, "amount_cents": a.amount_cents, "contributed_uc": a.contributed_uc,
                                   "overflow_uc": a.overflow_uc} for a in accepted]}
         case SettleResult(payouts, resets, seats, unwagered):
@@ -158,8 +160,10 @@ def stored_form(result: Result) -> dict[str, Any]:
                 "resets": [{"pool": r.pool, "from_reserve_cents": r.from_reserve_cents,
                             "from_operator_cents": r.from_operator_cents} for r in resets],
                 # `no_hand` only for a seat without a hand: a seat with cards is stored as it always was
-                "seats": [{"seat": s.seat, "hand": s.hand, **({"no_hand": s.no_hand} if s.no_hand else {})}
-                          for s in seats]}
+                **({"seat_runs": as_runs(seats)}  # [first, last, hand,
+                   if len(seats) > RUNS_FROM else  # no_hand] in a round of more than RUNS_FROM seats (seat_runs)
+                   {"seats": [{"seat": s.seat, "hand": s.hand, **({"no_hand": s.no_hand} if s.no_hand else {})}
+                              for s in seats]})}
             if unwagered:
                 fields["unwagered"] = list(unwagered)
             return fields
@@ -188,6 +192,8 @@ def encode_result(result: Result) -> str:
 
 def decode_result(d: Mapping[str, Any]) -> Result:
     """A stored result, by the keys it holds (each kind's are distinct); ValueError for a shape none has."""
+    if "accepted_runs" in d:
+        return CommitResult(tuple(Accepted(seat, *values) for seat, values in from_runs(d["accepted_runs"])))
     if "accepted" in d:
         return CommitResult(tuple(Accepted(a["seat"], a["amount_cents"], a["contributed_uc"], a["overflow_uc"])
                                   for a in d["accepted"]))
@@ -197,6 +203,7 @@ def decode_result(d: Mapping[str, Any]) -> Result:
                          p["hit_id"], p["status"], p["pool_before_uc"], p["rule"],
                          p.get("approvals_needed", 1 if p["status"] == "PENDING" else 0)) for p in d["payouts"]),
             tuple(Reset(r["pool"], r["from_reserve_cents"], r["from_operator_cents"]) for r in d["resets"]),
+            tuple(SeatResult(seat, *values) for seat, values in from_runs(d["seat_runs"])) if "seat_runs" in d else
             tuple(SeatResult(s["seat"], s["hand"], s.get("no_hand", "")) for s in d["seats"]),
             tuple(d.get("unwagered", ())))
     if "refunds" in d:

@@ -122,8 +122,9 @@ class TableController:
         sent: they are checked, never paid); `no_hands` every wagered seat without a hand and why (FOLDED,
         MUCKED or DEAD). The service refuses a settle that leaves out a seat that wagered."""
         seats = [table_pb2.SeatHand(seat=s, cards=list(c)) for s, c in hands.items()]
-        seats += [table_pb2.SeatHand(seat=s, no_hand=table_pb2.NoHand.Value(why))
-                  for s, why in (no_hands or {}).items()]
+        no_hands = no_hands or {}
+        codes = {why: table_pb2.NoHand.Value(why) for why in set(no_hands.values())}  # once: an online round may
+        seats += [table_pb2.SeatHand(seat=s, no_hand=codes[why]) for s, why in no_hands.items()]  # fold 100,000
         request = table_pb2.SettleRoundRequest(
             table_id=self.config.table_id, round_id=round_id, dealer_cards=list(dealer_cards),
             board_cards=list(board_cards), hands=sorted(seats, key=lambda h: h.seat))

@@ -11,7 +11,6 @@ from ...domain.errors import FailedPrecondition, InvalidInput, NotFound
 from ...domain.ids import hit_id
 from ...domain.link import LinkConfig
 from ...domain.money import floor_cents
-from ...domain.postings import Posting
 from ...domain.pricing import price_round
 from ...domain.rates import rates_in_force
 from ...domain.rounds import (
@@ -30,6 +29,7 @@ from ..errors import Unavailable
 from ..ports import ROUND_ABSENT, LiveRound, Step
 from ..replies import Accepted, CommitResult, Payout, Refund, SeatResult, SettleResult, VoidResult
 from ..round_record import HeldHit, RoundRecord, new_round
+from ..seat_runs import RUNS_FROM
 from .steps import step
 
 
@@ -56,11 +56,15 @@ def decide_commit(cmd: Commit, config: LinkConfig, version: str, state: TableSta
     capped = [p.name for p in config.pools if p.cap_cents is not None]
     c = contribute(rates, config.pools, state.balances, seats)
     record = new_round(table.game, rates.version, c.seats)
-    pooled: dict[tuple[Posting, ...], int] = {}  # equal wagers have equal legs: sum them once
+    pooled: dict[int, int] = {}  # equal wagers share one tuple of legs: summed once, found by identity
+    accepted: list[Accepted] = []
+    new = tuple.__new__  # a named tuple built in C: a round may hold 100,000 seats
     for s in c.seats:
-        if s.postings not in pooled:
-            pooled[s.postings] = s.to_pools_uc
-    result = CommitResult(tuple(Accepted(s.seat, s.wager_cents, pooled[s.postings], s.overflow_uc) for s in c.seats))
+        uc = pooled.get(id(s.postings))
+        if uc is None:
+            uc = pooled[id(s.postings)] = s.to_pools_uc
+        accepted.append(new(Accepted, (s.seat, s.wager_cents, uc, s.overflow_uc)))
+    result = CommitResult(tuple(accepted))
     round_data = record.encode()
     # §10: which pool's cap passed how much to which, for reconciliation
     overflow = tuple((src, dst, uc) for (src, dst), uc in sorted(c.overflows.items()))
@@ -82,13 +86,14 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
     wagered = set(record.active)
     require_every_wagered_seat(wagered, cmd.hands)
     hits = [x for x in evaluated if x.seat in wagered]
-    folded = {hand.seat: hand.no_hand.value for hand in cmd.hands if hand.no_hand is not None and hand.seat in wagered}
+    folded: dict[int, str] = {hand.seat: hand.no_hand._value_ for hand in cmd.hands  # _value_: .value is slow
+                              if hand.no_hand is not None and hand.seat in wagered}
     unwagered = sorted({hand.seat for hand in cmd.hands} - wagered)
     paytable = config.paytable(record.game)
     qualifying = [x for x in hits if x.category in paytable.entries]
     balances = state.balances if qualifying else {}
     price = price_round(paytable, config.pools, balances, qualifying, table.seats)
-    cards = {hand.seat: [*hand.cards, *cmd.board_cards] for hand in cmd.hands}
+    cards = {hand.seat: [*hand.cards, *cmd.board_cards] for hand in cmd.hands if hand.cards}
     verify, dual = config.verification_threshold_cents, config.dual_approval_threshold_cents
     statuses = [status_of(p.amount_cents, verify, dual) for p in price.payouts]  # §7
     payouts, hit_rows = [], []
@@ -105,14 +110,17 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
         if status != PAID:
             waiting[p.seat] = HeldHit(payout.hit_id, p.pool, p.amount_cents, p.funded_by_operator_cents, needed)
     categories = {x.seat: x.category for x in hits}
-    seats = [SeatResult(s, categories.get(s, ""), folded.get(s, "")) for s in sorted(wagered)]
+    new = tuple.__new__  # a named tuple built in C: a round may hold 100,000 seats
+    seats = [new(SeatResult, (s, categories.get(s, ""), folded.get(s, ""))) for s in sorted(wagered)]
     # hands sent for seats without a jackpot wager (`unwagered`): checked with the deck, never paid
     result = SettleResult(tuple(payouts), price.resets, tuple(seats), tuple(unwagered))
     round_data = replace(record, hands={x.seat: x.category for x in hits}, held=waiting or None).encode()
     new_state = PENDING if waiting else SETTLED  # §7: the round stays open until its held hits are decided
     return step(config.link_id, cmd.request, "settle", version, state.now_ms,
                 postings=[*price.postings, *held(price.payouts, statuses)], result=result,
-                detail=SettleDetail(RoundEntry(cmd.table_id, cmd.round_id, new_state, round_data), tuple(hit_rows)),
+                detail=SettleDetail(RoundEntry(cmd.table_id, cmd.round_id, new_state, round_data), tuple(hit_rows),
+                                    tuple((r.pool, r.from_reserve_cents, r.from_operator_cents) for r in price.resets)
+                                    if len(record.seats) > RUNS_FROM else None),
                 round=(cmd.table_id, cmd.round_id), round_expect=COMMITTED, round_rev=rnd.rev,
                 round_new_state=new_state, round_data=round_data,
                 guards={p.name: balances.get(p.name, 0) for p in config.pools} if qualifying else {})

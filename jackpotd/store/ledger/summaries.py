@@ -15,6 +15,7 @@ import orjson
 from ...domain.flows import EntryFacts, Flow, HitPaid, ResetPaid, flows_of
 from ...domain.verification import PAID
 from ...service.errors import Unavailable
+from ...service.seat_runs import run_at
 from .unnest import columns
 
 BUCKET_MS = 15 * 60 * 1000  # a quarter hour: every real time zone's offset is a multiple of it
@@ -52,14 +53,20 @@ def entry_facts(body: Mapping[str, Any], reply: str) -> EntryFacts:
     if kind == "commit":
         data = _round_data(body)
         overflow = [(a, b, int(v)) for a, b, v in body.get("overflow", ())]
-        return EntryFacts(kind, postings, wagers=len(data["seats"]), overflow=overflow,
+        wagers = sum(r[1] - r[0] + 1 for r in data["seat_runs"]) if "seat_runs" in data else len(data["seats"])
+        return EntryFacts(kind, postings, wagers=wagers, overflow=overflow,
                           rates_version=int(data.get("rates_version", 0)))
     if kind == "void":
         data = _round_data(body)
         chosen = data["void_reasons"][-1]["seats"]  # this void's seats: the last reason recorded
         reversed_: dict[str, int] = {}
+        runs = data.get("seat_runs")
+        starts = [r[0] for r in runs] if runs is not None else []
         for seat in chosen:
-            at = data["seats"][str(seat)][0]
+            row = data["seats"][str(seat)] if runs is None else run_at(runs, starts, seat)
+            if row is None:
+                raise KeyError(f"seat {seat} is in no run of the round")
+            at = row[0]
             for account, uc in data["legs"][at]:
                 reversed_[account] = reversed_.get(account, 0) + int(uc)
         return EntryFacts(kind, postings, wagers=len(chosen), reversed=reversed_)
@@ -67,7 +74,9 @@ def entry_facts(body: Mapping[str, Any], reply: str) -> EntryFacts:
         hits = [HitPaid(h["pool"], h["hand"], int(h["amount_cents"]), int(h["funded_by_operator_cents"]),
                         h["status"] != PAID) for h in body.get("hits", ())]
         resets: list[ResetPaid] | None = []
-        if hits:
+        if hits and "resets" in body:  # a round of more than RUNS_FROM seats writes them in its entry
+            resets = [ResetPaid(pool, int(reserve), int(operator)) for pool, reserve, operator in body["resets"]]
+        elif hits:
             try:
                 result = orjson.loads(reply)["result"]
                 resets = [ResetPaid(r["pool"], int(r["from_reserve_cents"]), int(r["from_operator_cents"]))
