@@ -11,7 +11,6 @@ from ...domain.errors import FailedPrecondition, InvalidInput, NotFound
 from ...domain.ids import hit_id
 from ...domain.link import LinkConfig
 from ...domain.money import floor_cents
-from ...domain.postings import Posting
 from ...domain.pricing import price_round
 from ...domain.rates import rates_in_force
 from ...domain.rounds import (
@@ -56,11 +55,12 @@ def decide_commit(cmd: Commit, config: LinkConfig, version: str, state: TableSta
     capped = [p.name for p in config.pools if p.cap_cents is not None]
     c = contribute(rates, config.pools, state.balances, seats)
     record = new_round(table.game, rates.version, c.seats)
-    pooled: dict[tuple[Posting, ...], int] = {}  # equal wagers have equal legs: sum them once
+    pooled: dict[int, int] = {}  # equal wagers share one tuple of legs (contribute): sum each tuple once
     for s in c.seats:
-        if s.postings not in pooled:
-            pooled[s.postings] = s.to_pools_uc
-    result = CommitResult(tuple(Accepted(s.seat, s.wager_cents, pooled[s.postings], s.overflow_uc) for s in c.seats))
+        if id(s.postings) not in pooled:
+            pooled[id(s.postings)] = s.to_pools_uc
+    result = CommitResult(tuple([Accepted(s.seat, s.wager_cents, pooled[id(s.postings)], s.overflow_uc)
+                                 for s in c.seats]))
     round_data = record.encode()
     # §10: which pool's cap passed how much to which, for reconciliation
     overflow = tuple((src, dst, uc) for (src, dst), uc in sorted(c.overflows.items()))
