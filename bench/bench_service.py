@@ -108,6 +108,22 @@ def print_store_stats(redis_url: str) -> None:
                                           f"{v['usec_per_call']:.1f} us" for k, v in rows))
 
 
+PG_XACTS = "PostgreSQL transactions"
+
+
+async def pg_xacts(dsn: str) -> float:
+    """Transactions PostgreSQL has committed (read-only ones too), once the backends flushed their statistics."""
+    import asyncpg
+
+    await asyncio.sleep(1.1)  # backends flush their statistics at most once a second when idle
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("SELECT pg_stat_force_next_flush()")
+        return float(await conn.fetchval("SELECT sum(xact_commit) FROM pg_stat_database"))
+    finally:
+        await conn.close()
+
+
 def pct(values: list[float], p: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, int(len(s) * p))] * 1000
@@ -160,10 +176,13 @@ async def run(args: argparse.Namespace) -> None:
                 out["jackpotd workers"] -= out["jackpotd supervisor and writer"]
                 return out
 
+            xacts = await pg_xacts(pg.dsn)
             before = cpu()
             rate, lat = await drive(fn, args.inflight, args.seconds, label)
             used = {k: v - before[k] for k, v in cpu().items()}
-            return rate, lat, {k: v / len(lat) * 1e6 for k, v in used.items() if v > 0.01}
+            per_call = {k: v / len(lat) * 1e6 for k, v in used.items() if v > 0.01}
+            per_call[PG_XACTS] = (await pg_xacts(pg.dsn) - xacts) / len(lat) * 1e6  # shown per call, not in µs
+            return rate, lat, per_call
 
         # Echo and commit alternate, round after round, so a slow spell of the machine hits both.
         echo_runs, commit_runs = [], []
@@ -189,6 +208,8 @@ async def run(args: argparse.Namespace) -> None:
             cpu = {k: statistics.mean(run[2].get(k, 0.0) for run in runs) for k in parts}
             print(f"CPU per call, {name}: " + ", ".join(f"{k} {v:,.0f} us" for k, v in cpu.items() if v >= 1)
                   + f"; total {sum(cpu.values()):,.0f} us")
+        xacts = statistics.mean(run[2][PG_XACTS] for run in commit_runs) / 1e6
+        print(f"PostgreSQL transactions per CommitWagers (the writer's, the workers' reads): {xacts:.2f}")
         if args.store_stats:
             print_store_stats(valkey.url)
         await channel.close()
