@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
-WINDOW = 8192  # entries remembered per link: far more than a worker has in flight
+WINDOW = 1024  # entries remembered per link (about 80 KB): more than a worker has in flight at once
 
 
 class DurableWindow:
