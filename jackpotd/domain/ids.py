@@ -34,9 +34,16 @@ def require_text(field_name: str, value: object, *, required: bool = False) -> s
     return value
 
 
+_SCOPED = re.compile(r"[A-Za-z0-9._:-]+")  # ids joined by ':' (a request's key, `<caller>:<request_id>`)
+
+
 def escape(value: str) -> str:
     """One component of a key or hit id: ids as they are, anything else percent-encoded (so never ':' or '{}')."""
-    return value if _ID.fullmatch(value) else quote(value, safe="")
+    if _ID.fullmatch(value):
+        return value
+    if _SCOPED.fullmatch(value):  # on every call: quote's own result, where ':' is the only character it encodes
+        return value.replace(":", "%3A")
+    return quote(value, safe="")
 
 
 _HIT_ID = re.compile(r"([A-Za-z0-9._-]{1,64}):([A-Za-z0-9._-]{1,64}):([A-Za-z0-9._-]{1,64}):([1-9][0-9]{0,4})")

@@ -75,7 +75,8 @@ def validate_wagers(wagers: Sequence[Wager], seats: int, wager_cents: int) -> tu
         return tuple(zip(sorted(seat_list), repeat(wager_cents)))
     seen: set[int] = set()
     for i, w in enumerate(wagers):
-        require_seat(f"wagers[{i}].seat", w.seat, seats)
+        if type(w.seat) is not int or not 1 <= w.seat <= seats:  # the field's name is built only for a refusal
+            require_seat(f"wagers[{i}].seat", w.seat, seats)
         if w.seat in seen:
             raise InvalidInput(f"wagers[{i}].seat", w.seat, "duplicate seat: one jackpot wager per seat per round")
         seen.add(w.seat)

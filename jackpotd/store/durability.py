@@ -15,6 +15,7 @@ from ..metrics import DURABILITY_CHECKS
 from ..service.errors import LinkFenced, LinkLost, Unavailable
 from . import ledger
 from .announcements import Announcement, Durable, Fenced, Rebuilt, parse
+from .durable_window import DurableWindow
 from .redis_pools import RedisPools
 
 log = logging.getLogger("jackpotd.durability")
@@ -48,6 +49,7 @@ class DurabilityWatcher:
         self._feed: contextlib.AbstractAsyncContextManager[AsyncIterator[str]] | None = None
         self._listeners: list[Callable[[str, int], None]] = []
         self._fenced: dict[str, tuple[int, str]] = {}  # link -> (the refused entry, why), as last announced
+        self._recent = DurableWindow()  # what the last announcements said: a waiter late for its own is answered
 
     def on_durable(self, listener: Callable[[str, int], None]) -> None:
         """Call `listener(link, mark)` whenever a link's durable mark moves (signs follow it, issue 11)."""
@@ -97,9 +99,15 @@ class DurabilityWatcher:
         fenced = self._fenced.get(link_id)
         if fenced is not None and seq >= fenced[0]:  # fenced before this call began to wait: it never will be
             raise self._fence_error(link_id, *fenced)
+        if identity is not None and self.marks.get(link_id, 0) >= seq:  # announced before we asked
+            announced = self._recent.prefix(link_id, seq)
+            if announced is not None:  # as exact as the announcement itself, heard a moment earlier
+                if identity.startswith(announced):
+                    return
+                raise self._replaced(link_id, seq)
         waiter = _Waiter(seq, identity, loop.time() + self.timeout, loop.create_future())
         self._waiters.setdefault(link_id, []).append(waiter)
-        if self.marks.get(link_id, 0) >= seq:  # announced before we asked (a retry): ask the ledger itself
+        if self.marks.get(link_id, 0) >= seq:  # announced before this process listened (a retry): ask the ledger
             await self._verify(link_id, [waiter])
         await waiter.fut
 
@@ -130,6 +138,7 @@ class DurabilityWatcher:
     def _rebuilt(self, link: str, seq: int) -> None:
         """Redis was rebuilt from the ledger at `seq`: later entries are lost, earlier ones are checked."""
         self._fenced.pop(link, None)
+        self._recent.forget(link)
         self.marks[link] = max(self.marks.get(link, 0), seq)
         self._mark_changed(link)
         self._fail(link, lambda w: w.seq > seq, lambda w: LinkLost(
@@ -146,6 +155,7 @@ class DurabilityWatcher:
 
     def _durable(self, link: str, first: int, hashes: Sequence[str]) -> None:
         last = first + len(hashes) - 1
+        self._recent.add(link, first, hashes)
         if link in self._fenced and last >= self._fenced[link][0]:  # the fence was lifted and the link goes on
             del self._fenced[link]
         if last > self.marks.get(link, 0):
@@ -163,8 +173,14 @@ class DurabilityWatcher:
             elif w.identity is None:
                 w.fut.set_result(None)
             elif w.seq < first:
-                missed.append(w)  # announced earlier, before this process listened: ask the ledger
-                keep.append(w)
+                announced = self._recent.prefix(link, w.seq)
+                if announced is None:
+                    missed.append(w)  # announced earlier, before this process listened: ask the ledger
+                    keep.append(w)
+                elif w.identity.startswith(announced):
+                    w.fut.set_result(None)
+                else:
+                    w.fut.set_exception(self._replaced(link, w.seq))
             elif w.identity.startswith(hashes[w.seq - first]):
                 w.fut.set_result(None)
             else:

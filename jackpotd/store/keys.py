@@ -4,6 +4,8 @@ so no two different id tuples can build the same key, whatever the id grammar al
 
 from __future__ import annotations
 
+import functools
+
 from ..domain.ids import escape
 
 LINKS = "jackpot:links"  # every link the ledger writer follows
@@ -18,8 +20,9 @@ def health(member: int) -> str:
     return "{jackpot:health}:" + str(member)
 
 
+@functools.lru_cache(maxsize=4096)
 def tag(link_id: str) -> str:
-    """The hash tag shared by every key of a link."""
+    """The hash tag shared by every key of a link (made once per link: every step builds nine keys of it)."""
     return "{link:" + escape(link_id) + "}"
 
 
