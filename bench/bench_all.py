@@ -41,6 +41,7 @@ def benches(ledger_dir: Path) -> list[Bench]:
         Bench("P4 domain", ("bench_domain.py", "--quick")),
         Bench("P1 service", ("bench_service.py", "--rounds", "2", "--seconds", "3")),
         Bench("P2 naive twin", ("bench_naive.py", "--rounds", "1", "--seconds", "3")),
+        Bench("P3 big round", ("bench_big_round.py", "--quick")),
         Bench("Writer + reports", ("bench_reports.py", "--entries", "100000")),
         Bench("Export", ("bench_export.py", *ledger, "--runs", "1")),
     ]

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 import psutil  # noqa: E402
 from stack import AUDIT, create_link, start_stack  # noqa: E402  (bench/stack.py)
+from summary import Figure, record  # noqa: E402  (bench/summary.py)
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc, table_pb2, table_pb2_grpc  # noqa: E402
 
@@ -194,6 +195,13 @@ async def run(args: argparse.Namespace) -> None:
                   + ", ".join(f"{k} {v:,.0f}" for k, v in cpu.items()) + f"; total {sum(cpu.values()):,.0f}")
         peak = {k: max(run[2][k] for runs in results.values() for run in runs) for k in parts}
         print("peak RSS: " + ", ".join(f"{k} {v / 2**20:,.0f} MiB" for k, v in peak.items()))
+        rss = ", ".join(f"{k} {v / 2**20:,.0f}" for k, v in peak.items())
+        for name, runs in results.items():
+            best = min(w for w, _, _ in runs)
+            cpu_ms = sum(statistics.mean(run[1][k] for run in runs) for k in parts) * 1000
+            record(Figure("P3 big round", f"{name} of {args.seats:,} seats, durable", f"{best:,.0f} ms",
+                          f"{cpu_ms:,.0f} ms (all processes)", f"peak RSS MiB: {rss}" if name == "settle" else "",
+                          f"at most {GOAL_MS:,.0f} ms", best <= GOAL_MS))
     finally:
         stack.stop()
 
