@@ -56,3 +56,7 @@ BEGIN
 END $$;
 CREATE TRIGGER links_still_named BEFORE DELETE OR UPDATE OF link_id ON links
     FOR EACH ROW EXECUTE FUNCTION ledger_link_still_named();
+
+-- An index written by every commit and read by nothing: each read of open rounds (recovery's snapshot, the
+-- between-rounds check) asks for COMMITTED or PENDING, which rounds_open_or_pending (migration 010) serves.
+DROP INDEX rounds_open;
