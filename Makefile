@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install system-account chromium run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-export bench-big-round bench-replicas bench-cluster bench-naive audit clean
+.PHONY: install system-account chromium run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-export bench-big-round bench-rebuild bench-replicas bench-cluster bench-naive audit clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -114,6 +114,12 @@ bench-export: install
 BIG_ROUND_ARGS ?=
 bench-big-round: install
 	$(BIN)/python bench/bench_big_round.py $(BIG_ROUND_ARGS)
+
+## bench-rebuild: P7, Valkey FLUSHALL under a serving jackpotd, timed until health is SERVING again (built ledger
+## kept in /tmp/jackpotd-rebuild-ledger); the issue's figure: REBUILD_ARGS="--entries 1000000 --data DIR"
+REBUILD_ARGS ?= --entries 200000 --data /tmp/jackpotd-rebuild-ledger
+bench-rebuild: install
+	$(BIN)/python bench/bench_rebuild.py $(REBUILD_ARGS)
 
 ## bench-replicas: CommitWagers through one `jackpotd grpc` replica and through two, with a `jackpotd writer`
 bench-replicas: install

@@ -208,27 +208,45 @@ def day_ms() -> tuple[int, int]:
     return int(begin.timestamp()) * 1000, int(end.timestamp()) * 1000
 
 
-async def build(pg: ledger.Pool, entries: int, batch: int) -> int:
-    """The ledger of the link: the setup, then `entries` entries over the gaming day, `batch` a write_batch call.
-    Returns the day's entries dated in the unaligned period (the reconciliation of it must count as many)."""
+@dataclass
+class Built:
+    """How the build went: entries of the day dated in the unaligned period, and the CPU seconds of this process
+    spent making the entries (the service's decisions) apart from those spent in the writer (write_batch)."""
+
+    in_period: int = 0
+    making_s: float = 0.0
+    writing_s: float = 0.0
+
+
+async def build(pg: ledger.Pool, entries: int, batch: int, journal: Journal | None = None) -> Built:
+    """The ledger of the link: the setup, then `entries` entries over the gaming day, `batch` a write_batch call;
+    the next batch is made while PostgreSQL appends the last (the writer's own Python runs between)."""
     begin, end = day_ms()
-    journal = Journal()
+    journal = journal or Journal()
     cache: ledger.HeadCache = {}
-    in_period = 0
+    built = Built()
     async with pg.acquire() as conn:
         out = await ledger.write_batch(conn, journal.setup(begin - 3_600_000), cache)
+        pending: asyncio.Task[ledger.Appended] | None = None
         with tqdm(total=entries, desc="ledger", unit=" entries", unit_scale=True, disable=None) as bar:
-            for first in range(0, entries, batch):
+            for first in range(0, entries + batch, batch):
+                cpu = time.process_time()
                 items = []
                 for n in range(first, min(entries, first + batch)):
                     at = begin + n * (end - begin) // entries
-                    in_period += begin + EDGE_MS <= at < end - EDGE_MS
+                    built.in_period += begin + EDGE_MS <= at < end - EDGE_MS
                     items.append(journal.entry(n, at))
-                out = await ledger.write_batch(conn, items, cache)
-                if out.refused:
-                    raise SystemExit(f"the writer refused the ledger: {out.refused}")
-                bar.update(len(items))
-    return in_period
+                built.making_s += time.process_time() - cpu
+                cpu = time.process_time()
+                if pending is not None:
+                    out = await pending
+                    if out.refused:
+                        raise SystemExit(f"the writer refused the ledger: {out.refused}")
+                    bar.update(sum(len(w) for w in out.written.values()))
+                pending = asyncio.create_task(ledger.write_batch(conn, items, cache)) if items else None
+                await asyncio.sleep(0)  # the writer's Python runs up to sending the statement
+                built.writing_s += time.process_time() - cpu
+    return built
 
 
 def show(name: str, entries: int, runs: list[Timed]) -> None:
@@ -265,14 +283,20 @@ async def run(args: argparse.Namespace) -> int:
         meter = Meter(server.proc.pid)
         try:
             started = time.perf_counter()
-            in_period = await build(pg, args.entries, args.batch)
-            built_s = time.perf_counter() - started
+            pg_cpu = meter.pg_cpu()
+            built = await build(pg, args.entries, args.batch)
+            built_s, pg_cpu, in_period = time.perf_counter() - started, meter.pg_cpu() - pg_cpu, built.in_period
             total = int(await pg.fetchval("SELECT count(*) FROM entries WHERE link_id = $1", LINK))
             summed = int(await pg.fetchval("SELECT sum(entries) FROM flow_buckets WHERE link_id = $1", LINK))
             postings = int(await pg.fetchval("SELECT count(*) FROM postings WHERE link_id = $1", LINK))
             print(f"built {total:,} entries ({postings:,} postings) in {built_s:.0f} s "
                   f"({args.entries / built_s:,.0f} entries/s); flow_buckets count {summed:,}"
                   f"{'' if summed == total else ' — NOT the entries written'}")
+            print(f"  CPU per entry: making the entries {built.making_s / args.entries * 1e6:.0f} µs; appending them: "
+                  f"writer (write_batch) {built.writing_s / args.entries * 1e6:.0f} µs, PostgreSQL "
+                  f"{pg_cpu / args.entries * 1e6:.0f} µs ({args.entries / (built.writing_s + pg_cpu):,.0f} entries/s)")
+            if args.build_only:
+                return 0 if summed == total else 1
             ok = summed == total
 
             queries = ReportQueries(PostgresReports(pg, no_redis), lambda: time.time_ns() // 1_000_000)
@@ -368,6 +392,7 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=1_000_000,
                         help="ledger entries in the gaming day (default 1,000,000)")
     parser.add_argument("--batch", type=int, default=2_000, help="entries a write_batch call (default 2,000)")
+    parser.add_argument("--build-only", action="store_true", help="build the ledger and stop (the writer's figures)")
     sys.exit(asyncio.run(run(parser.parse_args())))
 
 

@@ -3,8 +3,9 @@ service's Ledger port. With the Redis adapter, the only code that imports a driv
 holds SQL. Callers use `ledger.X`.
 
 schema: migrate, connect_pool, role_problems, ping · errors: what a refusal is · chain: the
-hash chain and write_batch · reads: heads, snapshot and single lookups · lookups: the batched request-id/round
-lookup · fences · audit · admin_audit: the trail of administrative acts · service_port: PostgresLedger.
+hash chain and write_batch · bulk: the append's one statement, or COPY for a large batch · reads: heads, snapshot
+and single lookups · lookups: the batched request-id/round lookup · fences · audit · admin_audit: the trail of
+administrative acts · service_port: PostgresLedger.
 """
 
 from ...service.ports import AdminAct, AdminActFilter  # the trail's rows and queries, named here for its callers

@@ -17,6 +17,7 @@ from ...domain.postings import pool_account
 from ...domain.rounds import FINISHED
 from ...metrics import FUTURE_DATED, HITS
 from ...service.replies import pairs
+from . import bulk
 from .summaries import Summaries, buckets_upsert, entry_flows, ms_of, time_of, totals_upsert
 from .unnest import columns
 
@@ -39,7 +40,7 @@ def chain_hash(prev: bytes, link_id: str, seq: int, entry: str, postings: Sequen
     h = hashlib.sha256(prev)
     h.update(f"{link_id}\n{seq}\n".encode())
     h.update(entry.encode())
-    h.update(canonical_json([list(p) for p in postings]).encode())
+    h.update(orjson.dumps(list(postings)))  # canonical_json's text: a list of arrays has no keys to sort
     if reply is not None:
         data = reply.encode()
         h.update(f"\nreply {len(data)}\n".encode())
@@ -253,9 +254,10 @@ def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head,
             body = e.body
             legs = []
             for idx, (account, amount) in enumerate(body["postings"]):
-                balances[account] = balances.get(account, 0) + int(amount)
-                legs.append((account, int(amount), balances[account]))
-                rows.postings.append((link_id, e.seq, idx, account, int(amount), balances[account]))
+                uc = int(amount)
+                after = balances[account] = balances.get(account, 0) + uc
+                legs.append((account, uc, after))
+                rows.postings.append((link_id, e.seq, idx, account, uc, after))
             for pool, bal in e.balances.items():
                 if balances.get(pool_account(pool), 0) != bal:
                     return Refused(e.seq, f"Redis has {pool}={bal} µ¢ after entry {e.seq}, the ledger's postings "
@@ -345,12 +347,12 @@ async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache
     if rows.entries:
         hits = columns(rows.hits, 15)  # the 15th, approvals_needed, is $70: added after the others
         try:
-            await conn.execute(_APPEND, *columns(head_rows, 4), *columns(rows.entries, 10),
-                               *columns(rows.postings, 6), *hits[:14], *columns(rows.configs, 3),
-                               *columns(rows.tables, 2), *columns(list(rows.rounds.values()), 6),
-                               *columns(balance_rows, 3), *columns(rows.decisions, 8),
-                               *columns(rows.summaries.total_rows(), 7), *columns(rows.summaries.bucket_rows(), 5),
-                               replaced, hits[14], *columns(rows.approvals, 7))
+            await bulk.run(conn, _APPEND, columns(head_rows, 4), rows.entries, rows.postings,
+                           [*hits[:14], *columns(rows.configs, 3), *columns(rows.tables, 2),
+                            *columns(list(rows.rounds.values()), 6), *columns(balance_rows, 3),
+                            *columns(rows.decisions, 8), *columns(rows.summaries.total_rows(), 7),
+                            *columns(rows.summaries.bucket_rows(), 5), replaced, hits[14],
+                            *columns(rows.approvals, 7)], CHAIN_VERSION)
         except BaseException:
             for link in by_link:  # whatever happened, read the heads afresh next time
                 cache.pop(link, None)
