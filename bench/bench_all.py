@@ -34,16 +34,17 @@ class Bench:
     args: tuple[str, ...]
 
 
-def benches(ledger_dir: Path) -> list[Bench]:
-    """The quick benches, cheapest first; the ledger benches share one built ledger in `ledger_dir`."""
-    ledger = ("--entries", "100000", "--data", str(ledger_dir))
+def benches(ledgers: Path) -> list[Bench]:
+    """The quick benches, cheapest first; the ledger benches build their ledgers once in `ledgers` and reuse them."""
     return [
         Bench("P4 domain", ("bench_domain.py", "--quick")),
         Bench("P1 service", ("bench_service.py", "--rounds", "2", "--seconds", "3")),
         Bench("P2 naive twin", ("bench_naive.py", "--rounds", "1", "--seconds", "3")),
         Bench("P3 big round", ("bench_big_round.py", "--quick")),
-        Bench("Writer + reports", ("bench_reports.py", "--entries", "100000")),
-        Bench("Export", ("bench_export.py", *ledger, "--runs", "1")),
+        Bench("Writer", ("bench_reports.py", "--entries", "30000", "--build-only")),
+        Bench("P7 rebuild", ("bench_rebuild.py", "--entries", "30000", "--runs", "1", "--data",
+                             str(ledgers / "rebuild"))),
+        Bench("Export", ("bench_export.py", "--entries", "30000", "--runs", "1", "--data", str(ledgers / "export"))),
     ]
 
 
@@ -78,14 +79,15 @@ def main() -> int:
                         help="run only the benches whose name contains NAME (repeatable), e.g. --only export")
     parser.add_argument("--logs", type=Path, default=None, help="where each bench's output goes (default: a new "
                         "temporary directory, kept)")
-    parser.add_argument("--ledger", type=Path, default=Path(tempfile.gettempdir()) / "jackpotd-bench-ledger-100k",
-                        help="the 100,000-entry ledger the ledger benches share, built on first use and kept")
+    parser.add_argument("--ledgers", type=Path, default=Path(tempfile.gettempdir()) / "jackpotd-bench-quick",
+                        help="where the rebuild and export benches keep the 30,000-entry ledgers they build on "
+                        "first use (kept for the next run)")
     args = parser.parse_args()
     logs = args.logs or Path(tempfile.mkdtemp(prefix="jackpotd-bench-"))
     logs.mkdir(parents=True, exist_ok=True)
     summary = logs / "summary.jsonl"
     summary.unlink(missing_ok=True)
-    chosen = [b for b in benches(args.ledger) if not args.only or any(o.lower() in b.name.lower() for o in args.only)]
+    chosen = [b for b in benches(args.ledgers) if not args.only or any(o.lower() in b.name.lower() for o in args.only)]
     statuses: dict[str, tuple[int, float, Path]] = {}
     started = time.perf_counter()
     with tqdm(chosen, desc="make bench", unit=" bench", disable=None) as bar:
