@@ -49,6 +49,8 @@ from jackpotd.store import ledger  # noqa: E402
 from jackpotd.store.ledger import reports as ledger_reports  # noqa: E402
 
 LINK = "bench-reports"  # bench_reports.py's link
+QUICK_ENTRIES = 20_000
+QUICK_DATA = "/tmp/jackpotd-export-ledger-quick"
 
 
 @dataclass(frozen=True)
@@ -404,7 +406,11 @@ def main() -> None:
                              f"entry a message and {FLOOR_PAGE:,} a message: the floor of the stream's cost")
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     parser.add_argument("--serve-floor", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true",
+                        help=f"make bench's version: {QUICK_ENTRIES:,} entries (built once in {QUICK_DATA}), one run")
     args = parser.parse_args()
+    if args.quick:
+        args.entries, args.runs, args.data = QUICK_ENTRIES, 1, args.data or QUICK_DATA
     if args.serve or args.serve_floor:
         asyncio.run(serve(args.serve) if args.serve else serve_floor(args.serve_floor))
         return
