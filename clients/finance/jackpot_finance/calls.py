@@ -58,7 +58,6 @@ async def export_ledger(stub: ReportServiceAsyncStub, link_id: str, *, from_sequ
         call.cancel()
 
 
-
 FALLBACK_PAGE = 1_000  # entries grouped a page at a time from an older server's ExportLedger
 
 
