@@ -1,5 +1,5 @@
 """ExportLedgerPages (issue 22; API.md ReportService): the same entries as ExportLedger for the same request, in
-pages that follow each other; the same refusals (role, bad input naming its field, unknown link); and
+pages that follow each other; the same refusals (role, bad input naming its field, unknown link) and no audit row;
 `jackpot-report export` writing the same CSV bytes through pages as through ExportLedger (an older server)."""
 
 from __future__ import annotations
@@ -104,6 +104,8 @@ async def test_only_finance_and_admin_read_pages(client: Client, target: str) ->
                 assert not code or "ExportLedgerPages" in (e.details() or "")
             else:
                 assert code is None and got[0].first_sequence == 1, role
+    # a read, as ExportLedger: no row in the trail of administrative acts, refused or not
+    assert await client.pg.fetchval("SELECT count(*) FROM admin_audit WHERE method LIKE 'ExportLedger%'") == 0
 
 
 class OlderServer:
