@@ -105,9 +105,11 @@ NAIVE_ARGS ?=
 bench-naive: install
 	$(BIN)/python bench/bench_naive.py $(NAIVE_ARGS)
 
-## bench-export: ExportLedger over gRPC and jackpot-report export's CSV on a built ledger (kept in /tmp/jackpotd-export-ledger)
+## bench-export: ExportLedgerPages (and with EXPORT_ARGS=--entries-too ExportLedger) over gRPC and jackpot-report
+## export's CSV on a built ledger (kept in /tmp/jackpotd-export-ledger); quick: EXPORT_ARGS=--quick
+EXPORT_ARGS ?=
 bench-export: install
-	$(BIN)/python bench/bench_export.py --entries 200000 --data /tmp/jackpotd-export-ledger
+	$(BIN)/python bench/bench_export.py --entries 200000 --data /tmp/jackpotd-export-ledger $(EXPORT_ARGS)
 
 ## bench-big-round: one online round of 100,000 seats committed and settled, durable (each at most 300 ms), RSS and CPU
 ## per process. Quick: make bench-big-round BIG_ROUND_ARGS="--runs 1 --seats 10000"

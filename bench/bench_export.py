@@ -7,8 +7,10 @@ built in a temporary directory and removed). A server process (this file with --
 behind jackpotd's own interceptor and guard (a finance token, the stream watched for revocation) over the
 ledger; then, `--runs` times each:
 
-1. ExportLedger of the whole ledger, drained by a client counting its entries and postings;
-2. `jackpot-report export` (jackpot_finance.cli.run, in this process) of the whole ledger to a CSV file;
+1. ExportLedgerPages of the whole ledger (jackpot_finance.calls.export_pages), drained by a client counting its
+   entries and postings; with --entries-too, ExportLedger as well (one message per entry);
+2. `jackpot-report export` (jackpot_finance.cli.run, in this process) of the whole ledger to a CSV file, with the
+   file's SHA-256 (a commit writes the same CSV as another if the two agree);
 3. with --floor, a bare gRPC stream of one of the ledger's entries as many times, one a message and then a
    thousand a message (a page message built at run time), to show what gRPC itself costs per message.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import os
 import shutil
 import subprocess
@@ -43,8 +46,11 @@ from jackpotd.auth.identity import Role  # noqa: E402
 from jackpotd.auth.tokens import issue, new_key  # noqa: E402
 from jackpotd.embedded import EmbeddedPostgres, free_port  # noqa: E402
 from jackpotd.store import ledger  # noqa: E402
+from jackpotd.store.ledger import reports as ledger_reports  # noqa: E402
 
 LINK = "bench-reports"  # bench_reports.py's link
+QUICK_ENTRIES = 20_000
+QUICK_DATA = "/tmp/jackpotd-export-ledger-quick"
 
 
 @dataclass(frozen=True)
@@ -115,6 +121,23 @@ async def drain(target: str, token: str, last: int) -> tuple[int, int]:
     return n, legs
 
 
+async def drain_pages(target: str, token: str, last: int) -> tuple[int, int]:
+    """ExportLedgerPages of sequences 1..last, every entry of every page visited: (entries, postings)."""
+    from jackpot_finance.calls import export_pages, report_stub
+
+    from jackpotd.auth.client import bearer, open_channel
+    channel = open_channel(target, interceptors=bearer(token))
+    n = legs = 0
+    try:
+        async for page in export_pages(report_stub(channel), LINK, from_sequence=1, to_sequence=last):
+            for e in page:
+                n += 1
+                legs += len(e.postings)
+    finally:
+        await channel.close(grace=None)
+    return n, legs
+
+
 async def export_csv(target: str, token: str, out: Path, last: int) -> tuple[int, int]:
     """`jackpot-report export --link LINK --from-seq 1 --to-seq LAST --out FILE` in this process: (entries, bytes
     written)."""
@@ -133,18 +156,9 @@ FLOOR_PAGE = 1_000  # entries a page of the floor's paged stream
 
 
 def page_type() -> type[Any]:
-    """A `repeated LedgerEntry` message built at run time: what a page message in the proto would cost (issue 22
-    proposes one; the proto is not changed here)."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
+    """The page message ExportLedgerPages sends."""
     from jackpotd.api.gen.jackpot.v1 import report_pb2
-    fd = descriptor_pb2.FileDescriptorProto(name="bench_page.proto", package="bench",
-                                            dependency=[report_pb2.DESCRIPTOR.name])
-    fd.message_type.add(name="LedgerPage").field.add(name="entries", number=1, type=11, label=3,
-                                                     type_name=".jackpot.v1.LedgerEntry")
-    pool = descriptor_pool.Default()
-    pool.AddSerializedFile(fd.SerializeToString())
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("bench.LedgerPage"))
+    return report_pb2.LedgerPage
 
 
 async def serve_floor(port: int) -> None:
@@ -194,6 +208,70 @@ async def drain_floor(target: str, method: str, n: int, sample: bytes) -> int:
     return got
 
 
+OTHER_EXPORT = """
+import asyncio, sys
+from jackpot_finance import cli
+from jackpotd.auth.client import bearer, open_channel
+target, token, out, last, link = sys.argv[1:6]
+sys.exit(asyncio.run(cli.run(cli.parse(["export", "--link", link, "--target", target, "--from-seq", "1",
+                                        "--to-seq", last, "--out", out]),
+                             lambda t: open_channel(t, interceptors=bearer(token)))))
+"""
+
+
+def compare_csv(other: Path, target: str, token: str, root: Path, last: int) -> None:
+    """`jackpot-report export` of this tree and of the tree `other` (another commit's worktree: its client, its
+    rows), against the same server: the two files must be the same bytes."""
+    mine, theirs = root / "mine.csv", root / "theirs.csv"
+    try:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(other), str(other / "clients" / "finance")])}
+        subprocess.run([sys.executable, "-c", OTHER_EXPORT, target, token, str(theirs), str(last), LINK], env=env,
+                       check=True, stdout=subprocess.DEVNULL)
+        env["PYTHONPATH"] = os.pathsep.join(PATHS)
+        subprocess.run([sys.executable, "-c", OTHER_EXPORT, target, token, str(mine), str(last), LINK], env=env,
+                       check=True, stdout=subprocess.DEVNULL)
+        a, b = sha256_of(mine), sha256_of(theirs)
+        print(f"CSV of this tree {a[:16]} ({mine.stat().st_size:,} bytes), of {other} {b[:16]} "
+              f"({theirs.stat().st_size:,} bytes): {'THE SAME' if a == b else 'DIFFERENT'}", flush=True)
+        if a != b:
+            raise SystemExit("the CSV differs from the other tree's")
+    finally:
+        mine.unlink(missing_ok=True)
+        theirs.unlink(missing_ok=True)
+
+
+async def read_store(dsn: str, last: int) -> None:
+    """The store's read alone (`reports.entries`, in this process): every entry decoded, nothing sent."""
+    pg = await ledger.connect_pool(dsn, size=2)
+    try:
+        async for _ in ledger_reports.entries(pg, LINK, 1, last):
+            pass
+    finally:
+        await pg.close()
+
+
+async def encode_pages(dsn: str, last: int) -> None:
+    """What the server does for ExportLedgerPages but the gRPC stream (in this process): the store's read, the pages
+    built (jackpotd.api.ledger_pages) and encoded."""
+    from jackpotd.api.ledger_pages import ledger_pages
+
+    pg = await ledger.connect_pool(dsn, size=2)
+    try:
+        async for page in ledger_pages(LINK, 1, last, ledger_reports.entries(pg, LINK, 1, last)):
+            page.SerializeToString()
+    finally:
+        await pg.close()
+
+
+def sha256_of(path: Path) -> str:
+    """The file's SHA-256 (two runs, or two commits, wrote the same CSV if they agree)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 async def measure(server: psutil.Process, pg: psutil.Process, call: object, entries: int) -> Run:
     s, p, c, w = cpu(server), cpu(pg), time.process_time(), time.perf_counter()
     await call  # type: ignore[misc]
@@ -241,16 +319,31 @@ async def bench(args: argparse.Namespace, root: Path) -> None:
         print(f"ledger of link {LINK}: exporting sequences 1..{total:,}; {args.runs} runs each; code from {ROOT}")
         print(f"  {'':<16} {'entries':>9} {'wall s':>7} {'entries/s':>10} {'srv µs':>8} {'cli µs':>8} {'PG µs':>6}"
               "  (CPU per entry)")
-        results: dict[str, list[Run]] = {"ExportLedger": [], "CSV": []}
+        results: dict[str, list[Run]] = {"ExportLedgerPages": [], "CSV": []}
+        if args.entries_too:
+            results["ExportLedger"] = []
         out = root / "export.csv"
-        for _ in range(args.runs):
-            r = await measure(server, postgres, drain(target, token, total), total)
-            results["ExportLedger"].append(r)
-            print(r.line("ExportLedger"), flush=True)
+        for _ in range(0 if args.only_in_process else args.runs):
+            r = await measure(server, postgres, drain_pages(target, token, total), total)
+            results["ExportLedgerPages"].append(r)
+            print(r.line("ExportLedgerPages"), flush=True)
+            if args.entries_too:
+                r = await measure(server, postgres, drain(target, token, total), total)
+                results["ExportLedger"].append(r)
+                print(r.line("ExportLedger"), flush=True)
             r = await measure(server, postgres, export_csv(target, token, out, total), total)
             results["CSV"].append(r)
-            print(r.line("CSV"), f" {out.stat().st_size / 1e6:,.0f} MB", flush=True)
+            print(r.line("CSV"), f" {out.stat().st_size / 1e6:,.0f} MB sha256 {sha256_of(out)[:16]}", flush=True)
             out.unlink(missing_ok=True)
+        if args.in_process or args.only_in_process:
+            for name, step in (("store read", read_store), ("pages encoded", encode_pages)):
+                results[name] = []
+                for _ in range(args.runs):
+                    r = await measure(server, postgres, step(pg.app_dsn(), total), total)
+                    results[name].append(r)
+                    print(r.line(name), flush=True)
+        if args.compare_with:
+            compare_csv(Path(args.compare_with), target, token, root, total)
         if args.floor:
             from jackpot_finance.calls import export_ledger, report_stub
 
@@ -278,6 +371,8 @@ async def bench(args: argparse.Namespace, root: Path) -> None:
                 floor.wait(10)
         print("best (spread of entries/s over the runs):")
         for name, runs in results.items():
+            if not runs:
+                continue
             rates = sorted(r.entries / r.wall_s for r in runs)
             best = max(runs, key=lambda r: r.entries / r.wall_s)
             print(best.line(name), f" spread {rates[0]:,.0f}..{rates[-1]:,.0f};"
@@ -297,12 +392,25 @@ def main() -> None:
     parser.add_argument("--export", type=int, default=0, metavar="N",
                         help="export sequences 1..N only (default: the whole ledger)")
     parser.add_argument("--runs", type=int, default=3, help="measurements of each (default 3)")
+    parser.add_argument("--entries-too", action="store_true",
+                        help="also time ExportLedger (one message per entry; about 8 minutes for 1,000,000)")
+    parser.add_argument("--in-process", action="store_true",
+                        help="also time, in this process, the store's read alone and the pages built and encoded "
+                             "without gRPC (their CPU is in the client's column)")
+    parser.add_argument("--only-in-process", action="store_true", help="time only what --in-process times")
+    parser.add_argument("--compare-with", metavar="TREE",
+                        help="also export the CSV with the client of another worktree (e.g. the base commit's) "
+                             "and check that the two files are the same bytes")
     parser.add_argument("--floor", action="store_true",
                         help="also time a bare gRPC stream of a sample entry (no database, no interceptor), one "
                              f"entry a message and {FLOOR_PAGE:,} a message: the floor of the stream's cost")
     parser.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
     parser.add_argument("--serve-floor", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true",
+                        help=f"make bench's version: {QUICK_ENTRIES:,} entries (built once in {QUICK_DATA}), one run")
     args = parser.parse_args()
+    if args.quick:
+        args.entries, args.runs, args.data = QUICK_ENTRIES, 1, args.data or QUICK_DATA
     if args.serve or args.serve_floor:
         asyncio.run(serve(args.serve) if args.serve else serve_floor(args.serve_floor))
         return

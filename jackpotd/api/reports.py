@@ -10,6 +10,7 @@ import grpc
 from ..service.ports import HitRecord
 from ..service.reports import ReportQueries
 from .gen.jackpot.v1 import report_pb2, report_pb2_grpc
+from .ledger_pages import entry_message, ledger_pages
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
 
@@ -61,15 +62,19 @@ class ReportServicer(report_pb2_grpc.ReportServiceServicer):
                            context: Ctx) -> AsyncIterator[report_pb2.LedgerEntry]:
         first, last = await self.reports.export_range(request.link_id, request.from_sequence, request.to_sequence,
                                                       request.from_ms, request.to_ms)
-        link_id, entry, posting = request.link_id, report_pb2.LedgerEntry, report_pb2.LedgerPosting
-        async for page in self.reports.export(link_id, first, last):
-            for e in page:
-                yield entry(link_id=link_id, sequence=e.seq, at_ms=e.at_ms, kind=e.kind, request_id=e.request_id,
-                            table_id=e.table_id, round_id=e.round_id, hash_hex=e.hash_hex,
-                            prev_hash_hex=e.prev_hash_hex, entry_json=e.entry, first_sequence=first,
-                            last_sequence=last,
-                            postings=[posting(account=a, amount_ucents=uc, balance_after_ucents=after)
-                                      for a, uc, after in e.postings])
+        link_id = request.link_id
+        async for chunk in self.reports.export(link_id, first, last):
+            for e in chunk:
+                yield entry_message(link_id, first, last, e)
+
+    async def ExportLedgerPages(self, request: report_pb2.ExportLedgerRequest,
+                                context: Ctx) -> AsyncIterator[report_pb2.LedgerPage]:
+        """ExportLedger's entries for the same request, a page at a time (ledger_pages: bounded in count and size)."""
+        first, last = await self.reports.export_range(request.link_id, request.from_sequence, request.to_sequence,
+                                                      request.from_ms, request.to_ms)
+        async for page in ledger_pages(request.link_id, first, last, self.reports.export(request.link_id, first,
+                                                                                         last)):
+            yield page
 
     async def VerifyLedger(self, request: report_pb2.VerifyLedgerRequest,
                            context: Ctx) -> report_pb2.VerifyLedgerResponse:

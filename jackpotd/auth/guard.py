@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
@@ -59,7 +59,7 @@ class Guard:
         self.revoked: set[str] = set()  # "jti:<id>" and "serial:<hex>" (`jackpotd revoke`), kept current by app.py
         self._certs: dict[bytes, Identity | None] = {}
         self._tokens: dict[str, tuple[Identity, float]] = {}  # verified tokens and their expiry
-        self._streams: dict[int, tuple[Identity, asyncio.Event]] = {}  # open streams: their caller, their end
+        self._streams: dict[int, _Watch] = {}  # open streams, each watched for the end of its credential
 
     def identify(self, context: Any) -> Identity | None:
         """The caller: its credential's holder, or the supervisor a console names (`acting_for`)."""
@@ -102,56 +102,59 @@ class Guard:
         """End every open stream whose credential is revoked or expired; how many were ended."""
         now = time.time() if now is None else now
         ended = 0
-        for identity, done in self._streams.values():
-            if not done.is_set() and (identity.credential in self.revoked or identity.expires <= now):
-                done.set()
+        for watch in self._streams.values():
+            if not watch.ended and (watch.identity.credential in self.revoked or watch.identity.expires <= now):
+                watch.end()
                 ended += 1
         return ended
 
-    @contextlib.contextmanager
-    def _watched(self, identity: Identity) -> Iterator[asyncio.Event]:
-        done = asyncio.Event()
-        key = id(done)
-        self._streams[key] = (identity, done)
-        try:
-            yield done
-        finally:
-            self._streams.pop(key, None)
-
     async def while_valid(self, identity: Identity | None, stream: AsyncIterator[T]) -> AsyncIterator[T]:
         """The stream's messages until its caller's credential is revoked or expires (Unauthenticated then): an
-        open stream never outlives its credential by more than a sweep."""
+        open stream never outlives its credential by more than a sweep. One watch per stream, no task per message:
+        the sweep interrupts the stream's task while it waits for the next message (a cancellation this turns into
+        Unauthenticated), and a stream ended while its message is being sent ends before it asks for another."""
         if identity is None:  # open methods (health) need no credential
             async for item in stream:
                 yield item
             return
-        with self._watched(identity) as done:
-            ended = asyncio.ensure_future(done.wait())
-            following: asyncio.Future[T] | None = None
-            try:
-                while True:
-                    following = asyncio.ensure_future(anext(stream))
-                    await asyncio.wait([following, ended], return_when=asyncio.FIRST_COMPLETED)
-                    if not following.done():
-                        why = "was revoked" if identity.credential in self.revoked else "has expired"
-                        raise Unauthenticated(f"this credential ({identity.credential}) {why}: the stream ends")
-                    try:
-                        item = following.result()
-                    except StopAsyncIteration:
+        task = asyncio.current_task()
+        assert task is not None
+        watch = _Watch(identity)
+        self._streams[id(watch)] = watch
+        try:
+            while True:
+                if watch.ended:
+                    raise Unauthenticated(watch.why(self.revoked))
+                cancelling = task.cancelling()
+                watch.waiting = task
+                try:
+                    item = await anext(stream)
+                except StopAsyncIteration:
+                    if not watch.interrupted:
                         return
-                    following = None
-                    yield item
-            finally:  # revoked, expired, or the call itself ended (cancelled): stop the stream before closing it
-                ended.cancel()
-                if following is not None and not following.done():
-                    following.cancel()
-                    await asyncio.wait([following])
-                if following is not None and not following.cancelled():
-                    following.exception()  # retrieved: the stream's own end is not an error to report
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    with contextlib.suppress(Exception):
-                        await aclose()
+                    task.uncancel()  # the stream ended on the interruption: the credential ended first
+                    raise Unauthenticated(watch.why(self.revoked)) from None
+                except asyncio.CancelledError:
+                    if watch.interrupted and task.uncancel() <= cancelling:  # ours alone: the credential ended
+                        raise Unauthenticated(watch.why(self.revoked)) from None
+                    raise  # the call itself was cancelled (the caller went away, or the server stopped)
+                except Exception:
+                    if watch.interrupted:  # the stream made an error of the interruption: the credential ended
+                        task.uncancel()
+                        raise Unauthenticated(watch.why(self.revoked)) from None
+                    raise
+                finally:
+                    watch.waiting = None
+                if watch.interrupted:  # the stream swallowed the interruption: it is ours to take back
+                    task.uncancel()
+                    raise Unauthenticated(watch.why(self.revoked))
+                yield item
+        finally:  # revoked, expired, or the call itself ended (cancelled): close the stream
+            self._streams.pop(id(watch), None)
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
 
     def caller(self, method: str, context: Any) -> Identity | None:
         """Who calls `method` (None for the open services); Unauthenticated when a closed method has no
@@ -197,6 +200,30 @@ class Guard:
         if found is None:
             raise Unauthenticated("the client certificate names no table or role (urn:jackpot:<role>:<name>)")
         return found
+
+
+class _Watch:
+    """An open stream's caller, whether the sweep has ended it, and its task while it waits for its next message
+    (the one moment the sweep interrupts it)."""
+
+    __slots__ = ("ended", "identity", "interrupted", "waiting")
+
+    def __init__(self, identity: Identity) -> None:
+        self.identity = identity
+        self.ended = False
+        self.interrupted = False
+        self.waiting: asyncio.Task[Any] | None = None
+
+    def end(self) -> None:
+        """The credential has ended: interrupt the wait for the next message, if the stream is waiting."""
+        self.ended = True
+        if self.waiting is not None and not self.interrupted:
+            self.interrupted = self.waiting.cancel()
+
+    def why(self, revoked: set[str]) -> str:
+        """Unauthenticated's message: revoked or expired."""
+        why = "was revoked" if self.identity.credential in revoked else "has expired"
+        return f"this credential ({self.identity.credential}) {why}: the stream ends"
 
 
 def _on_behalf_of(metadata: Any) -> str | None:

@@ -42,6 +42,7 @@ ALLOWED: Mapping[str, frozenset[Role]] = {
     # ReportService: finance, and administrators who answer for the books (RULES.md §10)
     "/jackpot.v1.ReportService/GetReconciliation": frozenset({F, A}),
     "/jackpot.v1.ReportService/ExportLedger": frozenset({F, A}),
+    "/jackpot.v1.ReportService/ExportLedgerPages": frozenset({F, A}),
     "/jackpot.v1.ReportService/VerifyLedger": frozenset({F, A}),
     "/jackpot.v1.ReportService/GetLiability": frozenset({F, A}),
 }

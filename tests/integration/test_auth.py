@@ -30,7 +30,7 @@ REFUSED = {S.UNAUTHENTICATED, S.PERMISSION_DENIED}
 SERVICES = {"TableService": table_pb2, "DisplayService": display_pb2, "AdminService": admin_pb2,
             "ReportService": report_pb2}
 STREAMS = {"/jackpot.v1.TableService/WatchMeter", "/jackpot.v1.DisplayService/WatchPools",
-           "/jackpot.v1.ReportService/ExportLedger"}
+           "/jackpot.v1.ReportService/ExportLedger", "/jackpot.v1.ReportService/ExportLedgerPages"}
 
 
 def request_for(method: str, table: str, link: str) -> Any:

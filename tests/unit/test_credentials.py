@@ -166,10 +166,83 @@ async def test_a_cancelled_call_stops_and_closes_its_stream() -> None:
     before = asyncio.all_tasks()  # others' tasks (a server left by an earlier test) come and go: only ours count
     task = asyncio.create_task(watch())
     await asyncio.wait_for(waiting.wait(), 5)  # the stream is open and waiting for its next item
-    ours = asyncio.all_tasks() - before  # the call, the stream's next item and the wait for its credential's end
-    assert len(ours) >= 2
+    ours = asyncio.all_tasks() - before  # the call alone: a stream is watched without a task of its own
+    assert ours == {task}
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert closed.is_set()
     assert all(t.done() for t in ours) and not guard._streams
+
+
+async def test_a_stream_ended_while_its_message_is_sent_asks_for_no_other() -> None:
+    """The sweep ends a stream between two messages (its caller holds one): the next step is Unauthenticated, and
+    the stream is not asked for another message."""
+    guard = Guard(KEY, tables_by_token=False)
+    identity = guard.identify(Context(issue(KEY, Role.DISPLAY, "sign")))
+    assert identity is not None
+    asked = []
+
+    async def counting() -> AsyncIterator[int]:
+        for n in range(10):
+            asked.append(n)
+            yield n
+
+    stream = guard.while_valid(identity, counting())
+    assert await anext(stream) == 0
+    guard.revoke([identity.credential])
+    assert guard.sweep() == 1
+    with pytest.raises(Unauthenticated, match="revoked"):
+        await anext(stream)
+    assert asked == [0] and not guard._streams
+
+
+async def test_a_call_cancelled_as_its_credential_ends_stays_cancelled() -> None:
+    """A sweep and the call's own cancellation at once: the call ends cancelled (the server's cancellation is not
+    turned into Unauthenticated and lost)."""
+    guard = Guard(KEY, tables_by_token=False)
+    identity = guard.identify(Context(issue(KEY, Role.DISPLAY, "sign")))
+    assert identity is not None
+    waiting = asyncio.Event()
+
+    async def quiet() -> AsyncIterator[int]:
+        waiting.set()
+        await asyncio.Event().wait()
+        yield 1
+
+    task = asyncio.create_task(anext(guard.while_valid(identity, quiet())))
+    await asyncio.wait_for(waiting.wait(), 5)
+    guard.revoke([identity.credential])
+    assert guard.sweep() == 1
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_a_stream_that_swallows_the_interruption_still_ends() -> None:
+    """A stream that catches the cancellation the sweep interrupts it with and goes on: it ends Unauthenticated all
+    the same, and its task is left with no cancellation pending."""
+    guard = Guard(KEY, tables_by_token=False)
+    identity = guard.identify(Context(issue(KEY, Role.DISPLAY, "sign", ttl_seconds=60)))
+    assert identity is not None
+    waiting = asyncio.Event()
+
+    async def stubborn() -> AsyncIterator[int]:
+        try:
+            waiting.set()
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            pass
+        yield 1
+
+    async def watch() -> int:
+        with pytest.raises(Unauthenticated, match="expired"):
+            await anext(guard.while_valid(identity, stubborn()))
+        me = asyncio.current_task()
+        assert me is not None
+        return me.cancelling()
+
+    task = asyncio.create_task(watch())
+    await asyncio.wait_for(waiting.wait(), 5)
+    assert guard.sweep(now=time.time() + 120) == 1
+    assert await asyncio.wait_for(task, 5) == 0

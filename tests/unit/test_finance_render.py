@@ -16,6 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -331,15 +332,19 @@ def test_export_rows_one_per_posting_and_one_without() -> None:
 
 
 class _Call:
-    def __init__(self, entries: list[report_pb2.LedgerEntry]) -> None:
-        self.entries = entries
+    def __init__(self, messages: list[Any], unimplemented: bool = False) -> None:
+        self.messages = messages
+        self.unimplemented = unimplemented  # as a server older than the method answers
         self.cancelled = False
 
-    async def _gen(self) -> AsyncIterator[report_pb2.LedgerEntry]:
-        for e in self.entries:
-            yield e
+    async def _gen(self) -> AsyncIterator[Any]:
+        if self.unimplemented:
+            raise grpc.aio.AioRpcError(grpc.StatusCode.UNIMPLEMENTED, grpc.aio.Metadata(), grpc.aio.Metadata(),
+                                       "Method not found!")
+        for m in self.messages:
+            yield m
 
-    def __aiter__(self) -> AsyncIterator[report_pb2.LedgerEntry]:
+    def __aiter__(self) -> AsyncIterator[Any]:
         return self._gen()
 
     def cancel(self) -> None:
@@ -350,8 +355,9 @@ class FakeStub:
     """Answers as ReportService would, with hand-built messages; records the requests."""
 
     def __init__(self, rec: report_pb2.Reconciliation | None = None,
-                 entries: list[report_pb2.LedgerEntry] | None = None) -> None:
+                 entries: list[report_pb2.LedgerEntry] | None = None, *, paged: bool = True) -> None:
         self.rec, self.entries, self.requests = rec, entries or [], []  # type: list[Any]
+        self.paged = paged  # False: a server older than ExportLedgerPages
 
     async def GetReconciliation(self, request: Any, timeout: float | None = None) -> report_pb2.Reconciliation:
         self.requests.append(request)
@@ -361,6 +367,14 @@ class FakeStub:
     def ExportLedger(self, request: Any) -> _Call:
         self.requests.append(request)
         return _Call(self.entries)
+
+    def ExportLedgerPages(self, request: Any) -> _Call:
+        """A page of one entry, then the rest in a second page (pages of any size make the same file)."""
+        self.requests.append(request)
+        pages = [report_pb2.LedgerPage(entries=part, first_sequence=part[0].sequence,
+                                       last_sequence=part[-1].sequence)
+                 for part in (self.entries[:1], self.entries[1:]) if part]
+        return _Call(pages, unimplemented=not self.paged)
 
     async def VerifyLedger(self, request: Any, timeout: float | None = None) -> report_pb2.VerifyLedgerResponse:
         self.requests.append(request)
@@ -372,9 +386,11 @@ class FakeStub:
         return liability()
 
 
-async def test_export_writes_a_spreadsheet_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("paged", [True, False], ids=["pages", "older-server"])
+async def test_export_writes_a_spreadsheet_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                paged: bool) -> None:
     out = tmp_path / "ledger.csv"
-    stub = FakeStub(entries=[entry(1, ("pool:MAJOR", 5, 5), ("wagers", -5, -5)), entry(2)])
+    stub = FakeStub(entries=[entry(1, ("pool:MAJOR", 5, 5), ("wagers", -5, -5)), entry(2)], paged=paged)
     args = cli.parse(["export", "--link", "demo", "--from-seq", "1", "--to-seq", "2", "--out", str(out)])
     assert await cli.export(args, stub) == 0  # type: ignore[arg-type]
     raw = out.read_bytes()
@@ -384,6 +400,8 @@ async def test_export_writes_a_spreadsheet_file(tmp_path: Path, capsys: pytest.C
     assert not (tmp_path / "ledger.csv.partial").exists()
     assert stub.requests[0].from_sequence == 1 and stub.requests[0].to_sequence == 2
     assert "exported 2 entries (2 postings)" in capsys.readouterr().out
+    # pages asked for first; an older server's UNIMPLEMENTED falls back to ExportLedger with the same request
+    assert len(stub.requests) == (1 if paged else 2) and all(r == stub.requests[0] for r in stub.requests)
 
 
 async def test_reconcile_exit_status_follows_the_identities(tmp_path: Path,

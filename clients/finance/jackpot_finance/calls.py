@@ -3,7 +3,7 @@ any channel; and the channel a finance credential opens (as every role client: j
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
 import grpc
@@ -57,3 +57,34 @@ async def export_ledger(stub: ReportServiceAsyncStub, link_id: str, *, from_sequ
     finally:
         call.cancel()
 
+
+FALLBACK_PAGE = 1_000  # entries grouped a page at a time from an older server's ExportLedger
+
+
+async def export_pages(stub: ReportServiceAsyncStub, link_id: str, *, from_sequence: int = 0, to_sequence: int = 0,
+                       from_ms: int = 0, to_ms: int = 0) -> AsyncIterator[Sequence[report_pb2.LedgerEntry]]:
+    """The entries of a range, in sequence order, a page at a time (ExportLedgerPages); from an older server that
+    does not have it (UNIMPLEMENTED before any page), ExportLedger's entries grouped FALLBACK_PAGE at a time."""
+    request = report_pb2.ExportLedgerRequest(link_id=link_id, from_sequence=from_sequence, to_sequence=to_sequence,
+                                             from_ms=from_ms, to_ms=to_ms)
+    call = stub.ExportLedgerPages(request)
+    paged = False
+    try:
+        async for page in call:
+            paged = True
+            yield page.entries
+        return
+    except grpc.aio.AioRpcError as e:
+        if paged or e.code() != grpc.StatusCode.UNIMPLEMENTED:
+            raise
+    finally:
+        call.cancel()
+    chunk: list[report_pb2.LedgerEntry] = []
+    async for entry in export_ledger(stub, link_id, from_sequence=from_sequence, to_sequence=to_sequence,
+                                     from_ms=from_ms, to_ms=to_ms):
+        chunk.append(entry)
+        if len(chunk) == FALLBACK_PAGE:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

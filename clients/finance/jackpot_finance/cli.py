@@ -23,7 +23,7 @@ from jackpotd.domain.ids import ID_GRAMMAR, require_id
 
 from .calls import (
     ROLES,
-    export_ledger,
+    export_pages,
     fetch_liability,
     fetch_reconciliation,
     report_stub,
@@ -42,7 +42,6 @@ PROG = "jackpot-report"
 ChannelFactory = Callable[[str], grpc.aio.Channel]
 UNARY_TIMEOUT = 120.0  # seconds: reconcile and liability; verify and export take as long as the ledger needs
 SPINNER = "|/-\\"
-CSV_CHUNK = 1_000  # entries an export writes (and counts on its progress bar) at once
 
 EPILOG = """examples:
   jackpot-report reconcile --link demo --day 2024-05-01 --format html --out demo-2024-05-01.html
@@ -233,21 +232,18 @@ async def export(args: argparse.Namespace, stub: ReportServiceAsyncStub) -> int:
                 tqdm(total=None, desc="export", unit=" entries", file=sys.stderr, disable=None) as bar:
             writer = csv.writer(f, lineterminator="\r\n")
             writer.writerow(EXPORT_COLUMNS)
-            rows: list[list[object]] = []  # written, and the bar moved, a chunk of entries at a time
-            async for entry in export_ledger(stub, args.link, from_sequence=args.from_seq, to_sequence=args.to_seq,
-                                             from_ms=args.from_ms, to_ms=args.to_ms):
-                if bar.total is None and entry.last_sequence:
-                    bar.total = entry.last_sequence - entry.first_sequence + 1
+            async for page in export_pages(stub, args.link, from_sequence=args.from_seq, to_sequence=args.to_seq,
+                                           from_ms=args.from_ms, to_ms=args.to_ms):
+                if bar.total is None and page[0].last_sequence:
+                    bar.total = page[0].last_sequence - page[0].first_sequence + 1
                     bar.refresh()
-                rows += export_rows(entry, seen)
-                entries += 1
-                postings += len(entry.postings)
-                if not entries % CSV_CHUNK:
-                    writer.writerows(rows)
-                    rows.clear()
-                    bar.update(CSV_CHUNK)
-            writer.writerows(rows)
-            bar.update(entries % CSV_CHUNK)
+                rows: list[list[object]] = []  # a page's rows, written (and the bar moved) at once
+                for entry in page:
+                    rows += export_rows(entry, seen)
+                    postings += len(entry.postings)
+                writer.writerows(rows)
+                entries += len(page)
+                bar.update(len(page))
         partial.replace(out)
     except BaseException:
         partial.unlink(missing_ok=True)

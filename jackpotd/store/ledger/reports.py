@@ -3,6 +3,7 @@ export; the liability now. Only PostgreSQL: Redis is never asked a figure here."
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -196,21 +197,36 @@ EXPORT_PAGE = (
 
 async def entries(pool: asyncpg.Pool, link_id: str, first: int, last: int,
                   page: int = 5_000) -> AsyncIterator[list[ExportedEntry]]:
-    """The entries [first, last] with their postings, a page at a time, in sequence order."""
-    at = first
-    while at <= last:
-        upto = min(last, at + page - 1)
-        async with pool.acquire() as conn:
-            rows = await conn.fetch(EXPORT_PAGE, link_id, at, upto)
-        out = []
-        for seq, at_ms, kind, request_id, entry, hash_hex, prev_hex, accounts, amounts, afters in rows:
-            table_id, round_id = _round_of(entry)
-            legs = tuple(zip(accounts, amounts, afters, strict=True)) if accounts else ()
-            out.append(ExportedEntry(seq, at_ms, kind, request_id, table_id, round_id, legs, hash_hex, prev_hex,
-                                     entry))
-        if out:
-            yield out
-        at = upto + 1
+    """The entries [first, last] with their postings, a page at a time, in sequence order. The next page's query
+    is in flight while the caller uses this one (PostgreSQL reads while this process encodes and sends)."""
+    ranges = iter([(at, min(last, at + page - 1)) for at in range(first, last + 1, page)])
+    following = _read_ahead(pool, link_id, next(ranges, None))
+    try:
+        while following is not None:
+            rows = await following
+            following = _read_ahead(pool, link_id, next(ranges, None))
+            out = [ExportedEntry(seq, at_ms, kind, request_id, *_round_of(entry), hash_hex, prev_hex, entry,
+                                 accounts or (), amounts or (), afters or ())
+                   for seq, at_ms, kind, request_id, entry, hash_hex, prev_hex, accounts, amounts, afters in rows]
+            if out:
+                yield out
+    finally:  # the caller stopped early (or failed): the page read ahead is not wanted
+        if following is not None:
+            following.cancel()
+            following.add_done_callback(_retrieved)
+
+
+def _retrieved(task: asyncio.Task[list[Any]]) -> None:
+    """A page read ahead and not wanted: its end (cancelled, or a failure) is nobody's to report."""
+    if not task.cancelled():
+        task.exception()
+
+
+def _read_ahead(pool: asyncpg.Pool, link_id: str, span: tuple[int, int] | None) -> asyncio.Task[list[Any]] | None:
+    """The page `span` read in a task of its own (None: no page left)."""
+    if span is None:
+        return None
+    return asyncio.ensure_future(pool.fetch(EXPORT_PAGE, link_id, *span))
 
 
 def _round_of(entry: str) -> tuple[str, str]:

@@ -551,6 +551,37 @@ class LedgerEntry(_message.Message):
 Global___LedgerEntry: _TypeAlias = LedgerEntry  # noqa: Y015
 
 @_typing.final
+class LedgerPage(_message.Message):
+    """Consecutive entries of an export, exactly as ExportLedger streams them (their first_sequence and last_sequence
+    are the export's range, for progress); a page is never empty.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTRIES_FIELD_NUMBER: _builtins.int
+    FIRST_SEQUENCE_FIELD_NUMBER: _builtins.int
+    LAST_SEQUENCE_FIELD_NUMBER: _builtins.int
+    first_sequence: _builtins.int
+    """this page's first entry and its last: the next page starts after last_sequence"""
+    last_sequence: _builtins.int
+    @_builtins.property
+    def entries(self) -> _containers.RepeatedCompositeFieldContainer[Global___LedgerEntry]: ...
+    def __init__(
+        self,
+        *,
+        entries: _abc.Iterable[Global___LedgerEntry] | None = ...,
+        first_sequence: _builtins.int = ...,
+        last_sequence: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entries", b"entries", "first_sequence", b"first_sequence", "last_sequence", b"last_sequence"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LedgerPage: _TypeAlias = LedgerPage  # noqa: Y015
+
+@_typing.final
 class VerifyLedgerRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -48,6 +48,11 @@ class ReportServiceStub:
                 request_serializer=jackpot_dot_v1_dot_report__pb2.ExportLedgerRequest.SerializeToString,
                 response_deserializer=jackpot_dot_v1_dot_report__pb2.LedgerEntry.FromString,
                 _registered_method=True)
+        self.ExportLedgerPages = channel.unary_stream(
+                '/jackpot.v1.ReportService/ExportLedgerPages',
+                request_serializer=jackpot_dot_v1_dot_report__pb2.ExportLedgerRequest.SerializeToString,
+                response_deserializer=jackpot_dot_v1_dot_report__pb2.LedgerPage.FromString,
+                _registered_method=True)
         self.VerifyLedger = channel.unary_unary(
                 '/jackpot.v1.ReportService/VerifyLedger',
                 request_serializer=jackpot_dot_v1_dot_report__pb2.VerifyLedgerRequest.SerializeToString,
@@ -83,6 +88,15 @@ class ReportServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExportLedgerPages(self, request, context):
+        """The same entries as ExportLedger, for the same request, with the same checks, a page at a time: at most
+        1,000 entries and about 2 MB a page (an entry larger than that comes in a page of its own). A message per
+        entry costs more than the entry; a page costs about as much as its entries.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def VerifyLedger(self, request, context):
         """The hash chain, every balance and every projection (summaries included) recomputed from the entries,
         and the ledger's pools compared with Redis. Names the first altered entry.
@@ -111,6 +125,11 @@ def add_ReportServiceServicer_to_server(servicer, server):
                     servicer.ExportLedger,
                     request_deserializer=jackpot_dot_v1_dot_report__pb2.ExportLedgerRequest.FromString,
                     response_serializer=jackpot_dot_v1_dot_report__pb2.LedgerEntry.SerializeToString,
+            ),
+            'ExportLedgerPages': grpc.unary_stream_rpc_method_handler(
+                    servicer.ExportLedgerPages,
+                    request_deserializer=jackpot_dot_v1_dot_report__pb2.ExportLedgerRequest.FromString,
+                    response_serializer=jackpot_dot_v1_dot_report__pb2.LedgerPage.SerializeToString,
             ),
             'VerifyLedger': grpc.unary_unary_rpc_method_handler(
                     servicer.VerifyLedger,
@@ -181,6 +200,33 @@ class ReportService:
             '/jackpot.v1.ReportService/ExportLedger',
             jackpot_dot_v1_dot_report__pb2.ExportLedgerRequest.SerializeToString,
             jackpot_dot_v1_dot_report__pb2.LedgerEntry.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportLedgerPages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/jackpot.v1.ReportService/ExportLedgerPages',
+            jackpot_dot_v1_dot_report__pb2.ExportLedgerRequest.SerializeToString,
+            jackpot_dot_v1_dot_report__pb2.LedgerPage.FromString,
             options,
             channel_credentials,
             insecure,

@@ -44,6 +44,11 @@ class ReportServiceStub:
     """
     ExportLedger: _grpc.UnaryStreamMultiCallable[_report_pb2.ExportLedgerRequest, _report_pb2.LedgerEntry]
     """Entries with their postings, in sequence order, by sequence or by time."""
+    ExportLedgerPages: _grpc.UnaryStreamMultiCallable[_report_pb2.ExportLedgerRequest, _report_pb2.LedgerPage]
+    """The same entries as ExportLedger, for the same request, with the same checks, a page at a time: at most
+    1,000 entries and about 2 MB a page (an entry larger than that comes in a page of its own). A message per
+    entry costs more than the entry; a page costs about as much as its entries.
+    """
     VerifyLedger: _grpc.UnaryUnaryMultiCallable[_report_pb2.VerifyLedgerRequest, _report_pb2.VerifyLedgerResponse]
     """The hash chain, every balance and every projection (summaries included) recomputed from the entries,
     and the ledger's pools compared with Redis. Names the first altered entry.
@@ -69,6 +74,11 @@ class ReportServiceAsyncStub(ReportServiceStub):
     """
     ExportLedger: _aio.UnaryStreamMultiCallable[_report_pb2.ExportLedgerRequest, _report_pb2.LedgerEntry]  # type: ignore[assignment]
     """Entries with their postings, in sequence order, by sequence or by time."""
+    ExportLedgerPages: _aio.UnaryStreamMultiCallable[_report_pb2.ExportLedgerRequest, _report_pb2.LedgerPage]  # type: ignore[assignment]
+    """The same entries as ExportLedger, for the same request, with the same checks, a page at a time: at most
+    1,000 entries and about 2 MB a page (an entry larger than that comes in a page of its own). A message per
+    entry costs more than the entry; a page costs about as much as its entries.
+    """
     VerifyLedger: _aio.UnaryUnaryMultiCallable[_report_pb2.VerifyLedgerRequest, _report_pb2.VerifyLedgerResponse]  # type: ignore[assignment]
     """The hash chain, every balance and every projection (summaries included) recomputed from the entries,
     and the ledger's pools compared with Redis. Names the first altered entry.
@@ -103,6 +113,17 @@ class ReportServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_report_pb2.LedgerEntry], _abc.AsyncIterator[_report_pb2.LedgerEntry]]:
         """Entries with their postings, in sequence order, by sequence or by time."""
+
+    @_abc_1.abstractmethod
+    def ExportLedgerPages(
+        self,
+        request: _report_pb2.ExportLedgerRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_report_pb2.LedgerPage], _abc.AsyncIterator[_report_pb2.LedgerPage]]:
+        """The same entries as ExportLedger, for the same request, with the same checks, a page at a time: at most
+        1,000 entries and about 2 MB a page (an entry larger than that comes in a page of its own). A message per
+        entry costs more than the entry; a page costs about as much as its entries.
+        """
 
     @_abc_1.abstractmethod
     def VerifyLedger(
