@@ -34,6 +34,8 @@ POOL_CENTS = Gauge("jackpotd_pool_cents", "pool amounts in cents as last committ
                    multiprocess_mode="mostrecent")
 LEDGER_QUESTIONS = Counter("jackpotd_ledger_id_questions_total", "mutating calls that asked the ledger whether their "
                            "request or round id was used, by why (service/seen.py Why)", ["why"])
+for _why in ("maybe", "unfilled", "refused"):  # every Why at 0 from the start (tests/unit/test_seen_filter.py)
+    LEDGER_QUESTIONS.labels(_why)
 CAS_RETRIES = Counter("jackpotd_price_retries_total", "settlements re-priced because the pools moved", ["link"])
 LINK_REBUILDS = Counter("jackpotd_link_rebuilds_total", "links rebuilt from the ledger because Redis forgot, went "
                         "back or forked", ["link", "reason"])  # reason: lost, behind, forked

@@ -59,3 +59,14 @@ def test_round_keys_of_different_pairs_differ_and_never_equal_a_request_key(a: t
     if a != b and ":" not in a[1] + b[1]:  # a round id holds no ':' (domain/ids.py)
         assert sf.round_key(*a) != sf.round_key(*b)
     assert sf.round_key(*a) != sf.request_key(a[0] + a[1])
+
+
+def test_every_reason_to_ask_the_ledger_is_a_series_at_0_from_the_start() -> None:
+    """A dashboard sees each `why` of jackpotd_ledger_id_questions_total from the start, not only once it happened."""
+    from prometheus_client import REGISTRY
+
+    from jackpotd import metrics  # noqa: F401  (registers the series)
+    from jackpotd.service.seen import Why
+
+    for why in Why:
+        assert REGISTRY.get_sample_value("jackpotd_ledger_id_questions_total", {"why": why.value}) is not None, why
