@@ -41,6 +41,7 @@ PATHS = [str(ROOT), str(ROOT / "clients" / "finance"), str(ROOT / "bench")]
 sys.path[:0] = PATHS
 
 import psutil  # noqa: E402
+from bench_service import tree_cpu  # noqa: E402  (bench/bench_service.py)
 from summary import Figure, record  # noqa: E402  (bench/summary.py)
 
 from jackpotd.auth.identity import Role  # noqa: E402
@@ -67,18 +68,6 @@ class Run:
         per = 1e6 / self.entries
         return (f"  {name:<16} {self.entries:>9,} {self.wall_s:>7.2f} {self.entries / self.wall_s:>10,.0f} "
                 f"{self.server_s * per:>8.1f} {self.client_s * per:>8.1f} {self.pg_s * per:>6.1f}")
-
-
-def cpu(proc: psutil.Process) -> float:
-    """CPU seconds of a process and its children."""
-    total = 0.0
-    for p in [proc, *proc.children(recursive=True)]:
-        try:
-            t = p.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        total += t.user + t.system
-    return total
 
 
 async def serve(port: int) -> None:
@@ -275,10 +264,10 @@ def sha256_of(path: Path) -> str:
 
 
 async def measure(server: psutil.Process, pg: psutil.Process, call: object, entries: int) -> Run:
-    s, p, c, w = cpu(server), cpu(pg), time.process_time(), time.perf_counter()
+    s, p, c, w = tree_cpu(server.pid), tree_cpu(pg.pid), time.process_time(), time.perf_counter()
     await call  # type: ignore[misc]
     w, c = time.perf_counter() - w, time.process_time() - c
-    return Run(entries, w, cpu(server) - s, c, cpu(pg) - p)
+    return Run(entries, w, tree_cpu(server.pid) - s, c, tree_cpu(pg.pid) - p)
 
 
 async def build_if_needed(server: EmbeddedPostgres, entries: int) -> int:

@@ -50,6 +50,7 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_service import tree_cpu  # noqa: E402  (bench/bench_service.py)
 from jackpot_finance.spreadsheet import ENCODING, EXPORT_COLUMNS, export_rows  # noqa: E402
 from summary import Figure, record  # noqa: E402  (bench/summary.py)
 
@@ -170,14 +171,7 @@ class Meter:
         self.postgres = psutil.Process(postgres_pid)
 
     def pg_cpu(self) -> float:
-        total = 0.0
-        for p in [self.postgres, *self.postgres.children(recursive=True)]:
-            try:
-                t = p.cpu_times()
-            except psutil.NoSuchProcess:
-                continue
-            total += t.user + t.system
-        return total
+        return tree_cpu(self.postgres.pid)
 
     async def time(self, call: Callable[[], Awaitable[T]]) -> tuple[T, Timed]:
         pg, cpu, wall = self.pg_cpu(), time.process_time(), time.perf_counter()
