@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
 import shutil
@@ -35,6 +36,7 @@ AUTH_KEY = new_key()
 with open(os.open(AUTH_KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as _f:
     _f.write(AUTH_KEY)
 os.environ["JACKPOTD_AUTH_KEY_FILE"] = AUTH_KEY_FILE
+atexit.register(shutil.rmtree, _KEY_DIR, True)  # every session, servers or not, leaves no key behind
 
 # Helpers that assert: their failures explain themselves as a test's own asserts do.
 pytest.register_assert_rewrite("tests.integration.harness", "tests.integration.checks", "tests.integration.load")
@@ -76,7 +78,6 @@ def servers() -> Iterator[Servers]:
             pg.proc.send_signal(signal.SIGQUIT)
         pg.stop()
         shutil.rmtree(root, ignore_errors=True)  # a session's servers hold about 1 GB: leave nothing behind
-        shutil.rmtree(_KEY_DIR, ignore_errors=True)
 
 
 @dataclass(frozen=True)
