@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from enum import Enum, StrEnum
 from itertools import repeat
+from operator import itemgetter
 from typing import NamedTuple
 
 from . import hands as h
@@ -53,39 +54,56 @@ class SeatHand(NamedTuple):
     no_hand: NoHand | None = None
 
 
-def require_every_wagered_seat(wagered: Collection[int], hands: Sequence[SeatHand]) -> None:
+def named(columns: bool, form: str, i: int, field: str, column: str) -> str:
+    """A seat's field as the caller sent it: in rows (`wagers[3].seat`) or in the packed form of a big round
+    (`wager_columns.seats[3]`, API.md Columns), so a refusal names what the caller can find."""
+    return f"{form}_columns.{column}[{i}]" if columns else f"{form}s[{i}].{field}"
+
+
+def require_every_wagered_seat(wagered: Collection[int], hands: Sequence[SeatHand], *, columns: bool = False) -> None:
     """Each seat that wagered appears in the settle, with its cards or stated as having no hand: a seat left out
     (a wrong seat number, a forgotten one) must never silently lose a hit. Refused, naming the seats."""
     missing = sorted(set(wagered) - {hand.seat for hand in hands})
     if missing:
         listed = ", ".join(map(str, missing))
-        raise InvalidInput("hands", missing, f"seat{'s' if len(missing) > 1 else ''} {listed} wagered in this round "
-                                             "and must each appear once: with the cards, or with no_hand "
-                                             "(FOLDED, MUCKED or DEAD)")
+        raise InvalidInput("hand_columns.seats" if columns else "hands", missing,
+                           f"seat{'s' if len(missing) > 1 else ''} {listed} wagered in this round and must each "
+                           "appear once: with the cards, or with no_hand (FOLDED, MUCKED or DEAD)")
 
 
-def validate_wagers(wagers: Sequence[Wager], seats: int, wager_cents: int) -> tuple[tuple[int, int], ...]:
-    """§1: one wager per seat, of the sign's amount (NSW 11.3), only with an ante (11.1). Returns (seat, cents)."""
+def validate_wagers(wagers: Sequence[Wager], seats: int, wager_cents: int, *,
+                    columns: bool = False) -> tuple[tuple[int, int], ...]:
+    """§1: one wager per seat, of the sign's amount (NSW 11.3), only with an ante (11.1). Returns (seat, cents).
+    `columns`: the wagers came in the packed form, and a refusal names its column (`wager_columns.seats[i]`)."""
     if not wagers:
-        raise InvalidInput("wagers", [], "a commit needs at least one wager")
-    seat_list = [w.seat for w in wagers]
+        raise InvalidInput("wager_columns.seats" if columns else "wagers", [], "a commit needs at least one wager")
+    seat_list = list(map(itemgetter(0), wagers))
+    amounts = list(map(itemgetter(1), wagers))
+    antes = list(map(itemgetter(2), wagers))
     if (all(type(s) is int for s in seat_list) and min(seat_list) >= 1 and max(seat_list) <= seats
-            and len(set(seat_list)) == len(seat_list) and all(w.amount_cents == wager_cents for w in wagers)
-            and all(w.ante_placed is True for w in wagers)):  # the whole round at once; a fault is found below
-        return tuple(zip(sorted(seat_list), repeat(wager_cents)))
+            and len(set(seat_list)) == len(seat_list) and amounts.count(wager_cents) == len(amounts)
+            and antes.count(True) == len(antes) and set(map(type, antes)) == {bool}):
+        return tuple(zip(sorted(seat_list), repeat(wager_cents)))  # the whole round at once; a fault is found below
     seen: set[int] = set()
     for i, w in enumerate(wagers):
         if type(w.seat) is not int or not 1 <= w.seat <= seats:  # the field's name is built only for a refusal
-            require_seat(f"wagers[{i}].seat", w.seat, seats)
+            require_seat(named(columns, "wager", i, "seat", "seats"), w.seat, seats)
         if w.seat in seen:
-            raise InvalidInput(f"wagers[{i}].seat", w.seat, "duplicate seat: one jackpot wager per seat per round")
+            raise InvalidInput(named(columns, "wager", i, "seat", "seats"), w.seat,
+                               "duplicate seat: one jackpot wager per seat per round")
         seen.add(w.seat)
         if w.amount_cents != wager_cents:
-            raise InvalidInput(f"wagers[{i}].amount_cents", w.amount_cents,
+            raise InvalidInput(named(columns, "wager", i, "amount_cents", "amount_cents"), w.amount_cents,
                                f"must be the link's jackpot wager of {wager_cents} cents")
         if not w.ante_placed:
-            raise InvalidInput(f"wagers[{i}].ante_placed", False, "a jackpot wager needs an ante first (NSW 11.1)")
+            raise InvalidInput(named(columns, "wager", i, "ante_placed", "ante_placed"), False,
+                               "a jackpot wager needs an ante first (NSW 11.1)")
     return tuple(sorted((w.seat, w.amount_cents) for w in wagers))
+
+
+def _sent(cards: Sequence[str], columns: bool) -> object:
+    """A seat's cards as the caller sent them: a list in rows, one string in the packed form."""
+    return " ".join(cards) if columns else list(cards)
 
 
 def _parse(cards: Sequence[str], field: str) -> list[Card]:
@@ -94,7 +112,8 @@ def _parse(cards: Sequence[str], field: str) -> list[Card]:
 
 
 def evaluate_round(game: str, seats: int, wagered: Sequence[int], hands: Sequence[SeatHand],
-                   board: Sequence[str] = (), dealer: Sequence[str] = ()) -> tuple[Hit, ...]:
+                   board: Sequence[str] = (), dealer: Sequence[str] = (), *, columns: bool = False
+                   ) -> tuple[Hit, ...]:
     """§4: the service evaluates the cards itself; all cards of the round must be distinct cards of one deck.
 
     Returns the category of every seat holding a wager and cards; other seats' cards are only checked, and a
@@ -118,21 +137,25 @@ def evaluate_round(game: str, seats: int, wagered: Sequence[int], hands: Sequenc
                and max(seat_list) <= seats and len(set(seat_list)) == len(seat_list))  # all at once: a big round
     for i, hand in enumerate(hands):
         if not checked:  # a fault is named seat by seat
-            require_seat(f"hands[{i}].seat", hand.seat, seats)
+            require_seat(named(columns, "hand", i, "seat", "seats"), hand.seat, seats)
             if hand.seat in stated:
-                raise InvalidInput(f"hands[{i}].seat", hand.seat, "duplicate seat: one hand per seat")
+                raise InvalidInput(named(columns, "hand", i, "seat", "seats"), hand.seat,
+                                   "duplicate seat: one hand per seat")
             stated.add(hand.seat)
         if hand.no_hand is not None:
             if hand.cards:
-                raise InvalidInput(f"hands[{i}].cards", list(hand.cards), f"seat {hand.seat} is stated as "
-                                   f"{hand.no_hand.value}: send its cards or no_hand, not both")
+                raise InvalidInput(named(columns, "hand", i, "cards", "cards"), _sent(hand.cards, columns),
+                                   f"seat {hand.seat} is stated as {hand.no_hand.value}: send its cards or no_hand, "
+                                   "not both")
             continue
         if not hand.cards:
-            raise InvalidInput(f"hands[{i}].cards", [], f"seat {hand.seat} has no cards: send them, or say why it "
-                               "has none with no_hand (FOLDED, MUCKED or DEAD)")
-        cards = _parse(hand.cards, f"hands[{i}].cards")
+            raise InvalidInput(named(columns, "hand", i, "cards", "cards"), _sent((), columns),
+                               f"seat {hand.seat} has no cards: send them, or say why it has none with no_hand "
+                               "(FOLDED, MUCKED or DEAD)")
+        cards = _parse(hand.cards, named(columns, "hand", i, "cards", "cards"))
         if len(cards) != per_seat:
-            raise InvalidInput(f"hands[{i}].cards", list(hand.cards), f"{game} needs exactly {per_seat} cards a seat")
+            raise InvalidInput(named(columns, "hand", i, "cards", "cards"), _sent(hand.cards, columns),
+                               f"{game} needs exactly {per_seat} cards a seat")
         parsed[hand.seat] = cards
         all_cards += cards
     require_distinct(all_cards, "cards", "the round")

@@ -80,6 +80,7 @@ class RoundCommand:
 @dataclass(frozen=True, slots=True)
 class Commit(RoundCommand):
     wagers: Sequence[Wager]
+    columns: bool = False  # sent in the packed form (API.md Columns): refusals name its columns
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,7 @@ class Settle(RoundCommand):
     hands: Sequence[SeatHand]
     dealer_cards: Sequence[str] = ()
     board_cards: Sequence[str] = ()
+    columns: bool = False  # sent in the packed form (API.md Columns): refusals name its columns
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,7 +49,7 @@ def decide_commit(cmd: Commit, config: LinkConfig, version: str, state: TableSta
     table = config.table(cmd.table_id)
     if table.suspended:  # NSW 14.13
         raise FailedPrecondition("table_id", cmd.table_id, "jackpot wagers are suspended at this table")
-    seats = validate_wagers(cmd.wagers, table.seats, config.wager_cents)
+    seats = validate_wagers(cmd.wagers, table.seats, config.wager_cents, columns=cmd.columns)
     if state.ledger_round_state is not None:  # API.md: a round id is used once; the ledger keeps them all
         raise FailedPrecondition("round_id", cmd.round_id, f"the round is {state.ledger_round_state}")
     rates = rates_in_force(config.rate_sets, state.now_ms)
@@ -80,11 +80,11 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
     wagered must be accounted for (its cards, or why it has none); other seats' cards are checked, never paid."""
     table = config.table(cmd.table_id)
     evaluated = evaluate_round(table.game, table.seats, [hand.seat for hand in cmd.hands], cmd.hands,
-                               cmd.board_cards, cmd.dealer_cards)
+                               cmd.board_cards, cmd.dealer_cards, columns=cmd.columns)
     rnd = open_round(state, config.link_id, cmd.table_id, cmd.round_id)
     record = RoundRecord.decode(rnd.data)
     wagered = set(record.active)
-    require_every_wagered_seat(wagered, cmd.hands)
+    require_every_wagered_seat(wagered, cmd.hands, columns=cmd.columns)
     hits = [x for x in evaluated if x.seat in wagered]
     folded: dict[int, str] = {hand.seat: hand.no_hand._value_ for hand in cmd.hands  # _value_: .value is slow
                               if hand.no_hand is not None and hand.seat in wagered}

@@ -1,0 +1,90 @@
+"""The packed wire form of a big round (API.md, Columns): CommitWagers' `wager_columns` and SettleRound's
+`hand_columns`, read as whole columns (list() of a packed field runs in C, with no message per seat) into the
+same rows and the same request content as the per-seat form, and answered in kind by extending columns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import repeat
+from typing import Any
+
+from ..domain.errors import InvalidInput
+from ..domain.rounds import NoHand, SeatHand, Wager
+from ..service.replies import Accepted, SeatResult
+from .gen.jackpot.v1 import table_pb2
+
+# NoHand by its wire value, and back: 0 (unset) is a seat whose cards are given
+_REASONS: dict[int, NoHand | None] = {0: None, **{table_pb2.NoHand.Value(r.value): r for r in NoHand}}
+_NAMES: dict[int, str] = {v: r.value for v, r in _REASONS.items() if r is not None}
+_VALUES: dict[str, table_pb2.NoHand.ValueType] = {
+    "": table_pb2.NO_HAND_UNSPECIFIED, **{r.value: table_pb2.NoHand.Value(r.value) for r in NoHand}}
+
+
+def one_form(rows: int, has_columns: bool, rows_field: str, columns_field: str) -> None:
+    """A request carries its seats in rows or in columns, never both."""
+    if rows and has_columns:
+        raise InvalidInput(columns_field, f"set with {rows} {rows_field}",
+                           f"send {rows_field} or {columns_field}, not both")
+
+
+def equal_lengths(form: str, columns: dict[str, Sequence[Any]]) -> None:
+    """Every column of a packed form has one value per seat; a shorter or longer one is named with its length."""
+    seats = len(columns["seats"])
+    for name, values in columns.items():
+        if len(values) != seats:
+            raise InvalidInput(f"{form}.{name}", f"{len(values)} values",
+                               f"must have one value per seat: {form}.seats has {seats}")
+
+
+def wagers_of(cols: table_pb2.WagerColumns) -> tuple[list[Wager], list[list[Any]]]:
+    """The wagers of `wager_columns` as the domain's rows, and the request content's `wagers` exactly as the
+    per-seat form's ([seat, amount_cents, ante_placed] each), so a retry in either form is the same request."""
+    seats, amounts, antes = list(cols.seats), list(cols.amount_cents), list(cols.ante_placed)
+    equal_lengths("wager_columns", {"seats": seats, "amount_cents": amounts, "ante_placed": antes})
+    rows = list(zip(seats, amounts, antes, strict=True))
+    return list(map(tuple.__new__, repeat(Wager), rows)), list(map(list, rows))  # named tuples built in C
+
+
+def _hand_content(seat: int, cards: str, value: int) -> dict[str, Any]:
+    """One seat of the content as the per-seat form names it (servicers.settle_of: proto3 leaves defaults out)."""
+    d: dict[str, Any] = {"seat": seat} if seat else {}
+    if cards:
+        d["cards"] = cards.split(" ")
+    if value:
+        d["no_hand"] = _NAMES[value]
+    return d
+
+
+def hands_of(cols: table_pb2.HandColumns) -> tuple[list[SeatHand], list[dict[str, Any]]]:
+    """The hands of `hand_columns` as the domain's rows (each seat's cards split at single spaces), and the
+    request content's `hands` exactly as the per-seat form's, so a retry in either form is the same request."""
+    seats, cards, values = list(cols.seats), list(cols.cards), list(cols.no_hand)
+    equal_lengths("hand_columns", {"seats": seats, "cards": cards, "no_hand": values})
+    if not set(values) <= _REASONS.keys():
+        i, bad = next((i, v) for i, v in enumerate(values) if v not in _REASONS)
+        raise InvalidInput(f"hand_columns.no_hand[{i}]", bad,
+                           "must be FOLDED, MUCKED or DEAD (or unset, with cards)")
+    new, reasons, names = tuple.__new__, _REASONS, _NAMES  # a round may hold 100,000 seats: no call per seat
+    rows = list(zip(seats, cards, values, strict=True))
+    hands = [new(SeatHand, (s, tuple(c.split(" ")) if c else (), reasons[v])) for s, c, v in rows]
+    listed = [{"seat": s, "no_hand": names[v]} if v and s and not c else _hand_content(s, c, v) for s, c, v in rows]
+    return hands, listed
+
+
+def accepted_columns(out: table_pb2.AcceptedColumns, accepted: Sequence[Accepted]) -> None:
+    """A commit's accepted wagers written as columns, each extended at once."""
+    if accepted:
+        seats, amounts, contributed, overflow = zip(*accepted, strict=True)
+        out.seats.extend(seats)
+        out.amount_cents.extend(amounts)
+        out.contributed_ucents.extend(contributed)
+        out.overflow_ucents.extend(overflow)
+
+
+def seat_columns(out: table_pb2.SeatResultColumns, seats: Sequence[SeatResult]) -> None:
+    """A settle's seat results written as columns, each extended at once (`no_hand` as its enum value)."""
+    if seats:
+        numbers, hands, reasons = zip(*seats, strict=True)
+        out.seats.extend(numbers)
+        out.hand.extend(hands)
+        out.no_hand.extend(map(_VALUES.__getitem__, reasons))
