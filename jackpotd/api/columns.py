@@ -11,6 +11,7 @@ from typing import Any
 from ..domain.errors import InvalidInput
 from ..domain.rounds import NoHand, SeatHand, Wager
 from ..service.replies import Accepted, SeatResult
+from ..service.seat_runs import RunRows
 from .gen.jackpot.v1 import table_pb2
 
 # NoHand by its wire value, and back: 0 (unset) is a seat whose cards are given
@@ -72,8 +73,16 @@ def hands_of(cols: table_pb2.HandColumns) -> tuple[list[SeatHand], list[dict[str
 
 
 def accepted_columns(out: table_pb2.AcceptedColumns, accepted: Sequence[Accepted]) -> None:
-    """A commit's accepted wagers written as columns, each extended at once."""
-    if accepted:
+    """A commit's accepted wagers written as columns, each extended at once (from a big round's runs: a few
+    extends per run, no row per seat)."""
+    if isinstance(accepted, RunRows):
+        for first, last, amount, contributed, overflow in accepted.runs:
+            n = last - first + 1
+            out.seats.extend(range(first, last + 1))
+            out.amount_cents.extend(repeat(amount, n))
+            out.contributed_ucents.extend(repeat(contributed, n))
+            out.overflow_ucents.extend(repeat(overflow, n))
+    elif accepted:
         seats, amounts, contributed, overflow = zip(*accepted, strict=True)
         out.seats.extend(seats)
         out.amount_cents.extend(amounts)
@@ -82,8 +91,15 @@ def accepted_columns(out: table_pb2.AcceptedColumns, accepted: Sequence[Accepted
 
 
 def seat_columns(out: table_pb2.SeatResultColumns, seats: Sequence[SeatResult]) -> None:
-    """A settle's seat results written as columns, each extended at once (`no_hand` as its enum value)."""
-    if seats:
+    """A settle's seat results written as columns, each extended at once (`no_hand` as its enum value; from a big
+    round's runs: a few extends per run, no row per seat)."""
+    if isinstance(seats, RunRows):
+        for first, last, hand, reason in seats.runs:
+            n = last - first + 1
+            out.seats.extend(range(first, last + 1))
+            out.hand.extend(repeat(hand, n))
+            out.no_hand.extend(repeat(_VALUES[reason], n))
+    elif seats:
         numbers, hands, reasons = zip(*seats, strict=True)
         out.seats.extend(numbers)
         out.hand.extend(hands)

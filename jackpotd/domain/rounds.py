@@ -75,6 +75,11 @@ def validate_wagers(wagers: Sequence[Wager], seats: int, wager_cents: int, *,
                     columns: bool = False) -> tuple[tuple[int, int], ...]:
     """§1: one wager per seat, of the sign's amount (NSW 11.3), only with an ante (11.1). Returns (seat, cents).
     `columns`: the wagers came in the packed form, and a refusal names its column (`wager_columns.seats[i]`)."""
+    return tuple(zip(wager_seats(wagers, seats, wager_cents, columns=columns), repeat(wager_cents)))
+
+
+def wager_seats(wagers: Sequence[Wager], seats: int, wager_cents: int, *, columns: bool = False) -> list[int]:
+    """validate_wagers' checks, answering the wagered seats in order: every wager is then of `wager_cents`."""
     if not wagers:
         raise InvalidInput("wager_columns.seats" if columns else "wagers", [], "a commit needs at least one wager")
     seat_list = list(map(itemgetter(0), wagers))
@@ -83,7 +88,7 @@ def validate_wagers(wagers: Sequence[Wager], seats: int, wager_cents: int, *,
     if (all(type(s) is int for s in seat_list) and min(seat_list) >= 1 and max(seat_list) <= seats
             and len(set(seat_list)) == len(seat_list) and amounts.count(wager_cents) == len(amounts)
             and antes.count(True) == len(antes) and set(map(type, antes)) == {bool}):
-        return tuple(zip(sorted(seat_list), repeat(wager_cents)))  # the whole round at once; a fault is found below
+        return sorted(seat_list)  # the whole round at once; a fault is found below
     seen: set[int] = set()
     for i, w in enumerate(wagers):
         if type(w.seat) is not int or not 1 <= w.seat <= seats:  # the field's name is built only for a refusal
@@ -98,7 +103,7 @@ def validate_wagers(wagers: Sequence[Wager], seats: int, wager_cents: int, *,
         if not w.ante_placed:
             raise InvalidInput(named(columns, "wager", i, "ante_placed", "ante_placed"), False,
                                "a jackpot wager needs an ante first (NSW 11.1)")
-    return tuple(sorted((w.seat, w.amount_cents) for w in wagers))
+    return sorted(seen)
 
 
 def _sent(cards: Sequence[str], columns: bool) -> object:

@@ -5,9 +5,12 @@ seat. Rounds of at most RUNS_FROM seats are stored per seat, as they always were
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from enum import Enum
 from itertools import chain
-from typing import Any
+from typing import Any, TypeVar, overload
+
+T = TypeVar("T")
 
 RUNS_FROM = 64  # a round of more seats than any real table stores its seat lists as runs
 
@@ -52,3 +55,71 @@ def from_runs(runs: Sequence[Sequence[Any]]) -> Iterator[tuple[int, list[Any]]]:
             raise ValueError(f"a seat run must be [first, last, ...] with 0 < first <= last: {list(run)[:4]}")
         for seat in range(first, last + 1):
             yield seat, values
+
+
+def seat_ranges(seats: Sequence[int]) -> list[tuple[int, int]]:
+    """Ascending distinct seats as (first, last) ranges of consecutive seats: one step per seat, no object."""
+    out: list[tuple[int, int]] = []
+    if not seats:
+        return out
+    first = prev = seats[0]
+    for seat in seats:
+        if seat > prev + 1:
+            out.append((first, prev))
+            first = seat
+        prev = seat
+    out.append((first, prev))
+    return out
+
+
+def result_runs(seats: Iterable[int], hands: Mapping[int, str], reasons: Mapping[int, Enum | None]
+                ) -> list[list[Any]]:
+    """A settle's [first, last, hand, no_hand] runs (what `as_runs` makes of its SeatResult rows) over its wagered
+    seats, ascending, without a row per seat: `hands` the categories evaluated, `reasons` each seat's NoHand."""
+    out: list[list[Any]] = []
+    run: list[Any] = [-2, -2]
+    last_hand: str | None = None
+    last_reason: Enum | None = None
+    for seat in seats:
+        hand = hands.get(seat, "")
+        reason = reasons.get(seat)
+        if seat == run[1] + 1 and hand == last_hand and reason is last_reason:
+            run[1] = seat
+        else:
+            last_hand, last_reason = hand, reason
+            run = [seat, seat, hand, "" if reason is None else reason._value_]
+            out.append(run)
+    return out
+
+
+class RunRows(Sequence[T]):
+    """Rows of seats alike held as their runs (`[first, last, *values]`, maximal, as `as_runs` makes them): a
+    100,000-seat result is made and stored without a row per seat; a row is made only when one is read."""
+
+    __slots__ = ("make", "runs")
+
+    def __init__(self, runs: list[list[Any]], make: Callable[[tuple[Any, ...]], T]) -> None:
+        self.runs = runs
+        self.make = make  # (seat, *values) -> a row
+
+    def __iter__(self) -> Iterator[T]:
+        make = self.make
+        for first, last, *values in self.runs:
+            for seat in range(first, last + 1):
+                yield make((seat, *values))
+
+    def __len__(self) -> int:
+        return sum(r[1] - r[0] + 1 for r in self.runs)
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[T]: ...
+    def __getitem__(self, i: int | slice) -> T | Sequence[T]:
+        return tuple(self)[i]  # rare (tests, small reads): a whole round's rows
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
