@@ -5,11 +5,11 @@ same rows and the same request content as the per-seat form, and answered in kin
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any
 
 from ..domain.errors import InvalidInput
-from ..domain.rounds import NoHand, SeatHand, Wager
+from ..domain.rounds import NoHand, PackedWagers, SeatHand
 from ..service.replies import Accepted, SeatResult
 from ..service.seat_runs import RunRows
 from .gen.jackpot.v1 import table_pb2
@@ -37,13 +37,13 @@ def equal_lengths(form: str, columns: dict[str, Sequence[Any]]) -> None:
                                f"must have one value per seat: {form}.seats has {seats}")
 
 
-def wagers_of(cols: table_pb2.WagerColumns) -> tuple[list[Wager], list[list[Any]]]:
-    """The wagers of `wager_columns` as the domain's rows, and the request content's `wagers` exactly as the
-    per-seat form's ([seat, amount_cents, ante_placed] each), so a retry in either form is the same request."""
+def wagers_of(cols: table_pb2.WagerColumns) -> tuple[PackedWagers, list[list[Any]]]:
+    """The wagers of `wager_columns` as the domain checks them (columns, no row per seat), and the request
+    content's `wagers` exactly as the per-seat form's ([seat, amount_cents, ante_placed] each), so a retry in
+    either form is the same request."""
     seats, amounts, antes = list(cols.seats), list(cols.amount_cents), list(cols.ante_placed)
     equal_lengths("wager_columns", {"seats": seats, "amount_cents": amounts, "ante_placed": antes})
-    rows = list(zip(seats, amounts, antes, strict=True))
-    return list(map(tuple.__new__, repeat(Wager), rows)), list(map(list, rows))  # named tuples built in C
+    return PackedWagers(seats, amounts, antes), list(map(list, zip(seats, amounts, antes, strict=True)))
 
 
 def _hand_content(seat: int, cards: str, value: int) -> dict[str, Any]:
@@ -65,10 +65,16 @@ def hands_of(cols: table_pb2.HandColumns) -> tuple[list[SeatHand], list[dict[str
         i, bad = next((i, v) for i, v in enumerate(values) if v not in _REASONS)
         raise InvalidInput(f"hand_columns.no_hand[{i}]", bad,
                            "must be FOLDED, MUCKED or DEAD (or unset, with cards)")
-    new, reasons, names = tuple.__new__, _REASONS, _NAMES  # a round may hold 100,000 seats: no call per seat
-    rows = list(zip(seats, cards, values, strict=True))
-    hands = [new(SeatHand, (s, tuple(c.split(" ")) if c else (), reasons[v])) for s, c, v in rows]
-    listed = [{"seat": s, "no_hand": names[v]} if v and s and not c else _hand_content(s, c, v) for s, c, v in rows]
+    count = len(seats)
+    dealt: list[tuple[str, ...]] = [()] * count  # most seats of a big round hold no cards
+    for i in compress(range(count), cards):  # only the seats that sent cards, found in C
+        dealt[i] = tuple(cards[i].split(" "))
+    # named tuples built in C, no Python step per seat
+    hands = list(map(tuple.__new__, repeat(SeatHand), zip(seats, dealt, map(_REASONS.__getitem__, values),
+                                                            strict=True)))
+    names = _NAMES
+    listed = [{"seat": s, "no_hand": names[v]} if v and s and not c else _hand_content(s, c, v)
+              for s, c, v in zip(seats, cards, values, strict=True)]
     return hands, listed
 
 

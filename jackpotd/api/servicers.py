@@ -15,7 +15,7 @@ from ..domain.ids import require_id
 from ..domain.paytable import PaytableEntry
 from ..domain.pools import PoolSpec
 from ..domain.rates import RateSet
-from ..domain.rounds import NoHand, SeatHand, Wager
+from ..domain.rounds import NoHand, PackedWagers, SeatHand, Wager
 from ..service import admin_requests, results
 from ..service import commands as c
 from ..service.admin_trail import ms_of
@@ -139,12 +139,14 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
                            context: Ctx) -> table_pb2.CommitWagersResponse:
         packed = request.HasField("wager_columns")  # a big round's packed form: read and answered as columns
         columns.one_form(len(request.wagers), packed, "wagers", "wager_columns")
+        wagers: Sequence[Wager] | PackedWagers
+        listed: list[list[Any]]
         if packed:
             wagers, listed = columns.wagers_of(request.wager_columns)
         else:
             new = tuple.__new__  # a named tuple built in C: a round may hold 100,000 wagers
-            wagers = [new(Wager, (w.seat, w.amount_cents, w.ante_placed)) for w in request.wagers]
-            listed = list(map(list, wagers))  # [seat, amount_cents, ante_placed]: Wager's order
+            rows = [new(Wager, (w.seat, w.amount_cents, w.ante_placed)) for w in request.wagers]
+            wagers, listed = rows, list(map(list, rows))  # [seat, amount_cents, ante_placed]: Wager's order
         # The hot path names its content by hand; MessageToDict would cost more than the rest of the call. Both
         # forms name it alike: a retry in the other form is the same request.
         content = {"table_id": request.table_id, "round_id": request.round_id, "wagers": listed}

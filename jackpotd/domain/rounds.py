@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from enum import Enum, StrEnum
 from itertools import repeat
 from operator import itemgetter
@@ -36,6 +37,20 @@ class Wager(NamedTuple):
     seat: int
     amount_cents: int
     ante_placed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PackedWagers:
+    """A commit's wagers as the packed form sends them (API.md Columns): three columns of equal length, checked
+    whole without a row per seat; rows are made only to name a fault."""
+
+    seats: list[int]
+    amounts: list[int]
+    antes: list[bool]
+
+    def rows(self) -> list[Wager]:
+        """The wagers as rows (for a refusal's seat-by-seat check)."""
+        return list(map(Wager._make, zip(self.seats, self.amounts, self.antes, strict=True)))
 
 
 class NoHand(Enum):
@@ -78,19 +93,25 @@ def validate_wagers(wagers: Sequence[Wager], seats: int, wager_cents: int, *,
     return tuple(zip(wager_seats(wagers, seats, wager_cents, columns=columns), repeat(wager_cents)))
 
 
-def wager_seats(wagers: Sequence[Wager], seats: int, wager_cents: int, *, columns: bool = False) -> list[int]:
-    """validate_wagers' checks, answering the wagered seats in order: every wager is then of `wager_cents`."""
-    if not wagers:
+def wager_seats(wagers: Sequence[Wager] | PackedWagers, seats: int, wager_cents: int, *,
+                columns: bool = False) -> list[int]:
+    """validate_wagers' checks, answering the wagered seats in order: every wager is then of `wager_cents`.
+    PackedWagers are checked as columns (no row per seat), and a refusal names their column."""
+    if isinstance(wagers, PackedWagers):
+        seat_list, amounts, antes = wagers.seats, wagers.amounts, wagers.antes
+        columns = True
+    else:
+        seat_list = list(map(itemgetter(0), wagers))
+        amounts = list(map(itemgetter(1), wagers))
+        antes = list(map(itemgetter(2), wagers))
+    if not seat_list:
         raise InvalidInput("wager_columns.seats" if columns else "wagers", [], "a commit needs at least one wager")
-    seat_list = list(map(itemgetter(0), wagers))
-    amounts = list(map(itemgetter(1), wagers))
-    antes = list(map(itemgetter(2), wagers))
     if (all(type(s) is int for s in seat_list) and min(seat_list) >= 1 and max(seat_list) <= seats
             and len(set(seat_list)) == len(seat_list) and amounts.count(wager_cents) == len(amounts)
             and antes.count(True) == len(antes) and set(map(type, antes)) == {bool}):
         return sorted(seat_list)  # the whole round at once; a fault is found below
     seen: set[int] = set()
-    for i, w in enumerate(wagers):
+    for i, w in enumerate(wagers.rows() if isinstance(wagers, PackedWagers) else wagers):
         if type(w.seat) is not int or not 1 <= w.seat <= seats:  # the field's name is built only for a refusal
             require_seat(named(columns, "wager", i, "seat", "seats"), w.seat, seats)
         if w.seat in seen:

@@ -14,7 +14,7 @@ from ..domain.link import LinkConfig, TableConfig
 from ..domain.paytable import PaytableEntry
 from ..domain.pools import PoolSpec
 from ..domain.rates import RateSet
-from ..domain.rounds import SeatHand, Wager
+from ..domain.rounds import PackedWagers, SeatHand, Wager
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +79,7 @@ class RoundCommand:
 
 @dataclass(frozen=True, slots=True)
 class Commit(RoundCommand):
-    wagers: Sequence[Wager]
+    wagers: Sequence[Wager] | PackedWagers  # packed: the columns as sent (API.md Columns)
     columns: bool = False  # sent in the packed form (API.md Columns): refusals name its columns
 
 

@@ -14,7 +14,16 @@ from jackpotd.api import columns
 from jackpotd.api.gen.jackpot.v1 import table_pb2
 from jackpotd.api.servicers import settle_of
 from jackpotd.domain.errors import InvalidInput
-from jackpotd.domain.rounds import NoHand, SeatHand, Wager, evaluate_round, require_every_wagered_seat, validate_wagers
+from jackpotd.domain.rounds import (
+    NoHand,
+    PackedWagers,
+    SeatHand,
+    Wager,
+    evaluate_round,
+    require_every_wagered_seat,
+    validate_wagers,
+    wager_seats,
+)
 from jackpotd.service.replies import Accepted, SeatResult
 
 STUD = "caribbean-stud"
@@ -26,8 +35,8 @@ def test_wager_columns_are_the_rows_and_the_content_of_the_per_seat_form() -> No
     cols = table_pb2.WagerColumns(seats=[w.seat for w in rows], amount_cents=[w.amount_cents for w in rows],
                                   ante_placed=[w.ante_placed for w in rows])
     wagers, listed = columns.wagers_of(cols)
-    assert wagers == [Wager(w.seat, w.amount_cents, w.ante_placed) for w in rows]
-    assert all(type(w) is Wager for w in wagers)
+    assert isinstance(wagers, PackedWagers)
+    assert wagers.rows() == [Wager(w.seat, w.amount_cents, w.ante_placed) for w in rows]
     per_seat = MessageToDict(table_pb2.CommitWagersRequest(wagers=rows), preserving_proto_field_name=True)
     # MessageToDict writes int64 as text and leaves defaults out; the servicer's content is [seat, cents, ante]
     assert listed == [[int(w.get("seat", 0)), int(w.get("amount_cents", 0)), w.get("ante_placed", False)]
@@ -50,7 +59,7 @@ def test_hand_columns_are_the_rows_and_the_content_of_the_per_seat_form(hands: l
 
 def test_the_table_client_sends_columns_the_server_reads_as_it_built_them() -> None:
     wagers, _ = columns.wagers_of(wager_columns([(1, 100), (2, 100), (9, 200)]))
-    assert wagers == [Wager(1, 100, True), Wager(2, 100, True), Wager(9, 200, True)]
+    assert wagers.rows() == [Wager(1, 100, True), Wager(2, 100, True), Wager(9, 200, True)]
     hands, _ = columns.hands_of(hand_columns({4: ["As", "Ks"]}, {9: "FOLDED", 1: "DEAD"}))
     assert hands == [SeatHand(1, (), NoHand.DEAD), SeatHand(4, ("As", "Ks"), None), SeatHand(9, (), NoHand.FOLDED)]
 
@@ -121,11 +130,16 @@ def test_a_bad_wager_in_columns_is_refused_naming_its_column_and_index(bad: Wage
     wagers = [Wager(s, 100, True) for s in range(1, 18)] + [bad]
     e = refused(validate_wagers, wagers, 100_000, 100, columns=True)
     assert (e.field, e.value) == (field, value)
+    packed = PackedWagers([w.seat for w in wagers], [w.amount_cents for w in wagers], [w.ante_placed for w in wagers])
+    e = refused(wager_seats, packed, 100_000, 100)  # checked as columns, named as columns
+    assert (e.field, e.value) == (field, value)
+    assert wager_seats(PackedWagers([3, 1, 2], [100] * 3, [True] * 3), 3, 100) == [1, 2, 3]
     assert refused(validate_wagers, wagers, 100_000, 100).field == field.replace(  # rows: as before
         "wager_columns.seats[17]", "wagers[17].seat").replace("wager_columns.amount_cents[17]",
                                                               "wagers[17].amount_cents").replace(
         "wager_columns.ante_placed[17]", "wagers[17].ante_placed")
     assert refused(validate_wagers, [], 100, 100, columns=True).field == "wager_columns.seats"
+    assert refused(wager_seats, PackedWagers([], [], []), 100, 100).field == "wager_columns.seats"
 
 
 @pytest.mark.parametrize(("bad", "field", "value"), [

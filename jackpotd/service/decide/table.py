@@ -93,7 +93,8 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
     """§5: evaluate every wagered seat and price all hits at once against the pools as they stand. Every seat that
     wagered must be accounted for (its cards, or why it has none); other seats' cards are checked, never paid."""
     table = config.table(cmd.table_id)
-    evaluated = evaluate_round(table.game, table.seats, [hand.seat for hand in cmd.hands], cmd.hands,
+    sent = list(map(itemgetter(0), cmd.hands))  # the seats sent, in order (in C)
+    evaluated = evaluate_round(table.game, table.seats, sent, cmd.hands,
                                cmd.board_cards, cmd.dealer_cards, columns=cmd.columns)
     rnd = open_round(state, config.link_id, cmd.table_id, cmd.round_id)
     record = RoundRecord.decode(rnd.data)
@@ -101,7 +102,6 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
     wagered = set(active)
     require_every_wagered_seat(wagered, cmd.hands, columns=cmd.columns)
     hits = [x for x in evaluated if x.seat in wagered]
-    sent = [hand.seat for hand in cmd.hands]
     stated: dict[int, NoHand | None] = dict(zip(sent, map(itemgetter(2), cmd.hands), strict=True))  # in C
     unwagered = sorted(stated.keys() - wagered)
     paytable = config.paytable(record.game)
