@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import compress, repeat
+from operator import not_
 from typing import Any
 
 from ..domain.errors import InvalidInput
@@ -72,9 +73,12 @@ def hands_of(cols: table_pb2.HandColumns) -> tuple[list[SeatHand], list[dict[str
     # named tuples built in C, no Python step per seat
     hands = list(map(tuple.__new__, repeat(SeatHand), zip(seats, dealt, map(_REASONS.__getitem__, values),
                                                             strict=True)))
-    names = _NAMES
-    listed = [{"seat": s, "no_hand": names[v]} if v and s and not c else _hand_content(s, c, v)
-              for s, c, v in zip(seats, cards, values, strict=True)]
+    # the content: a seat without cards stated with its reason, in one pass; the few others (cards, no reason or
+    # seat 0) made again one by one, found in C
+    listed = [{"seat": s, "no_hand": n} for s, n in zip(seats, map(_NAMES.get, values), strict=True)]
+    for i in {*compress(range(count), cards), *compress(range(count), map(not_, values)),
+              *compress(range(count), map(not_, seats))}:
+        listed[i] = _hand_content(seats[i], cards[i], values[i])
     return hands, listed
 
 

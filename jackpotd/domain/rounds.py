@@ -78,7 +78,7 @@ def named(columns: bool, form: str, i: int, field: str, column: str) -> str:
 def require_every_wagered_seat(wagered: Collection[int], hands: Sequence[SeatHand], *, columns: bool = False) -> None:
     """Each seat that wagered appears in the settle, with its cards or stated as having no hand: a seat left out
     (a wrong seat number, a forgotten one) must never silently lose a hit. Refused, naming the seats."""
-    missing = sorted(set(wagered) - {hand.seat for hand in hands})
+    missing = sorted(set(wagered) - set(map(itemgetter(0), hands)))  # seats read in C: a round may hold 100,000
     if missing:
         listed = ", ".join(map(str, missing))
         raise InvalidInput("hand_columns.seats" if columns else "hands", missing,

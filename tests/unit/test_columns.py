@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from google.protobuf.json_format import MessageToDict
+from hypothesis import given
+from hypothesis import strategies as st
 from jackpot_table.packed import accepted_of, hand_columns, seats_of, wager_columns
 
 from jackpotd.api import columns
@@ -44,7 +46,8 @@ def test_wager_columns_are_the_rows_and_the_content_of_the_per_seat_form() -> No
 
 
 @pytest.mark.parametrize("hands", [
-    [table_pb2.SeatHand(seat=1, cards=["As", "Ks", "Qs", "Js", "Ts"]), table_pb2.SeatHand(seat=2, no_hand=1)],
+    [table_pb2.SeatHand(seat=1, cards=["As", "Ks", "Qs", "Js", "Ts"]),
+     table_pb2.SeatHand(seat=2, no_hand=table_pb2.FOLDED)],
     [table_pb2.SeatHand(seat=0), table_pb2.SeatHand(seat=3, no_hand=table_pb2.DEAD),
      table_pb2.SeatHand(seat=4, cards=["10h", "2c"], no_hand=table_pb2.MUCKED), table_pb2.SeatHand(seat=5)],
 ])
@@ -55,6 +58,18 @@ def test_hand_columns_are_the_rows_and_the_content_of_the_per_seat_form(hands: l
     packed_hands, listed = columns.hands_of(cols)
     assert packed_hands == per_seat_hands and listed == content["hands"]
     assert packed_hands[1].no_hand in (NoHand.FOLDED, NoHand.DEAD)
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from([(), ("As",), ("2c", "10h")]), st.integers(0, 3)),
+                max_size=12))
+def test_any_hands_in_columns_are_the_per_seat_forms_rows_and_content(rows: list[tuple[int, tuple[str, ...], int]]
+                                                                      ) -> None:
+    hands = [table_pb2.SeatHand(seat=s, cards=c, no_hand=v) for s, c, v in rows]  # type: ignore[arg-type]
+    cols = table_pb2.HandColumns(seats=[s for s, _, _ in rows], cards=[" ".join(c) for _, c, _ in rows],
+                                 no_hand=[v for _, _, v in rows])  # type: ignore[misc]
+    per_seat_hands, content = settle_of(table_pb2.SettleRoundRequest(hands=hands))
+    packed_hands, listed = columns.hands_of(cols)
+    assert packed_hands == per_seat_hands and listed == content.get("hands", [])
 
 
 def test_the_table_client_sends_columns_the_server_reads_as_it_built_them() -> None:
@@ -68,19 +83,19 @@ def test_answers_written_as_columns_are_read_back_by_the_table_client() -> None:
     accepted = [Accepted(1, 100, 30_000_000, 0), Accepted(2, 100, 25_000_000, 5_000_000)]
     committed = table_pb2.CommitWagersResponse()
     columns.accepted_columns(committed.accepted_columns, accepted)
-    assert accepted_of(committed) == accepted
+    assert list(map(tuple, accepted_of(committed))) == list(map(tuple, accepted))
     rows = table_pb2.CommitWagersResponse(accepted=[table_pb2.AcceptedWager(
         seat=a.seat, amount_cents=a.amount_cents, contributed_ucents=a.contributed_uc,
         overflow_ucents=a.overflow_uc) for a in accepted])
-    assert accepted_of(rows) == accepted
+    assert list(map(tuple, accepted_of(rows))) == list(map(tuple, accepted))
     seats = [SeatResult(1, "royal_flush", ""), SeatResult(2, "", "FOLDED"), SeatResult(3, "", "DEAD")]
     settled = table_pb2.SettleRoundResponse()
     columns.seat_columns(settled.seat_columns, seats)
     assert list(settled.seat_columns.no_hand) == [0, table_pb2.FOLDED, table_pb2.DEAD]
-    assert seats_of(settled) == seats
-    assert seats_of(table_pb2.SettleRoundResponse(seats=[table_pb2.SeatResult(seat=s.seat, hand=s.hand,
-                                                                              no_hand=s.no_hand) for s in seats])
-                    ) == seats
+    assert list(map(tuple, seats_of(settled))) == list(map(tuple, seats))
+    per_seat = table_pb2.SettleRoundResponse(seats=[table_pb2.SeatResult(seat=s.seat, hand=s.hand, no_hand=s.no_hand)
+                                                    for s in seats])
+    assert list(map(tuple, seats_of(per_seat))) == list(map(tuple, seats))
 
 
 def refused(call: Any, *args: Any, **kwargs: Any) -> InvalidInput:
