@@ -10,7 +10,7 @@ from operator import not_
 from typing import Any
 
 from ..domain.errors import InvalidInput
-from ..domain.rounds import NoHand, PackedWagers, SeatHand
+from ..domain.rounds import NoHand, PackedHands, PackedWagers
 from ..service.replies import Accepted, SeatResult
 from ..service.seat_runs import RunRows
 from .gen.jackpot.v1 import table_pb2
@@ -57,9 +57,10 @@ def _hand_content(seat: int, cards: str, value: int) -> dict[str, Any]:
     return d
 
 
-def hands_of(cols: table_pb2.HandColumns) -> tuple[list[SeatHand], list[dict[str, Any]]]:
-    """The hands of `hand_columns` as the domain's rows (each seat's cards split at single spaces), and the
-    request content's `hands` exactly as the per-seat form's, so a retry in either form is the same request."""
+def hands_of(cols: table_pb2.HandColumns) -> tuple[PackedHands, list[dict[str, Any]]]:
+    """The hands of `hand_columns` as the domain checks them (columns, each seat's cards split at single spaces,
+    no row per seat), and the request content's `hands` exactly as the per-seat form's, so a retry in either form
+    is the same request."""
     seats, cards, values = list(cols.seats), list(cols.cards), list(cols.no_hand)
     equal_lengths("hand_columns", {"seats": seats, "cards": cards, "no_hand": values})
     if not set(values) <= _REASONS.keys():
@@ -70,16 +71,13 @@ def hands_of(cols: table_pb2.HandColumns) -> tuple[list[SeatHand], list[dict[str
     dealt: list[tuple[str, ...]] = [()] * count  # most seats of a big round hold no cards
     for i in compress(range(count), cards):  # only the seats that sent cards, found in C
         dealt[i] = tuple(cards[i].split(" "))
-    # named tuples built in C, no Python step per seat
-    hands = list(map(tuple.__new__, repeat(SeatHand), zip(seats, dealt, map(_REASONS.__getitem__, values),
-                                                            strict=True)))
     # the content: a seat without cards stated with its reason, in one pass; the few others (cards, no reason or
     # seat 0) made again one by one, found in C
     listed = [{"seat": s, "no_hand": n} for s, n in zip(seats, map(_NAMES.get, values), strict=True)]
     for i in {*compress(range(count), cards), *compress(range(count), map(not_, values)),
               *compress(range(count), map(not_, seats))}:
         listed[i] = _hand_content(seats[i], cards[i], values[i])
-    return hands, listed
+    return PackedHands(seats, dealt, list(map(_REASONS.__getitem__, values))), listed
 
 
 def accepted_columns(out: table_pb2.AcceptedColumns, accepted: Sequence[Accepted]) -> None:

@@ -15,7 +15,7 @@ from ..domain.ids import require_id
 from ..domain.paytable import PaytableEntry
 from ..domain.pools import PoolSpec
 from ..domain.rates import RateSet
-from ..domain.rounds import NoHand, PackedWagers, SeatHand, Wager
+from ..domain.rounds import NoHand, PackedHands, PackedWagers, SeatHand, Wager
 from ..service import admin_requests, results
 from ..service import commands as c
 from ..service.admin_trail import ms_of
@@ -168,7 +168,8 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
     async def SettleRound(self, request: table_pb2.SettleRoundRequest, context: Ctx) -> table_pb2.SettleRoundResponse:
         packed = request.HasField("hand_columns")  # a big round's packed form: read and answered as columns
         columns.one_form(len(request.hands), packed, "hands", "hand_columns")
-        hands, content = settle_of(request)  # the rest of the content; `hands` empty when packed
+        rows, content = settle_of(request)  # the rest of the content; `rows` empty when packed
+        hands: Sequence[SeatHand] | PackedHands = rows
         if packed:
             hands, listed = columns.hands_of(request.hand_columns)
             if listed:  # as the per-seat form's content: no `hands` when none were sent

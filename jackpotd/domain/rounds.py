@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum, StrEnum
-from itertools import repeat
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import is_, itemgetter
 from typing import NamedTuple
 
 from . import hands as h
@@ -75,10 +75,40 @@ def named(columns: bool, form: str, i: int, field: str, column: str) -> str:
     return f"{form}_columns.{column}[{i}]" if columns else f"{form}s[{i}].{field}"
 
 
-def require_every_wagered_seat(wagered: Collection[int], hands: Sequence[SeatHand], *, columns: bool = False) -> None:
+@dataclass(frozen=True, slots=True)
+class PackedHands:
+    """A settle's hands as the packed form sends them (API.md Columns): seats, each seat's cards (most seats of a
+    big round have none) and why it has no hand, of equal length; a row is made only for a seat that needs a look."""
+
+    seats: list[int]
+    cards: list[tuple[str, ...]]
+    reasons: list[NoHand | None]
+
+    def rows(self) -> list[SeatHand]:
+        """Every seat as a row (for a refusal's seat-by-seat check)."""
+        return list(map(SeatHand._make, zip(self.seats, self.cards, self.reasons, strict=True)))
+
+    def looked_at(self) -> list[tuple[int, SeatHand]]:
+        """The seats with cards or without a reason, with their index: every other seat is a stated loss."""
+        count = len(self.seats)
+        unstated = compress(range(count), map(is_, self.reasons, repeat(None)))
+        at = sorted({*compress(range(count), self.cards), *unstated})
+        return [(i, SeatHand(self.seats[i], self.cards[i], self.reasons[i])) for i in at]
+
+
+def hand_columns(hands: Sequence[SeatHand] | PackedHands) -> tuple[list[int], list[tuple[str, ...]],
+                                                                   list[NoHand | None]]:
+    """A settle's seats, cards and reasons as columns, whichever form the hands came in (read in C)."""
+    if isinstance(hands, PackedHands):
+        return hands.seats, hands.cards, hands.reasons
+    return list(map(itemgetter(0), hands)), list(map(itemgetter(1), hands)), list(map(itemgetter(2), hands))
+
+
+def require_every_wagered_seat(wagered: Collection[int], hands: Sequence[SeatHand] | PackedHands, *,
+                               columns: bool = False) -> None:
     """Each seat that wagered appears in the settle, with its cards or stated as having no hand: a seat left out
     (a wrong seat number, a forgotten one) must never silently lose a hit. Refused, naming the seats."""
-    missing = sorted(set(wagered) - set(map(itemgetter(0), hands)))  # seats read in C: a round may hold 100,000
+    missing = sorted(set(wagered) - set(hand_columns(hands)[0]))  # seats read in C: a round may hold 100,000
     if missing:
         listed = ", ".join(map(str, missing))
         raise InvalidInput("hand_columns.seats" if columns else "hands", missing,
@@ -106,7 +136,7 @@ def wager_seats(wagers: Sequence[Wager] | PackedWagers, seats: int, wager_cents:
         antes = list(map(itemgetter(2), wagers))
     if not seat_list:
         raise InvalidInput("wager_columns.seats" if columns else "wagers", [], "a commit needs at least one wager")
-    if (all(type(s) is int for s in seat_list) and min(seat_list) >= 1 and max(seat_list) <= seats
+    if (set(map(type, seat_list)) == {int} and min(seat_list) >= 1 and max(seat_list) <= seats
             and len(set(seat_list)) == len(seat_list) and amounts.count(wager_cents) == len(amounts)
             and antes.count(True) == len(antes) and set(map(type, antes)) == {bool}):
         return sorted(seat_list)  # the whole round at once; a fault is found below
@@ -137,7 +167,7 @@ def _parse(cards: Sequence[str], field: str) -> list[Card]:
     return parse_each(cards, field)
 
 
-def evaluate_round(game: str, seats: int, wagered: Sequence[int], hands: Sequence[SeatHand],
+def evaluate_round(game: str, seats: int, wagered: Sequence[int], hands: Sequence[SeatHand] | PackedHands,
                    board: Sequence[str] = (), dealer: Sequence[str] = (), *, columns: bool = False
                    ) -> tuple[Hit, ...]:
     """§4: the service evaluates the cards itself; all cards of the round must be distinct cards of one deck.
@@ -158,10 +188,15 @@ def evaluate_round(game: str, seats: int, wagered: Sequence[int], hands: Sequenc
     all_cards: list[Card] = list(board_cards) + _parse(dealer, "dealer_cards")
     parsed: dict[int, list[Card]] = {}
     stated: set[int] = set()
-    seat_list = [hand.seat for hand in hands]
-    checked = (bool(seat_list) and all(type(s) is int for s in seat_list) and min(seat_list) >= 1
+    seat_list = hand_columns(hands)[0]
+    checked = (bool(seat_list) and set(map(type, seat_list)) == {int} and min(seat_list) >= 1
                and max(seat_list) <= seats and len(set(seat_list)) == len(seat_list))  # all at once: a big round
-    for i, hand in enumerate(hands):
+    if isinstance(hands, PackedHands):
+        columns = True
+        todo: Iterable[tuple[int, SeatHand]] = hands.looked_at() if checked else enumerate(hands.rows())
+    else:
+        todo = enumerate(hands)
+    for i, hand in todo:
         if not checked:  # a fault is named seat by seat
             require_seat(named(columns, "hand", i, "seat", "seats"), hand.seat, seats)
             if hand.seat in stated:

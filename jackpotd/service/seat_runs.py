@@ -4,10 +4,11 @@ seat. Rounds of at most RUNS_FROM seats are stored per seat, as they always were
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from enum import Enum
-from itertools import chain
+from itertools import chain, compress, repeat
+from operator import add, is_not, ne, or_
 from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
@@ -72,24 +73,30 @@ def seat_ranges(seats: Sequence[int]) -> list[tuple[int, int]]:
     return out
 
 
-def result_runs(seats: Iterable[int], hands: Mapping[int, str], reasons: Mapping[int, Enum | None]
+def result_runs(seats: Sequence[int], hands: Mapping[int, str], reasons: Mapping[int, Enum | None]
                 ) -> list[list[Any]]:
     """A settle's [first, last, hand, no_hand] runs (what `as_runs` makes of its SeatResult rows) over its wagered
-    seats, ascending, without a row per seat: `hands` the categories evaluated, `reasons` each seat's NoHand."""
-    out: list[list[Any]] = []
-    run: list[Any] = [-2, -2]
-    last_hand: str | None = None
-    last_reason: Enum | None = None
-    for seat in seats:
-        hand = hands.get(seat, "")
-        reason = reasons.get(seat)
-        if seat == run[1] + 1 and hand == last_hand and reason is last_reason:
-            run[1] = seat
-        else:
-            last_hand, last_reason = hand, reason
-            run = [seat, seat, hand, "" if reason is None else reason._value_]
-            out.append(run)
-    return out
+    seats, ascending, without a Python step per seat: `hands` the categories evaluated (a few seats), `reasons`
+    each seat's NoHand. Where a run starts is found column-wise in C; only the few runs are made in Python."""
+    count = len(seats)
+    if not count:
+        return []
+    why = list(map(reasons.get, seats))
+    gap = map(ne, seats[1:], map(add, seats, repeat(1)))  # seat i is not seat i-1's next
+    starts = {0, *compress(range(1, count), map(or_, gap, map(is_not, why[1:], why)))}
+    for seat in hands:  # a seat with a hand starts a run, and so does the next, unless alike
+        at = bisect_left(seats, seat)
+        if at < count and seats[at] == seat:
+            starts |= {i for i in (at, at + 1) if 0 < i < count
+                       and hands.get(seats[i], "") != hands.get(seats[i - 1], "")}
+    ordered = sorted(starts)
+    return [[seats[a], seats[b - 1], hands.get(seats[a], ""), _value(why[a])]
+            for a, b in zip(ordered, [*ordered[1:], count], strict=True)]
+
+
+def _value(reason: Enum | None) -> Any:
+    """A reason as stored: its value, "" for none."""
+    return "" if reason is None else reason._value_
 
 
 class RunRows(Sequence[T]):

@@ -18,6 +18,7 @@ from jackpotd.api.servicers import settle_of
 from jackpotd.domain.errors import InvalidInput
 from jackpotd.domain.rounds import (
     NoHand,
+    PackedHands,
     PackedWagers,
     SeatHand,
     Wager,
@@ -56,8 +57,8 @@ def test_hand_columns_are_the_rows_and_the_content_of_the_per_seat_form(hands: l
                                  no_hand=[h.no_hand for h in hands])
     per_seat_hands, content = settle_of(table_pb2.SettleRoundRequest(hands=hands))
     packed_hands, listed = columns.hands_of(cols)
-    assert packed_hands == per_seat_hands and listed == content["hands"]
-    assert packed_hands[1].no_hand in (NoHand.FOLDED, NoHand.DEAD)
+    assert packed_hands.rows() == per_seat_hands and listed == content["hands"]
+    assert packed_hands.reasons[1] in (NoHand.FOLDED, NoHand.DEAD)
 
 
 @given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from([(), ("As",), ("2c", "10h")]), st.integers(0, 3)),
@@ -69,14 +70,15 @@ def test_any_hands_in_columns_are_the_per_seat_forms_rows_and_content(rows: list
                                  no_hand=[v for _, _, v in rows])  # type: ignore[misc]
     per_seat_hands, content = settle_of(table_pb2.SettleRoundRequest(hands=hands))
     packed_hands, listed = columns.hands_of(cols)
-    assert packed_hands == per_seat_hands and listed == content.get("hands", [])
+    assert packed_hands.rows() == per_seat_hands and listed == content.get("hands", [])
 
 
 def test_the_table_client_sends_columns_the_server_reads_as_it_built_them() -> None:
     wagers, _ = columns.wagers_of(wager_columns([(1, 100), (2, 100), (9, 200)]))
     assert wagers.rows() == [Wager(1, 100, True), Wager(2, 100, True), Wager(9, 200, True)]
     hands, _ = columns.hands_of(hand_columns({4: ["As", "Ks"]}, {9: "FOLDED", 1: "DEAD"}))
-    assert hands == [SeatHand(1, (), NoHand.DEAD), SeatHand(4, ("As", "Ks"), None), SeatHand(9, (), NoHand.FOLDED)]
+    assert hands.rows() == [SeatHand(1, (), NoHand.DEAD), SeatHand(4, ("As", "Ks"), None),
+                            SeatHand(9, (), NoHand.FOLDED)]
 
 
 def test_answers_written_as_columns_are_read_back_by_the_table_client() -> None:
@@ -171,6 +173,20 @@ def test_a_bad_hand_in_columns_is_refused_naming_its_column_and_index(bad: SeatH
     hands = [SeatHand(1, ("As", "Ks", "Qs", "Js", "Ts"), None), SeatHand(2, (), NoHand.FOLDED), bad]
     e = refused(evaluate_round, STUD, 100_000, [1, 2, 3], hands, (), DEALER, columns=True)
     assert (e.field, e.value) == (field, value)
+    packed = PackedHands([h.seat for h in hands], [h.cards for h in hands], [h.no_hand for h in hands])
+    e = refused(evaluate_round, STUD, 100_000, [1, 2, 3], packed, (), DEALER)  # checked as columns
+    assert (e.field, e.value) == (field, value)
+
+
+def test_packed_hands_are_evaluated_as_their_rows() -> None:
+    hands = [SeatHand(s, (), NoHand.FOLDED) for s in range(1, 1001)]
+    hands[499] = SeatHand(500, ("As", "Ks", "Qs", "Js", "Ts"), None)
+    hands[9] = SeatHand(10, ("9c", "9d", "9h", "9s", "2c"), None)
+    packed = PackedHands([h.seat for h in hands], [h.cards for h in hands], [h.no_hand for h in hands])
+    assert evaluate_round(STUD, 1000, range(1, 1001), packed, (), DEALER) == evaluate_round(
+        STUD, 1000, range(1, 1001), hands, (), DEALER)
+    assert [i for i, _ in packed.looked_at()] == [9, 499]
+    assert refused(require_every_wagered_seat, {1, 2, 1001}, packed, columns=True).value == [1001]
 
 
 def test_a_wagered_seat_left_out_of_columns_is_named() -> None:

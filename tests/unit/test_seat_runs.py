@@ -38,7 +38,7 @@ from jackpotd.service.replies import (
     stored_form,
 )
 from jackpotd.service.round_record import RoundRecord, new_round
-from jackpotd.service.seat_runs import RUNS_FROM, as_runs, from_runs
+from jackpotd.service.seat_runs import RUNS_FROM, as_runs, from_runs, result_runs
 from jackpotd.store.ledger.summaries import entry_facts
 
 RATES = RateSet({MAJOR: 200_000, MINOR: 75_000, RESERVE: 25_000}, 700_000, 1, 0, "A-1")
@@ -227,3 +227,14 @@ def test_a_big_commit_without_caps_is_priced_once_and_stored_as_seat_by_seat_wou
     with pytest.raises(FailedPrecondition, match="2\\^53"):  # the range check of a seat-by-seat commit holds
         decide_commit(Commit(Request("c", {"x": 1}), "T", "r1", [Wager(s, 100, True) for s in seats]), config, "v1",
                       TableState(0, {MAJOR: 2**53 - 10}, None, None))
+
+
+@given(st.lists(st.tuples(st.integers(1, 60), st.sampled_from(["", "flush", "pair"]),
+                          st.sampled_from([None, NoHand.FOLDED, NoHand.DEAD])), unique_by=lambda r: r[0]))
+def test_a_settles_result_runs_are_the_runs_of_its_rows(rows: list[tuple[int, str, NoHand | None]]) -> None:
+    rows.sort()
+    seats = [s for s, _, _ in rows]
+    hands = {s: h for s, h, _ in rows if h}
+    reasons = {s: r for s, _, r in rows}
+    assert result_runs(seats, hands, reasons) == as_runs(
+        [(s, hands.get(s, ""), "" if r is None else r.value) for s, _, r in rows])

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from itertools import repeat
-from operator import itemgetter
+from itertools import compress, repeat
 
 from ...domain.contributions import contribute, contribute_alike, reversal
 from ...domain.errors import FailedPrecondition, InvalidInput, NotFound
@@ -23,6 +22,7 @@ from ...domain.rounds import (
     VOIDED,
     NoHand,
     evaluate_round,
+    hand_columns,
     require_every_wagered_seat,
     wager_seats,
 )
@@ -93,7 +93,7 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
     """§5: evaluate every wagered seat and price all hits at once against the pools as they stand. Every seat that
     wagered must be accounted for (its cards, or why it has none); other seats' cards are checked, never paid."""
     table = config.table(cmd.table_id)
-    sent = list(map(itemgetter(0), cmd.hands))  # the seats sent, in order (in C)
+    sent, dealt, reasons = hand_columns(cmd.hands)  # the seats sent, in order, as columns (in C)
     evaluated = evaluate_round(table.game, table.seats, sent, cmd.hands,
                                cmd.board_cards, cmd.dealer_cards, columns=cmd.columns)
     rnd = open_round(state, config.link_id, cmd.table_id, cmd.round_id)
@@ -102,13 +102,13 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
     wagered = set(active)
     require_every_wagered_seat(wagered, cmd.hands, columns=cmd.columns)
     hits = [x for x in evaluated if x.seat in wagered]
-    stated: dict[int, NoHand | None] = dict(zip(sent, map(itemgetter(2), cmd.hands), strict=True))  # in C
+    stated: dict[int, NoHand | None] = dict(zip(sent, reasons, strict=True))  # in C
     unwagered = sorted(stated.keys() - wagered)
     paytable = config.paytable(record.game)
     qualifying = [x for x in hits if x.category in paytable.entries]
     balances = state.balances if qualifying else {}
     price = price_round(paytable, config.pools, balances, qualifying, table.seats)
-    cards: dict[int, tuple[str, ...]] = dict(zip(sent, map(itemgetter(1), cmd.hands), strict=True))
+    cards = {sent[i]: dealt[i] for i in compress(range(len(sent)), dealt)}  # the few seats with cards
     verify, dual = config.verification_threshold_cents, config.dual_approval_threshold_cents
     statuses = [status_of(p.amount_cents, verify, dual) for p in price.payouts]  # §7
     payouts, hit_rows = [], []
@@ -119,9 +119,9 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
                         hit_id(config.link_id, cmd.table_id, cmd.round_id, p.seat), status, p.pool_before_uc, p.rule,
                         needed)
         payouts.append(payout)
-        dealt = cards.get(p.seat, ())
+        shown = cards.get(p.seat, ())
         hit_rows.append(HitEntry(payout.hit_id, cmd.table_id, cmd.round_id, p.seat, p.category,
-                                 (*dealt, *cmd.board_cards) if dealt else (), p.pool, p.amount_cents,
+                                 (*shown, *cmd.board_cards) if shown else (), p.pool, p.amount_cents,
                                  p.funded_by_operator_cents, p.pool_before_uc, p.rule, status,
                                  floor_cents(p.pool_after_uc), needed))
         if status != PAID:
