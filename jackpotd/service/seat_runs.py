@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from enum import Enum
 from itertools import chain, compress, repeat
 from operator import add, is_not, ne, or_
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 T = TypeVar("T")
 
@@ -103,17 +103,17 @@ class RunRows(Sequence[T]):
     """Rows of seats alike held as their runs (`[first, last, *values]`, maximal, as `as_runs` makes them): a
     100,000-seat result is made and stored without a row per seat; a row is made only when one is read."""
 
-    __slots__ = ("make", "runs")
+    __slots__ = ("row", "runs")
 
-    def __init__(self, runs: list[list[Any]], make: Callable[[tuple[Any, ...]], T]) -> None:
+    def __init__(self, runs: list[list[Any]], row: type[T]) -> None:
         self.runs = runs
-        self.make = make  # (seat, *values) -> a row
+        self.row = row  # a named tuple of (seat, *values)
 
     def __iter__(self) -> Iterator[T]:
-        make = self.make
-        for first, last, *values in self.runs:
-            for seat in range(first, last + 1):
-                yield make((seat, *values))
+        # each row a named tuple built in C, no Python step per seat (the values repeat along the run's seats)
+        new = cast(Callable[[type[T], tuple[Any, ...]], T], tuple.__new__)
+        return chain.from_iterable(map(new, repeat(self.row), zip(range(r[0], r[1] + 1), *map(repeat, r[2:]),
+                                                                   strict=False)) for r in self.runs)
 
     def __len__(self) -> int:
         return sum(r[1] - r[0] + 1 for r in self.runs)

@@ -64,7 +64,7 @@ def decide_commit(cmd: Commit, config: LinkConfig, version: str, state: TableSta
         legs, c = contribute_alike(rates, config.pools, state.balances, config.wager_cents, len(seat_list))
         uc = sum(p.amount_uc for p in legs if p.account.startswith(POOL_PREFIX))
         ranges = seat_ranges(seat_list)
-        result = CommitResult(RunRows([[f, t, config.wager_cents, uc, 0] for f, t in ranges], Accepted._make))
+        result = CommitResult(RunRows([[f, t, config.wager_cents, uc, 0] for f, t in ranges], Accepted))
         record = RoundRecord(table.game, rates.version, StoredSeats(
             [[list(p) for p in legs]], runs=[[f, t, 0, config.wager_cents, 0] for f, t in ranges]))
     else:
@@ -129,7 +129,7 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
     categories = {x.seat: x.category for x in hits}
     seats: Sequence[SeatResult]
     if len(active) > RUNS_FROM:  # a big round's results as runs of seats alike (seat_runs): no row per seat
-        seats = RunRows(result_runs(active, categories, stated), SeatResult._make)
+        seats = RunRows(result_runs(active, categories, stated), SeatResult)
     else:
         new = tuple.__new__  # a named tuple built in C
         seats = tuple(new(SeatResult, (s, categories.get(s, ""), "" if (r := stated.get(s)) is None else r._value_))
