@@ -69,13 +69,17 @@ def hands_of(cols: table_pb2.HandColumns) -> tuple[PackedHands, list[dict[str, A
                            "must be FOLDED, MUCKED or DEAD (or unset, with cards)")
     count = len(seats)
     dealt: list[tuple[str, ...]] = [()] * count  # most seats of a big round hold no cards
-    for i in compress(range(count), cards):  # only the seats that sent cards, found in C
+    others = set(compress(range(count), cards))  # only the seats that sent cards, found in C
+    for i in others:
         dealt[i] = tuple(cards[i].split(" "))
     # the content: a seat without cards stated with its reason, in one pass; the few others (cards, no reason or
-    # seat 0) made again one by one, found in C
+    # seat 0, each looked for in C only when there is one) made again one by one
     listed = [{"seat": s, "no_hand": n} for s, n in zip(seats, map(_NAMES.get, values), strict=True)]
-    for i in {*compress(range(count), cards), *compress(range(count), map(not_, values)),
-              *compress(range(count), map(not_, seats))}:
+    if 0 in values:
+        others.update(compress(range(count), map(not_, values)))
+    if 0 in seats:
+        others.update(compress(range(count), map(not_, seats)))
+    for i in others:
         listed[i] = _hand_content(seats[i], cards[i], values[i])
     return PackedHands(seats, dealt, list(map(_REASONS.__getitem__, values))), listed
 

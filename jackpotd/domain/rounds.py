@@ -91,9 +91,10 @@ class PackedHands:
     def looked_at(self) -> list[tuple[int, SeatHand]]:
         """The seats with cards or without a reason, with their index: every other seat is a stated loss."""
         count = len(self.seats)
-        unstated = compress(range(count), map(is_, self.reasons, repeat(None)))
-        at = sorted({*compress(range(count), self.cards), *unstated})
-        return [(i, SeatHand(self.seats[i], self.cards[i], self.reasons[i])) for i in at]
+        at = set(compress(range(count), self.cards))
+        if None in self.reasons:  # a seat without a reason: with its cards, or refused below
+            at.update(compress(range(count), map(is_, self.reasons, repeat(None))))
+        return [(i, SeatHand(self.seats[i], self.cards[i], self.reasons[i])) for i in sorted(at)]
 
 
 def hand_columns(hands: Sequence[SeatHand] | PackedHands) -> tuple[list[int], list[tuple[str, ...]],
@@ -108,7 +109,8 @@ def require_every_wagered_seat(wagered: Collection[int], hands: Sequence[SeatHan
                                columns: bool = False) -> None:
     """Each seat that wagered appears in the settle, with its cards or stated as having no hand: a seat left out
     (a wrong seat number, a forgotten one) must never silently lose a hit. Refused, naming the seats."""
-    missing = sorted(set(wagered) - set(hand_columns(hands)[0]))  # seats read in C: a round may hold 100,000
+    missing = sorted(set(wagered).difference(hand_columns(hands)[0]) if not isinstance(wagered, set)
+                     else wagered.difference(hand_columns(hands)[0]))  # in C, no copy: a round may hold 100,000
     if missing:
         listed = ", ".join(map(str, missing))
         raise InvalidInput("hand_columns.seats" if columns else "hands", missing,
