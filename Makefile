@@ -112,7 +112,8 @@ bench-export: install
 	$(BIN)/python bench/bench_export.py --entries 200000 --data /tmp/jackpotd-export-ledger $(EXPORT_ARGS)
 
 ## bench-big-round: one online round of 100,000 seats committed and settled, durable (each at most 300 ms), RSS and CPU
-## per process. Quick: make bench-big-round BIG_ROUND_ARGS="--runs 1 --seats 10000"
+## per process, in the packed form (API.md Columns; --rows: a message per seat).
+## Quick: make bench-big-round BIG_ROUND_ARGS="--runs 1 --seats 10000"
 BIG_ROUND_ARGS ?=
 bench-big-round: install
 	$(BIN)/python bench/bench_big_round.py $(BIG_ROUND_ARGS)

@@ -6,6 +6,8 @@ dealt from one deck (a few forced hits: a royal flush, four of a kind, a flush, 
 range) and every other seat is stated FOLDED, as one deck allows. Prints each call's wall time (answered only once
 the ledger holds it), the messages' sizes, and the CPU and peak RSS of each process: the client, the jackpotd
 supervisor and writer, its workers, Valkey and PostgreSQL. Goals (issue 22, P3): commit and settle at most 300 ms.
+The calls use the packed form of a big round (API.md Columns: `wager_columns`, `hand_columns`); `--rows` sends a
+message per seat instead, as a server without the packed form needs.
 `--py-spy FILE` also records jackpotd's collapsed stacks; `--quick` plays one round (make bench). To measure
 another checkout (a base commit caps tables at 10,000 seats), copy this file into its bench/ and run it there with
 PYTHONPATH at that checkout.
@@ -110,13 +112,28 @@ class Sampler:
         self._thread.join()
 
 
-def settle_hands(seats: int) -> list[table_pb2.SeatHand]:
-    """Nine seats with cards from one deck (four of them hits), every other seat FOLDED."""
+def dealt(seats: int) -> dict[int, list[str]]:
+    """Nine seats with cards from one deck (four of them hits); every other seat folds."""
     chosen = {max(1, round(f * seats)): cards for f, cards in HITS.items()}
     spare = [s for s in (2, seats // 3, seats // 2 + 1, seats - 1, seats) if s not in chosen]
     chosen.update(zip(spare, OTHERS, strict=False))
+    return chosen
+
+
+def settle_hands(seats: int) -> list[table_pb2.SeatHand]:
+    """The settle's hands in rows (`--rows`): a SeatHand message per seat."""
+    chosen = dealt(seats)
     return [table_pb2.SeatHand(seat=s, cards=chosen[s]) if s in chosen else
             table_pb2.SeatHand(seat=s, no_hand=table_pb2.FOLDED) for s in range(1, seats + 1)]
+
+
+def hand_columns(seats: int) -> table_pb2.HandColumns:
+    """The settle's hands in the packed form (API.md Columns): seats, cards joined by spaces, no_hand."""
+    chosen = dealt(seats)
+    every = range(1, seats + 1)
+    return table_pb2.HandColumns(seats=every, cards=[" ".join(chosen.get(s, ())) for s in every],
+                                 no_hand=[table_pb2.NO_HAND_UNSPECIFIED if s in chosen else table_pb2.FOLDED
+                                          for s in every])
 
 
 async def timed(sampler_parts: dict[str, tuple[int, bool]], call: Callable[[], Awaitable[Any]]
@@ -154,8 +171,15 @@ async def run(args: argparse.Namespace) -> None:
         parts = {"client": (os.getpid(), False), "jackpotd supervisor+writer": (stack.server.proc.pid, False),
                  "jackpotd workers": (stack.server.proc.pid, True), "valkey": (stack.valkey.proc.pid, True),
                  "postgres": (stack.pg.proc.pid, True)}
-        wagers = [table_pb2.Wager(seat=s, amount_cents=100, ante_placed=True) for s in range(1, args.seats + 1)]
-        hands = settle_hands(args.seats)
+        every = range(1, args.seats + 1)
+        if args.rows:  # a message per seat, as before the packed form
+            wagers: dict[str, Any] = {"wagers": [table_pb2.Wager(seat=s, amount_cents=100, ante_placed=True)
+                                                 for s in every]}
+            hands: dict[str, Any] = {"hands": settle_hands(args.seats)}
+        else:
+            wagers = {"wager_columns": table_pb2.WagerColumns(seats=every, amount_cents=[100] * args.seats,
+                                                              ante_placed=[True] * args.seats)}
+            hands = {"hand_columns": hand_columns(args.seats)}
         spy = None
         if args.py_spy:  # py-spy's collapsed stacks of jackpotd (every process) while the rounds run
             spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--pid",
@@ -166,14 +190,15 @@ async def run(args: argparse.Namespace) -> None:
         sizes: dict[str, int] = {}
         for r in range(args.runs):
             commit_req = table_pb2.CommitWagersRequest(request_id=str(uuid.uuid4()), table_id="online-1",
-                                                       round_id=f"r{r}", wagers=wagers)
+                                                       round_id=f"r{r}", **wagers)
             settle_req = table_pb2.SettleRoundRequest(request_id=str(uuid.uuid4()), table_id="online-1",
-                                                      round_id=f"r{r}", hands=hands, dealer_cards=DEALER)
+                                                      round_id=f"r{r}", dealer_cards=DEALER, **hands)
             wall, committed, cpu, rss = await timed(parts, lambda req=commit_req: table.CommitWagers(req))
-            assert len(committed.accepted) == args.seats
+            assert len(committed.accepted if args.rows else committed.accepted_columns.seats) == args.seats
             results["commit"].append((wall, cpu, rss))
             wall, settled, cpu, rss = await timed(parts, lambda req=settle_req: table.SettleRound(req))
-            assert len(settled.seats) == args.seats and settled.payouts, settled.payouts
+            assert len(settled.seats if args.rows else settled.seat_columns.seats) == args.seats, args.seats
+            assert settled.payouts, settled.payouts
             results["settle"].append((wall, cpu, rss))
             sizes = {"CommitWagersRequest": commit_req.ByteSize(), "CommitWagersResponse": committed.ByteSize(),
                      "SettleRoundRequest": settle_req.ByteSize(), "SettleRoundResponse": settled.ByteSize()}
@@ -183,7 +208,8 @@ async def run(args: argparse.Namespace) -> None:
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait(30)
-        print(f"\n{args.seats:,} seats, {args.runs} runs, {args.workers} worker(s); messages: "
+        print(f"\n{args.seats:,} seats, {args.runs} runs, {args.workers} worker(s), "
+              f"{'rows (a message per seat)' if args.rows else 'columns (packed)'}; messages: "
               + ", ".join(f"{k} {mb(v)}" for k, v in sizes.items())
               + f" (gRPC's default limit {mb(GRPC_DEFAULT_MAX)})")
         print(f"{'call':8} {'best ms':>8} {'spread ms':>12} {'goal':>6}  CPU ms per call by process (mean)")
@@ -199,7 +225,8 @@ async def run(args: argparse.Namespace) -> None:
         for name, runs in results.items():
             best = min(w for w, _, _ in runs)
             cpu_ms = sum(statistics.mean(run[1][k] for run in runs) for k in parts) * 1000
-            record(Figure("P3 big round", f"{name} of {args.seats:,} seats, durable", f"{best:,.0f} ms",
+            form = "rows" if args.rows else "columns"
+            record(Figure("P3 big round", f"{name} of {args.seats:,} seats ({form}), durable", f"{best:,.0f} ms",
                           f"{cpu_ms:,.0f} ms (all processes)", f"peak RSS MiB: {rss}" if name == "settle" else "",
                           f"at most {GOAL_MS:,.0f} ms", best <= GOAL_MS))
     finally:
@@ -213,6 +240,8 @@ def main() -> None:
     parser.add_argument("--py-spy", metavar="FILE", help="also record jackpotd with py-spy, collapsed stacks to FILE")
     parser.add_argument("--workers", type=int, default=1, help="jackpotd gRPC worker processes")
     parser.add_argument("--quick", action="store_true", help="one run (make bench)")
+    parser.add_argument("--rows", action="store_true",
+                        help="send a message per seat (wagers, hands), as before the packed form (API.md Columns)")
     args = parser.parse_args()
     if args.quick:
         args.runs = 1

@@ -15,11 +15,12 @@ from ..domain.ids import require_id
 from ..domain.paytable import PaytableEntry
 from ..domain.pools import PoolSpec
 from ..domain.rates import RateSet
-from ..domain.rounds import NoHand, SeatHand, Wager
+from ..domain.rounds import NoHand, PackedHands, PackedWagers, SeatHand, Wager
 from ..service import admin_requests, results
 from ..service import commands as c
 from ..service.admin_trail import ms_of
 from ..service.services import Services
+from . import columns
 from .gen.jackpot.v1 import (
     admin_pb2,
     admin_pb2_grpc,
@@ -136,28 +137,46 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
 
     async def CommitWagers(self, request: table_pb2.CommitWagersRequest,
                            context: Ctx) -> table_pb2.CommitWagersResponse:
-        new = tuple.__new__  # a named tuple built in C: a round may hold 100,000 wagers
-        wagers = [new(Wager, (w.seat, w.amount_cents, w.ante_placed)) for w in request.wagers]
-        # The hot path names its content by hand; MessageToDict would cost more than the rest of the call.
-        content = {"table_id": request.table_id, "round_id": request.round_id,
-                   "wagers": list(map(list, wagers))}  # [seat, amount_cents, ante_placed]: Wager's order
+        packed = request.HasField("wager_columns")  # a big round's packed form: read and answered as columns
+        columns.one_form(len(request.wagers), packed, "wagers", "wager_columns")
+        wagers: Sequence[Wager] | PackedWagers
+        listed: list[list[Any]]
+        if packed:
+            wagers, listed = columns.wagers_of(request.wager_columns)
+        else:
+            new = tuple.__new__  # a named tuple built in C: a round may hold 100,000 wagers
+            rows = [new(Wager, (w.seat, w.amount_cents, w.ante_placed)) for w in request.wagers]
+            wagers, listed = rows, list(map(list, rows))  # [seat, amount_cents, ante_placed]: Wager's order
+        # The hot path names its content by hand; MessageToDict would cost more than the rest of the call. Both
+        # forms name it alike: a retry in the other form is the same request.
+        content = {"table_id": request.table_id, "round_id": request.round_id, "wagers": listed}
         req = c.Request(require_id("request_id", request.request_id), content, caller_key())
-        done = await self.table.commit(c.Commit(req, request.table_id, request.round_id, wagers))
+        done = await self.table.commit(c.Commit(req, request.table_id, request.round_id, wagers, packed))
         response = table_pb2.CommitWagersResponse(sequence=done.seq, link_id=done.link_id)
-        add = response.accepted.add  # add() in place costs half of building each message and copying it in
-        for seat, amount, contributed, overflow in done.accepted:
-            if overflow:
-                add(seat=seat, amount_cents=amount, contributed_ucents=contributed, overflow_ucents=overflow)
-            else:
-                add(seat=seat, amount_cents=amount, contributed_ucents=contributed)
+        if packed:
+            columns.accepted_columns(response.accepted_columns, done.accepted)
+        else:
+            add = response.accepted.add  # add() in place costs half of building each message and copying it in
+            for seat, amount, contributed, overflow in done.accepted:
+                if overflow:
+                    add(seat=seat, amount_cents=amount, contributed_ucents=contributed, overflow_ucents=overflow)
+                else:
+                    add(seat=seat, amount_cents=amount, contributed_ucents=contributed)
         response.pools.extend(pool_amounts(done.pools))
         return response
 
     async def SettleRound(self, request: table_pb2.SettleRoundRequest, context: Ctx) -> table_pb2.SettleRoundResponse:
-        hands, content = settle_of(request)
+        packed = request.HasField("hand_columns")  # a big round's packed form: read and answered as columns
+        columns.one_form(len(request.hands), packed, "hands", "hand_columns")
+        rows, content = settle_of(request)  # the rest of the content; `rows` empty when packed
+        hands: Sequence[SeatHand] | PackedHands = rows
+        if packed:
+            hands, listed = columns.hands_of(request.hand_columns)
+            if listed:  # as the per-seat form's content: no `hands` when none were sent
+                content["hands"] = listed
         req = c.Request(require_id("request_id", request.request_id), content, caller_key())
         done = await self.table.settle(c.Settle(req, request.table_id, request.round_id, hands,
-                                                list(request.dealer_cards), list(request.board_cards)))
+                                                list(request.dealer_cards), list(request.board_cards), packed))
         response = table_pb2.SettleRoundResponse(
             payouts=[table_pb2.Payout(seat=p.seat, hand=p.hand, amount_cents=p.amount_cents, pool=p.pool,
                                       funded_by_operator_cents=p.funded_by_operator_cents, hit_id=p.hit_id,
@@ -166,6 +185,9 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             resets=[table_pb2.PoolReset(pool=r.pool, from_reserve_cents=r.from_reserve_cents,
                                         from_operator_cents=r.from_operator_cents) for r in done.resets],
             unwagered_seats=done.unwagered, pools=pool_amounts(done.pools), sequence=done.seq)
+        if packed:
+            columns.seat_columns(response.seat_columns, done.seats)
+            return response
         add = response.seats.add  # in place: a round may hold 100,000 seats
         for seat, hand, no_hand in done.seats:
             if no_hand:

@@ -14,7 +14,7 @@ from ..domain.link import LinkConfig, TableConfig
 from ..domain.paytable import PaytableEntry
 from ..domain.pools import PoolSpec
 from ..domain.rates import RateSet
-from ..domain.rounds import SeatHand, Wager
+from ..domain.rounds import PackedHands, PackedWagers, SeatHand, Wager
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,14 +79,16 @@ class RoundCommand:
 
 @dataclass(frozen=True, slots=True)
 class Commit(RoundCommand):
-    wagers: Sequence[Wager]
+    wagers: Sequence[Wager] | PackedWagers  # packed: the columns as sent (API.md Columns)
+    columns: bool = False  # sent in the packed form (API.md Columns): refusals name its columns
 
 
 @dataclass(frozen=True, slots=True)
 class Settle(RoundCommand):
-    hands: Sequence[SeatHand]
+    hands: Sequence[SeatHand] | PackedHands  # packed: the columns as sent (API.md Columns)
     dealer_cards: Sequence[str] = ()
     board_cards: Sequence[str] = ()
+    columns: bool = False  # sent in the packed form (API.md Columns): refusals name its columns
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ import orjson
 
 from ..canonical import canonical_json
 from ..domain.pricing import Reset
-from .seat_runs import RUNS_FROM, as_runs, from_runs
+from .seat_runs import RUNS_FROM, RunRows, as_runs, from_runs
 
 # ---- rows of results ------------------------------------------------------------------------------
 
@@ -85,14 +85,14 @@ class HitDecision:
 
 @dataclass(frozen=True, slots=True)
 class CommitResult:
-    accepted: tuple[Accepted, ...]
+    accepted: Sequence[Accepted]  # a tuple, or a big round's RunRows (seat_runs): no row per seat
 
 
 @dataclass(frozen=True, slots=True)
 class SettleResult:
     payouts: tuple[Payout, ...]
     resets: tuple[Reset, ...]  # §5.8, as the domain priced them
-    seats: tuple[SeatResult, ...]
+    seats: Sequence[SeatResult]  # a tuple, or a big round's RunRows (seat_runs): no row per seat
     unwagered: tuple[int, ...] = ()  # seats whose hands were sent without a jackpot wager: never paid
 
 
@@ -146,6 +146,8 @@ def stored_form(result: Result) -> dict[str, Any]:
     """A result as stored: its JSON object, field by field."""
     match result:
         case CommitResult(accepted):
+            if isinstance(accepted, RunRows):  # built as runs (decide_commit): stored as they are
+                return {"accepted_runs": accepted.runs}
             if len(accepted) > RUNS_FROM:  # [first, last, amount_cents, contributed_uc, overflow_uc] (seat_runs)
                 return {"accepted_runs": as_runs(accepted)}
             return {"accepted": [{"seat": a.seat, "amount_cents": a.amount_cents, "contributed_uc": a.contributed_uc,
@@ -160,7 +162,7 @@ def stored_form(result: Result) -> dict[str, Any]:
                 "resets": [{"pool": r.pool, "from_reserve_cents": r.from_reserve_cents,
                             "from_operator_cents": r.from_operator_cents} for r in resets],
                 # `no_hand` only for a seat without a hand: a seat with cards is stored as it always was
-                **({"seat_runs": as_runs(seats)}  # [first, last, hand,
+                **({"seat_runs": seats.runs if isinstance(seats, RunRows) else as_runs(seats)}  # [first, last, hand,
                    if len(seats) > RUNS_FROM else  # no_hand] in a round of more than RUNS_FROM seats (seat_runs)
                    {"seats": [{"seat": s.seat, "hand": s.hand, **({"no_hand": s.no_hand} if s.no_hand else {})}
                               for s in seats]})}

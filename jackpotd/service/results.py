@@ -3,7 +3,7 @@ codec), and what signs and meters are sent."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -52,14 +52,14 @@ class Answer:
 
 @dataclass(frozen=True, slots=True)
 class Committed(Answer):
-    accepted: tuple[Accepted, ...]
+    accepted: Sequence[Accepted]  # a big round's may be RunRows (seat_runs): rows made only when read
 
 
 @dataclass(frozen=True, slots=True)
 class Settled(Answer):
     payouts: tuple[Payout, ...]
     resets: tuple[Reset, ...]  # §5.8, as the domain priced them
-    seats: tuple[SeatResult, ...]
+    seats: Sequence[SeatResult]  # a big round's may be RunRows (seat_runs): rows made only when read
     unwagered: tuple[int, ...] = ()  # seats whose hands were sent without a jackpot wager: never paid
 
 

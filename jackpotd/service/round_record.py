@@ -43,6 +43,8 @@ class RoundRecord:
     @property
     def active(self) -> list[int]:
         """Seats whose wager is still open (wagered and not voided), in order."""
+        if not self.voided:  # the usual case: no set of a big round's seats
+            return sorted(self.seats)
         return sorted(set(self.seats) - set(self.voided))
 
     def encode(self) -> str:

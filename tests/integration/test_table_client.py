@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from jackpot_table import ControllerConfig, TableController
 from jackpot_table.deal import system_rng
+from jackpot_table.packed import COLUMNS_FROM, accepted_of, seats_of
 from jackpot_table.simulator import Scenario, TableSettings, Tally, play
 
 from jackpotd.api.gen.jackpot.v1 import table_pb2
@@ -228,3 +229,31 @@ def test_jackpot_table_round_help_shows_examples(capsys: pytest.CaptureFixture[s
     assert done.value.code == 0
     out = capsys.readouterr().out
     assert "--hand SEAT=CARDS" in out and "jackpot-table round --table demo-table-1" in out
+
+
+async def test_a_controller_sends_a_big_round_packed_and_reads_the_packed_answer(client: Client, target: str,
+                                                                                 tmp_path: Path) -> None:
+    """An online table of more than COLUMNS_FROM seats: the round goes as columns (API.md Columns) and comes back
+    as columns, read by `packed.accepted_of` / `packed.seats_of`; its hit paid as for any table."""
+    link = unique("online")
+    await client.create_link(link, resets={"MAJOR": 1_000_000, "MINOR": 100_000})
+    await client.fund(link, "MAJOR", 1_000_000)
+    table = unique("online")
+    await client.register(table, link, seats=COLUMNS_FROM * 3)
+    ctrl = await TableController(ControllerConfig(target, table, str(tmp_path / "outbox.db"),
+                                                  token=token(Role.TABLE, table))).start()
+    try:
+        seats = range(1, COLUMNS_FROM * 3 + 1)
+        committed = await ctrl.commit("r1", [(s, 100) for s in seats])
+        assert committed.HasField("accepted_columns") and not committed.accepted
+        assert [(a.seat, a.amount_cents) for a in accepted_of(committed)] == [(s, 100) for s in seats]
+        hands = {7: ["As", "Ks", "Qs", "Js", "Ts"], 100: ["2h", "2d", "5c", "8s", "Jd"]}
+        settled = await ctrl.settle("r1", hands, ["3c", "4d", "9h", "Tc", "Qd"],
+                                    no_hands={s: "FOLDED" for s in seats if s not in hands})
+    finally:
+        await ctrl.close()
+    assert settled.HasField("seat_columns") and not settled.seats
+    rows = seats_of(settled)
+    assert len(rows) == len(seats) and rows[6] == (7, "royal_flush", "") and rows[99] == (100, "pair", "")
+    assert rows[0] == (1, "", "FOLDED")
+    assert [(p.seat, p.hand, p.pool) for p in settled.payouts] == [(7, "royal_flush", "MAJOR")]

@@ -16,7 +16,7 @@ from jackpotd.api.gen.jackpot.v1 import table_pb2
 from jackpotd.api.servicers import settle_of
 from jackpotd.canonical import canonical_json
 from jackpotd.domain.contributions import SeatContribution, contribute
-from jackpotd.domain.errors import InvalidInput
+from jackpotd.domain.errors import FailedPrecondition, InvalidInput
 from jackpotd.domain.link import LinkConfig, TableConfig
 from jackpotd.domain.paytable import default_paytable
 from jackpotd.domain.pools import MAJOR, MINOR, RESERVE, SPLIT, PoolSpec
@@ -34,10 +34,11 @@ from jackpotd.service.replies import (
     SettleResult,
     VoidResult,
     decode_result,
+    encode_result,
     stored_form,
 )
 from jackpotd.service.round_record import RoundRecord, new_round
-from jackpotd.service.seat_runs import RUNS_FROM, as_runs, from_runs
+from jackpotd.service.seat_runs import RUNS_FROM, as_runs, from_runs, result_runs
 from jackpotd.store.ledger.summaries import entry_facts
 
 RATES = RateSet({MAJOR: 200_000, MINOR: 75_000, RESERVE: 25_000}, 700_000, 1, 0, "A-1")
@@ -204,3 +205,36 @@ def test_a_big_settle_writes_its_resets_in_its_entry_so_the_writer_need_not_read
                 tuple(x) for x in body["resets"]]
         else:
             assert "resets" not in body  # a table's settle is written as it always was
+
+
+def test_a_big_commit_without_caps_is_priced_once_and_stored_as_seat_by_seat_would_store_it() -> None:
+    pools = (PoolSpec(MAJOR, 1_000), PoolSpec(MINOR, 100_000), PoolSpec(RESERVE))
+    config = LinkConfig(link_id="L", mode=SPLIT, wager_cents=100, pools=pools, rate_sets=(RATES,),
+                        paytables={"caribbean-stud": default_paytable("caribbean-stud", SPLIT)},
+                        tables={"T": TableConfig("T", "caribbean-stud", 100_000)})
+    balances = {MAJOR: 4_000 * 1_000_000}
+    seats = [s for s in range(1, 30_001) if s % 997 and s != 2]  # gaps: several runs
+    made = decide_commit(Commit(Request("c", {"x": 1}), "T", "r1", [Wager(s, 100, True) for s in reversed(seats)]),
+                         config, "v1", TableState(0, balances, None, None))
+    c = contribute(RATES, pools, balances, [(s, 100) for s in seats])  # seat by seat, as before
+    rows = tuple(Accepted(s.seat, s.wager_cents, s.to_pools_uc, s.overflow_uc) for s in c.seats)
+    assert made.round_data == new_round("caribbean-stud", 1, c.seats).encode()
+    assert encode_result(made.result) == encode_result(CommitResult(rows))
+    assert isinstance(made.result, CommitResult) and made.result.accepted == rows
+    assert len(made.result.accepted) == 29_969 and {type(a) for a in made.result.accepted} == {Accepted}
+    assert entry_form(made.entry)["postings"] == entry_form(replace(made.entry, postings=c.merged))["postings"]
+    assert dict(made.deltas) == {p: c.balances_after[p] - balances.get(p, 0) for p in (MAJOR, MINOR, RESERVE)}
+    with pytest.raises(FailedPrecondition, match="2\\^53"):  # the range check of a seat-by-seat commit holds
+        decide_commit(Commit(Request("c", {"x": 1}), "T", "r1", [Wager(s, 100, True) for s in seats]), config, "v1",
+                      TableState(0, {MAJOR: 2**53 - 10}, None, None))
+
+
+@given(st.lists(st.tuples(st.integers(1, 60), st.sampled_from(["", "flush", "pair"]),
+                          st.sampled_from([None, NoHand.FOLDED, NoHand.DEAD])), unique_by=lambda r: r[0]))
+def test_a_settles_result_runs_are_the_runs_of_its_rows(rows: list[tuple[int, str, NoHand | None]]) -> None:
+    rows.sort()
+    seats = [s for s, _, _ in rows]
+    hands = {s: h for s, h, _ in rows if h}
+    reasons = {s: r for s, _, r in rows}
+    assert result_runs(seats, hands, reasons) == as_runs(
+        [(s, hands.get(s, ""), "" if r is None else r.value) for s, _, r in rows])

@@ -18,6 +18,7 @@ from jackpotd.auth.client import bearer
 from jackpotd.backoff import Backoff, exponential
 
 from .outbox import Outbox
+from .packed import COLUMNS_FROM, hand_columns, wager_columns
 
 log = logging.getLogger("jackpot_table")
 METER_WAITS = exponential(0.2, 2.0)  # before reopening the meter stream, after failures in a row: 0.2, 0.4 ... 2 s
@@ -106,9 +107,13 @@ class TableController:
     # ---- operations ----------------------------------------------------------------------------
 
     async def commit(self, round_id: str, wagers: Sequence[tuple[int, int]]) -> table_pb2.CommitWagersResponse:
-        """At "no more bets": the round's jackpot wagers as (seat, cents); every seat has an ante."""
-        request = table_pb2.CommitWagersRequest(table_id=self.config.table_id, round_id=round_id, wagers=[
-            table_pb2.Wager(seat=s, amount_cents=c, ante_placed=True) for s, c in wagers])
+        """At "no more bets": the round's jackpot wagers as (seat, cents); every seat has an ante. A round of more
+        than COLUMNS_FROM seats goes packed, and so does its answer: read it with `packed.accepted_of`."""
+        request = table_pb2.CommitWagersRequest(table_id=self.config.table_id, round_id=round_id)
+        if len(wagers) > COLUMNS_FROM:
+            request.wager_columns.CopyFrom(wager_columns(wagers))
+        else:
+            request.wagers.extend(table_pb2.Wager(seat=s, amount_cents=c, ante_placed=True) for s, c in wagers)
         if not self.jackpot_enabled and not self._is_saved("commit", round_id):
             raise JackpotDisabled(f"table {self.config.table_id}: no word from the service for "
                                   f"{self.config.silence_limit:g} s; jackpot wagers are off")
@@ -120,14 +125,17 @@ class TableController:
                      no_hands: Mapping[int, str] | None = None) -> table_pb2.SettleRoundResponse:
         """Settle the round: `hands` the cards of each seat that has them (seats without a jackpot wager may be
         sent: they are checked, never paid); `no_hands` every wagered seat without a hand and why (FOLDED,
-        MUCKED or DEAD). The service refuses a settle that leaves out a seat that wagered."""
-        seats = [table_pb2.SeatHand(seat=s, cards=list(c)) for s, c in hands.items()]
+        MUCKED or DEAD). The service refuses a settle that leaves out a seat that wagered. A round of more than
+        COLUMNS_FROM seats goes packed, and so does its answer: read it with `packed.seats_of`."""
         no_hands = no_hands or {}
-        codes = {why: table_pb2.NoHand.Value(why) for why in set(no_hands.values())}  # once: an online round may
-        seats += [table_pb2.SeatHand(seat=s, no_hand=codes[why]) for s, why in no_hands.items()]  # fold 100,000
-        request = table_pb2.SettleRoundRequest(
-            table_id=self.config.table_id, round_id=round_id, dealer_cards=list(dealer_cards),
-            board_cards=list(board_cards), hands=sorted(seats, key=lambda h: h.seat))
+        request = table_pb2.SettleRoundRequest(table_id=self.config.table_id, round_id=round_id,
+                                               dealer_cards=list(dealer_cards), board_cards=list(board_cards))
+        if len(hands) + len(no_hands) > COLUMNS_FROM:
+            request.hand_columns.CopyFrom(hand_columns(hands, no_hands))
+        else:
+            seats = [table_pb2.SeatHand(seat=s, cards=list(c)) for s, c in hands.items()]
+            seats += [table_pb2.SeatHand(seat=s, no_hand=table_pb2.NoHand.Value(why)) for s, why in no_hands.items()]
+            request.hands.extend(sorted(seats, key=lambda h: h.seat))
         return await self._send("settle", round_id, request, table_pb2.SettleRoundRequest,
                                 lambda r: self._stub().SettleRound(r, timeout=self.config.call_timeout))
 

@@ -12,6 +12,7 @@ from jackpotd.domain.money import format_cents
 from jackpotd.domain.verification import HitStatus
 
 from .controller import ControllerConfig, TableController
+from .packed import accepted_of
 
 EXAMPLES = """examples:
   jackpot-table round --table demo-table-1 --hand 1=As,Ks,Qs,Js,Ts          # a royal flush at seat 1
@@ -52,7 +53,7 @@ async def play_round(args: argparse.Namespace, config: ControllerConfig) -> int:
     controller = await TableController(config).start()
     try:
         committed = await controller.commit(round_id, [(seat, args.wager_cents) for seat in sorted(hands)])
-        print(f"{args.table} round {round_id}: {len(committed.accepted)} wager(s) accepted")
+        print(f"{args.table} round {round_id}: {len(accepted_of(committed))} wager(s) accepted")
         settled = await controller.settle(round_id, hands)
     finally:
         await controller.close()

@@ -16,6 +16,7 @@ from jackpotd.domain.verification import HitStatus
 
 from .controller import JackpotDisabled, TableController
 from .deal import deal
+from .packed import accepted_of, seats_of
 
 Forced = Mapping[int, list[str]]
 
@@ -96,8 +97,9 @@ async def play(controller: TableController, settings: TableSettings, rounds: int
         tally.latencies.append(time.perf_counter() - started)
         tally.committed[f"{table_id}/{round_id}"] = committed.sequence
         tally.answers["commit", table_id, round_id] = committed.sequence
-        tally.wagers += len(committed.accepted)
-        tally.wagered_cents += sum(a.amount_cents for a in committed.accepted)
+        accepted = accepted_of(committed)  # either form: a round of many seats is answered packed
+        tally.wagers += len(accepted)
+        tally.wagered_cents += sum(a.amount_cents for a in accepted)
         if not forced and rng.random() < settings.misdeal_rate:
             voided = await controller.void(round_id, "misdeal (NSW 14.4)")
             tally.answers["void", table_id, round_id] = voided.sequence
@@ -118,7 +120,7 @@ async def play(controller: TableController, settings: TableSettings, rounds: int
         settled = await controller.settle(round_id, cards.hands, cards.dealer, cards.board, no_hands=folds)
         tally.latencies.append(time.perf_counter() - started)
         tally.answers["settle", table_id, round_id] = settled.sequence
-        for s in settled.seats:
+        for s in seats_of(settled):
             if s.hand:
                 tally.hands[s.hand] += 1
             elif s.no_hand:

@@ -3,14 +3,16 @@ command, the step to apply. Pure: every rule here is unit-tested without servers
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import compress, repeat
 
-from ...domain.contributions import contribute, reversal
+from ...domain.contributions import contribute, contribute_alike, reversal
 from ...domain.errors import FailedPrecondition, InvalidInput, NotFound
 from ...domain.ids import hit_id
 from ...domain.link import LinkConfig
 from ...domain.money import floor_cents
+from ...domain.postings import POOL_PREFIX
 from ...domain.pricing import price_round
 from ...domain.rates import rates_in_force
 from ...domain.rounds import (
@@ -18,9 +20,11 @@ from ...domain.rounds import (
     PENDING,
     SETTLED,
     VOIDED,
+    NoHand,
     evaluate_round,
+    hand_columns,
     require_every_wagered_seat,
-    validate_wagers,
+    wager_seats,
 )
 from ...domain.verification import PAID, approvals_needed, held, status_of
 from ..commands import Commit, Settle, Void
@@ -28,8 +32,8 @@ from ..entries import CommitDetail, HitEntry, RoundEntry, SettleDetail, VoidDeta
 from ..errors import Unavailable
 from ..ports import ROUND_ABSENT, LiveRound, Step
 from ..replies import Accepted, CommitResult, Payout, Refund, SeatResult, SettleResult, VoidResult
-from ..round_record import HeldHit, RoundRecord, new_round
-from ..seat_runs import RUNS_FROM
+from ..round_record import HeldHit, RoundRecord, StoredSeats, new_round
+from ..seat_runs import RUNS_FROM, RunRows, result_runs, seat_ranges
 from .steps import step
 
 
@@ -49,22 +53,32 @@ def decide_commit(cmd: Commit, config: LinkConfig, version: str, state: TableSta
     table = config.table(cmd.table_id)
     if table.suspended:  # NSW 14.13
         raise FailedPrecondition("table_id", cmd.table_id, "jackpot wagers are suspended at this table")
-    seats = validate_wagers(cmd.wagers, table.seats, config.wager_cents)
+    seat_list = wager_seats(cmd.wagers, table.seats, config.wager_cents, columns=cmd.columns)
     if state.ledger_round_state is not None:  # API.md: a round id is used once; the ledger keeps them all
         raise FailedPrecondition("round_id", cmd.round_id, f"the round is {state.ledger_round_state}")
     rates = rates_in_force(config.rate_sets, state.now_ms)
     capped = [p.name for p in config.pools if p.cap_cents is not None]
-    c = contribute(rates, config.pools, state.balances, seats)
-    record = new_round(table.game, rates.version, c.seats)
-    pooled: dict[int, int] = {}  # equal wagers share one tuple of legs: summed once, found by identity
-    accepted: list[Accepted] = []
-    new = tuple.__new__  # a named tuple built in C: a round may hold 100,000 seats
-    for s in c.seats:
-        uc = pooled.get(id(s.postings))
-        if uc is None:
-            uc = pooled[id(s.postings)] = s.to_pools_uc
-        accepted.append(new(Accepted, (s.seat, s.wager_cents, uc, s.overflow_uc)))
-    result = CommitResult(tuple(accepted))
+    if len(seat_list) > RUNS_FROM and not set(capped) & set(rates.pool_order):
+        # A big round on pools without a cap: every wager is the link's amount, so every seat is alike; the
+        # round is priced once and held as runs of consecutive seats, stored byte for byte as seat by seat.
+        legs, c = contribute_alike(rates, config.pools, state.balances, config.wager_cents, len(seat_list))
+        uc = sum(p.amount_uc for p in legs if p.account.startswith(POOL_PREFIX))
+        ranges = seat_ranges(seat_list)
+        result = CommitResult(RunRows([[f, t, config.wager_cents, uc, 0] for f, t in ranges], Accepted))
+        record = RoundRecord(table.game, rates.version, StoredSeats(
+            [[list(p) for p in legs]], runs=[[f, t, 0, config.wager_cents, 0] for f, t in ranges]))
+    else:
+        c = contribute(rates, config.pools, state.balances, tuple(zip(seat_list, repeat(config.wager_cents))))
+        record = new_round(table.game, rates.version, c.seats)
+        pooled: dict[int, int] = {}  # equal wagers share one tuple of legs: summed once, found by identity
+        accepted: list[Accepted] = []
+        new = tuple.__new__  # a named tuple built in C
+        for s in c.seats:
+            known = pooled.get(id(s.postings))
+            if known is None:
+                known = pooled[id(s.postings)] = s.to_pools_uc
+            accepted.append(new(Accepted, (s.seat, s.wager_cents, known, s.overflow_uc)))
+        result = CommitResult(tuple(accepted))
     round_data = record.encode()
     # §10: which pool's cap passed how much to which, for reconciliation
     overflow = tuple((src, dst, uc) for (src, dst), uc in sorted(c.overflows.items()))
@@ -79,21 +93,22 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
     """§5: evaluate every wagered seat and price all hits at once against the pools as they stand. Every seat that
     wagered must be accounted for (its cards, or why it has none); other seats' cards are checked, never paid."""
     table = config.table(cmd.table_id)
-    evaluated = evaluate_round(table.game, table.seats, [hand.seat for hand in cmd.hands], cmd.hands,
-                               cmd.board_cards, cmd.dealer_cards)
+    sent, dealt, reasons = hand_columns(cmd.hands)  # the seats sent, in order, as columns (in C)
+    evaluated = evaluate_round(table.game, table.seats, sent, cmd.hands,
+                               cmd.board_cards, cmd.dealer_cards, columns=cmd.columns)
     rnd = open_round(state, config.link_id, cmd.table_id, cmd.round_id)
     record = RoundRecord.decode(rnd.data)
-    wagered = set(record.active)
-    require_every_wagered_seat(wagered, cmd.hands)
+    active = record.active
+    wagered = set(active)
+    require_every_wagered_seat(wagered, cmd.hands, columns=cmd.columns)
     hits = [x for x in evaluated if x.seat in wagered]
-    folded: dict[int, str] = {hand.seat: hand.no_hand._value_ for hand in cmd.hands  # _value_: .value is slow
-                              if hand.no_hand is not None and hand.seat in wagered}
-    unwagered = sorted({hand.seat for hand in cmd.hands} - wagered)
+    stated: dict[int, NoHand | None] = dict(zip(sent, reasons, strict=True))  # in C
+    unwagered = sorted(stated.keys() - wagered)
     paytable = config.paytable(record.game)
     qualifying = [x for x in hits if x.category in paytable.entries]
     balances = state.balances if qualifying else {}
     price = price_round(paytable, config.pools, balances, qualifying, table.seats)
-    cards = {hand.seat: [*hand.cards, *cmd.board_cards] for hand in cmd.hands if hand.cards}
+    cards = {sent[i]: dealt[i] for i in compress(range(len(sent)), dealt)}  # the few seats with cards
     verify, dual = config.verification_threshold_cents, config.dual_approval_threshold_cents
     statuses = [status_of(p.amount_cents, verify, dual) for p in price.payouts]  # §7
     payouts, hit_rows = [], []
@@ -104,16 +119,23 @@ def decide_settle(cmd: Settle, config: LinkConfig, version: str, state: TableSta
                         hit_id(config.link_id, cmd.table_id, cmd.round_id, p.seat), status, p.pool_before_uc, p.rule,
                         needed)
         payouts.append(payout)
+        shown = cards.get(p.seat, ())
         hit_rows.append(HitEntry(payout.hit_id, cmd.table_id, cmd.round_id, p.seat, p.category,
-                                 tuple(cards.get(p.seat, ())), p.pool, p.amount_cents, p.funded_by_operator_cents,
-                                 p.pool_before_uc, p.rule, status, floor_cents(p.pool_after_uc), needed))
+                                 (*shown, *cmd.board_cards) if shown else (), p.pool, p.amount_cents,
+                                 p.funded_by_operator_cents, p.pool_before_uc, p.rule, status,
+                                 floor_cents(p.pool_after_uc), needed))
         if status != PAID:
             waiting[p.seat] = HeldHit(payout.hit_id, p.pool, p.amount_cents, p.funded_by_operator_cents, needed)
     categories = {x.seat: x.category for x in hits}
-    new = tuple.__new__  # a named tuple built in C: a round may hold 100,000 seats
-    seats = [new(SeatResult, (s, categories.get(s, ""), folded.get(s, ""))) for s in sorted(wagered)]
+    seats: Sequence[SeatResult]
+    if len(active) > RUNS_FROM:  # a big round's results as runs of seats alike (seat_runs): no row per seat
+        seats = RunRows(result_runs(active, categories, stated), SeatResult)
+    else:
+        new = tuple.__new__  # a named tuple built in C
+        seats = tuple(new(SeatResult, (s, categories.get(s, ""), "" if (r := stated.get(s)) is None else r._value_))
+                      for s in active)  # _value_: .value is slow
     # hands sent for seats without a jackpot wager (`unwagered`): checked with the deck, never paid
-    result = SettleResult(tuple(payouts), price.resets, tuple(seats), tuple(unwagered))
+    result = SettleResult(tuple(payouts), price.resets, seats, tuple(unwagered))
     round_data = replace(record, hands={x.seat: x.category for x in hits}, held=waiting or None).encode()
     new_state = PENDING if waiting else SETTLED  # §7: the round stays open until its held hits are decided
     return step(config.link_id, cmd.request, "settle", version, state.now_ms,

@@ -25,45 +25,53 @@ _sym_db = _symbol_database.Default()
 from jackpotd.api.gen.jackpot.v1 import common_pb2 as jackpot_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16jackpot/v1/table.proto\x12\njackpot.v1\x1a\x17jackpot/v1/common.proto\"@\n\x05Wager\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x14\n\x0c\x61mount_cents\x18\x02 \x01(\x03\x12\x13\n\x0b\x61nte_placed\x18\x03 \x01(\x08\"p\n\x13\x43ommitWagersRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12\x10\n\x08round_id\x18\x03 \x01(\t\x12!\n\x06wagers\x18\x04 \x03(\x0b\x32\x11.jackpot.v1.Wager\"h\n\rAcceptedWager\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x14\n\x0c\x61mount_cents\x18\x02 \x01(\x03\x12\x1a\n\x12\x63ontributed_ucents\x18\x03 \x01(\x03\x12\x17\n\x0foverflow_ucents\x18\x04 \x01(\x03\"\x8d\x01\n\x14\x43ommitWagersResponse\x12+\n\x08\x61\x63\x63\x65pted\x18\x01 \x03(\x0b\x32\x19.jackpot.v1.AcceptedWager\x12%\n\x05pools\x18\x02 \x03(\x0b\x32\x16.jackpot.v1.PoolAmount\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x0f\n\x07link_id\x18\x04 \x01(\t\"L\n\x08SeatHand\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\x12#\n\x07no_hand\x18\x03 \x01(\x0e\x32\x12.jackpot.v1.NoHand\"\x9c\x01\n\x12SettleRoundRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12\x10\n\x08round_id\x18\x03 \x01(\t\x12#\n\x05hands\x18\x04 \x03(\x0b\x32\x14.jackpot.v1.SeatHand\x12\x14\n\x0c\x64\x65\x61ler_cards\x18\x05 \x03(\t\x12\x13\n\x0b\x62oard_cards\x18\x06 \x03(\t\"\xb4\x01\n\x06Payout\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04hand\x18\x02 \x01(\t\x12\x14\n\x0c\x61mount_cents\x18\x03 \x01(\x03\x12\x0c\n\x04pool\x18\x04 \x01(\t\x12 \n\x18\x66unded_by_operator_cents\x18\x05 \x01(\x03\x12\x0e\n\x06hit_id\x18\x06 \x01(\t\x12\x0e\n\x06status\x18\x07 \x01(\t\x12\x1a\n\x12pool_before_ucents\x18\x08 \x01(\x03\x12\x0c\n\x04rule\x18\t \x01(\t\"R\n\tPoolReset\x12\x0c\n\x04pool\x18\x01 \x01(\t\x12\x1a\n\x12\x66rom_reserve_cents\x18\x02 \x01(\x03\x12\x1b\n\x13\x66rom_operator_cents\x18\x03 \x01(\x03\"\xda\x01\n\x13SettleRoundResponse\x12#\n\x07payouts\x18\x01 \x03(\x0b\x32\x12.jackpot.v1.Payout\x12%\n\x05pools\x18\x02 \x03(\x0b\x32\x16.jackpot.v1.PoolAmount\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12%\n\x06resets\x18\x04 \x03(\x0b\x32\x15.jackpot.v1.PoolReset\x12%\n\x05seats\x18\x05 \x03(\x0b\x32\x16.jackpot.v1.SeatResult\x12\x17\n\x0funwagered_seats\x18\x06 \x03(\x05\"9\n\nSeatResult\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04hand\x18\x02 \x01(\t\x12\x0f\n\x07no_hand\x18\x03 \x01(\t\"i\n\x10VoidRoundRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12\x10\n\x08round_id\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\r\n\x05seats\x18\x05 \x03(\x05\",\n\x06Refund\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x14\n\x0c\x61mount_cents\x18\x02 \x01(\x03\"q\n\x11VoidRoundResponse\x12#\n\x07refunds\x18\x01 \x03(\x0b\x32\x12.jackpot.v1.Refund\x12%\n\x05pools\x18\x02 \x03(\x0b\x32\x16.jackpot.v1.PoolAmount\x12\x10\n\x08sequence\x18\x03 \x01(\x03\"%\n\x11WatchMeterRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\"\x9a\x01\n\x0bMeterUpdate\x12\x0f\n\x07link_id\x18\x01 \x01(\t\x12%\n\x05pools\x18\x02 \x03(\x0b\x32\x16.jackpot.v1.PoolAmount\x12\x17\n\x0fjackpot_enabled\x18\x03 \x01(\x08\x12\x10\n\x08sequence\x18\x04 \x01(\x03\x12(\n\x03hit\x18\x05 \x01(\x0b\x32\x1b.jackpot.v1.HitAnnouncement*C\n\x06NoHand\x12\x17\n\x13NO_HAND_UNSPECIFIED\x10\x00\x12\n\n\x06\x46OLDED\x10\x01\x12\n\n\x06MUCKED\x10\x02\x12\x08\n\x04\x44\x45\x41\x44\x10\x03\x32\xc3\x02\n\x0cTableService\x12Q\n\x0c\x43ommitWagers\x12\x1f.jackpot.v1.CommitWagersRequest\x1a .jackpot.v1.CommitWagersResponse\x12N\n\x0bSettleRound\x12\x1e.jackpot.v1.SettleRoundRequest\x1a\x1f.jackpot.v1.SettleRoundResponse\x12H\n\tVoidRound\x12\x1c.jackpot.v1.VoidRoundRequest\x1a\x1d.jackpot.v1.VoidRoundResponse\x12\x46\n\nWatchMeter\x12\x1d.jackpot.v1.WatchMeterRequest\x1a\x17.jackpot.v1.MeterUpdate0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16jackpot/v1/table.proto\x12\njackpot.v1\x1a\x17jackpot/v1/common.proto\"@\n\x05Wager\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x14\n\x0c\x61mount_cents\x18\x02 \x01(\x03\x12\x13\n\x0b\x61nte_placed\x18\x03 \x01(\x08\"\xa1\x01\n\x13\x43ommitWagersRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12\x10\n\x08round_id\x18\x03 \x01(\t\x12!\n\x06wagers\x18\x04 \x03(\x0b\x32\x11.jackpot.v1.Wager\x12/\n\rwager_columns\x18\x05 \x01(\x0b\x32\x18.jackpot.v1.WagerColumns\"H\n\x0cWagerColumns\x12\r\n\x05seats\x18\x01 \x03(\x05\x12\x14\n\x0c\x61mount_cents\x18\x02 \x03(\x03\x12\x13\n\x0b\x61nte_placed\x18\x03 \x03(\x08\"k\n\x0f\x41\x63\x63\x65ptedColumns\x12\r\n\x05seats\x18\x01 \x03(\x05\x12\x14\n\x0c\x61mount_cents\x18\x02 \x03(\x03\x12\x1a\n\x12\x63ontributed_ucents\x18\x03 \x03(\x03\x12\x17\n\x0foverflow_ucents\x18\x04 \x03(\x03\"h\n\rAcceptedWager\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x14\n\x0c\x61mount_cents\x18\x02 \x01(\x03\x12\x1a\n\x12\x63ontributed_ucents\x18\x03 \x01(\x03\x12\x17\n\x0foverflow_ucents\x18\x04 \x01(\x03\"\xc4\x01\n\x14\x43ommitWagersResponse\x12+\n\x08\x61\x63\x63\x65pted\x18\x01 \x03(\x0b\x32\x19.jackpot.v1.AcceptedWager\x12%\n\x05pools\x18\x02 \x03(\x0b\x32\x16.jackpot.v1.PoolAmount\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12\x0f\n\x07link_id\x18\x04 \x01(\t\x12\x35\n\x10\x61\x63\x63\x65pted_columns\x18\x05 \x01(\x0b\x32\x1b.jackpot.v1.AcceptedColumns\"L\n\x08SeatHand\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\x12#\n\x07no_hand\x18\x03 \x01(\x0e\x32\x12.jackpot.v1.NoHand\"\xcb\x01\n\x12SettleRoundRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12\x10\n\x08round_id\x18\x03 \x01(\t\x12#\n\x05hands\x18\x04 \x03(\x0b\x32\x14.jackpot.v1.SeatHand\x12\x14\n\x0c\x64\x65\x61ler_cards\x18\x05 \x03(\t\x12\x13\n\x0b\x62oard_cards\x18\x06 \x03(\t\x12-\n\x0chand_columns\x18\x07 \x01(\x0b\x32\x17.jackpot.v1.HandColumns\"P\n\x0bHandColumns\x12\r\n\x05seats\x18\x01 \x03(\x05\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\x12#\n\x07no_hand\x18\x03 \x03(\x0e\x32\x12.jackpot.v1.NoHand\"U\n\x11SeatResultColumns\x12\r\n\x05seats\x18\x01 \x03(\x05\x12\x0c\n\x04hand\x18\x02 \x03(\t\x12#\n\x07no_hand\x18\x03 \x03(\x0e\x32\x12.jackpot.v1.NoHand\"\xb4\x01\n\x06Payout\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04hand\x18\x02 \x01(\t\x12\x14\n\x0c\x61mount_cents\x18\x03 \x01(\x03\x12\x0c\n\x04pool\x18\x04 \x01(\t\x12 \n\x18\x66unded_by_operator_cents\x18\x05 \x01(\x03\x12\x0e\n\x06hit_id\x18\x06 \x01(\t\x12\x0e\n\x06status\x18\x07 \x01(\t\x12\x1a\n\x12pool_before_ucents\x18\x08 \x01(\x03\x12\x0c\n\x04rule\x18\t \x01(\t\"R\n\tPoolReset\x12\x0c\n\x04pool\x18\x01 \x01(\t\x12\x1a\n\x12\x66rom_reserve_cents\x18\x02 \x01(\x03\x12\x1b\n\x13\x66rom_operator_cents\x18\x03 \x01(\x03\"\x8f\x02\n\x13SettleRoundResponse\x12#\n\x07payouts\x18\x01 \x03(\x0b\x32\x12.jackpot.v1.Payout\x12%\n\x05pools\x18\x02 \x03(\x0b\x32\x16.jackpot.v1.PoolAmount\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12%\n\x06resets\x18\x04 \x03(\x0b\x32\x15.jackpot.v1.PoolReset\x12%\n\x05seats\x18\x05 \x03(\x0b\x32\x16.jackpot.v1.SeatResult\x12\x17\n\x0funwagered_seats\x18\x06 \x03(\x05\x12\x33\n\x0cseat_columns\x18\x07 \x01(\x0b\x32\x1d.jackpot.v1.SeatResultColumns\"9\n\nSeatResult\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04hand\x18\x02 \x01(\t\x12\x0f\n\x07no_hand\x18\x03 \x01(\t\"i\n\x10VoidRoundRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12\x10\n\x08round_id\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\r\n\x05seats\x18\x05 \x03(\x05\",\n\x06Refund\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x14\n\x0c\x61mount_cents\x18\x02 \x01(\x03\"q\n\x11VoidRoundResponse\x12#\n\x07refunds\x18\x01 \x03(\x0b\x32\x12.jackpot.v1.Refund\x12%\n\x05pools\x18\x02 \x03(\x0b\x32\x16.jackpot.v1.PoolAmount\x12\x10\n\x08sequence\x18\x03 \x01(\x03\"%\n\x11WatchMeterRequest\x12\x10\n\x08table_id\x18\x01 \x01(\t\"\x9a\x01\n\x0bMeterUpdate\x12\x0f\n\x07link_id\x18\x01 \x01(\t\x12%\n\x05pools\x18\x02 \x03(\x0b\x32\x16.jackpot.v1.PoolAmount\x12\x17\n\x0fjackpot_enabled\x18\x03 \x01(\x08\x12\x10\n\x08sequence\x18\x04 \x01(\x03\x12(\n\x03hit\x18\x05 \x01(\x0b\x32\x1b.jackpot.v1.HitAnnouncement*C\n\x06NoHand\x12\x17\n\x13NO_HAND_UNSPECIFIED\x10\x00\x12\n\n\x06\x46OLDED\x10\x01\x12\n\n\x06MUCKED\x10\x02\x12\x08\n\x04\x44\x45\x41\x44\x10\x03\x32\xc3\x02\n\x0cTableService\x12Q\n\x0c\x43ommitWagers\x12\x1f.jackpot.v1.CommitWagersRequest\x1a .jackpot.v1.CommitWagersResponse\x12N\n\x0bSettleRound\x12\x1e.jackpot.v1.SettleRoundRequest\x1a\x1f.jackpot.v1.SettleRoundResponse\x12H\n\tVoidRound\x12\x1c.jackpot.v1.VoidRoundRequest\x1a\x1d.jackpot.v1.VoidRoundResponse\x12\x46\n\nWatchMeter\x12\x1d.jackpot.v1.WatchMeterRequest\x1a\x17.jackpot.v1.MeterUpdate0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'jackpot.v1.table_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_NOHAND']._serialized_start=1741
-  _globals['_NOHAND']._serialized_end=1808
+  _globals['_NOHAND']._serialized_start=2298
+  _globals['_NOHAND']._serialized_end=2365
   _globals['_WAGER']._serialized_start=63
   _globals['_WAGER']._serialized_end=127
-  _globals['_COMMITWAGERSREQUEST']._serialized_start=129
-  _globals['_COMMITWAGERSREQUEST']._serialized_end=241
-  _globals['_ACCEPTEDWAGER']._serialized_start=243
-  _globals['_ACCEPTEDWAGER']._serialized_end=347
-  _globals['_COMMITWAGERSRESPONSE']._serialized_start=350
-  _globals['_COMMITWAGERSRESPONSE']._serialized_end=491
-  _globals['_SEATHAND']._serialized_start=493
-  _globals['_SEATHAND']._serialized_end=569
-  _globals['_SETTLEROUNDREQUEST']._serialized_start=572
-  _globals['_SETTLEROUNDREQUEST']._serialized_end=728
-  _globals['_PAYOUT']._serialized_start=731
-  _globals['_PAYOUT']._serialized_end=911
-  _globals['_POOLRESET']._serialized_start=913
-  _globals['_POOLRESET']._serialized_end=995
-  _globals['_SETTLEROUNDRESPONSE']._serialized_start=998
-  _globals['_SETTLEROUNDRESPONSE']._serialized_end=1216
-  _globals['_SEATRESULT']._serialized_start=1218
-  _globals['_SEATRESULT']._serialized_end=1275
-  _globals['_VOIDROUNDREQUEST']._serialized_start=1277
-  _globals['_VOIDROUNDREQUEST']._serialized_end=1382
-  _globals['_REFUND']._serialized_start=1384
-  _globals['_REFUND']._serialized_end=1428
-  _globals['_VOIDROUNDRESPONSE']._serialized_start=1430
-  _globals['_VOIDROUNDRESPONSE']._serialized_end=1543
-  _globals['_WATCHMETERREQUEST']._serialized_start=1545
-  _globals['_WATCHMETERREQUEST']._serialized_end=1582
-  _globals['_METERUPDATE']._serialized_start=1585
-  _globals['_METERUPDATE']._serialized_end=1739
-  _globals['_TABLESERVICE']._serialized_start=1811
-  _globals['_TABLESERVICE']._serialized_end=2134
+  _globals['_COMMITWAGERSREQUEST']._serialized_start=130
+  _globals['_COMMITWAGERSREQUEST']._serialized_end=291
+  _globals['_WAGERCOLUMNS']._serialized_start=293
+  _globals['_WAGERCOLUMNS']._serialized_end=365
+  _globals['_ACCEPTEDCOLUMNS']._serialized_start=367
+  _globals['_ACCEPTEDCOLUMNS']._serialized_end=474
+  _globals['_ACCEPTEDWAGER']._serialized_start=476
+  _globals['_ACCEPTEDWAGER']._serialized_end=580
+  _globals['_COMMITWAGERSRESPONSE']._serialized_start=583
+  _globals['_COMMITWAGERSRESPONSE']._serialized_end=779
+  _globals['_SEATHAND']._serialized_start=781
+  _globals['_SEATHAND']._serialized_end=857
+  _globals['_SETTLEROUNDREQUEST']._serialized_start=860
+  _globals['_SETTLEROUNDREQUEST']._serialized_end=1063
+  _globals['_HANDCOLUMNS']._serialized_start=1065
+  _globals['_HANDCOLUMNS']._serialized_end=1145
+  _globals['_SEATRESULTCOLUMNS']._serialized_start=1147
+  _globals['_SEATRESULTCOLUMNS']._serialized_end=1232
+  _globals['_PAYOUT']._serialized_start=1235
+  _globals['_PAYOUT']._serialized_end=1415
+  _globals['_POOLRESET']._serialized_start=1417
+  _globals['_POOLRESET']._serialized_end=1499
+  _globals['_SETTLEROUNDRESPONSE']._serialized_start=1502
+  _globals['_SETTLEROUNDRESPONSE']._serialized_end=1773
+  _globals['_SEATRESULT']._serialized_start=1775
+  _globals['_SEATRESULT']._serialized_end=1832
+  _globals['_VOIDROUNDREQUEST']._serialized_start=1834
+  _globals['_VOIDROUNDREQUEST']._serialized_end=1939
+  _globals['_REFUND']._serialized_start=1941
+  _globals['_REFUND']._serialized_end=1985
+  _globals['_VOIDROUNDRESPONSE']._serialized_start=1987
+  _globals['_VOIDROUNDRESPONSE']._serialized_end=2100
+  _globals['_WATCHMETERREQUEST']._serialized_start=2102
+  _globals['_WATCHMETERREQUEST']._serialized_end=2139
+  _globals['_METERUPDATE']._serialized_start=2142
+  _globals['_METERUPDATE']._serialized_end=2296
+  _globals['_TABLESERVICE']._serialized_start=2368
+  _globals['_TABLESERVICE']._serialized_end=2691
 # @@protoc_insertion_point(module_scope)

@@ -81,11 +81,18 @@ class CommitWagersRequest(_message.Message):
     TABLE_ID_FIELD_NUMBER: _builtins.int
     ROUND_ID_FIELD_NUMBER: _builtins.int
     WAGERS_FIELD_NUMBER: _builtins.int
+    WAGER_COLUMNS_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     table_id: _builtins.str
     round_id: _builtins.str
     @_builtins.property
     def wagers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Wager]: ...
+    @_builtins.property
+    def wager_columns(self) -> Global___WagerColumns:
+        """The packed form of a big round (API.md, Columns): the same wagers as columns, for a round of many seats. Set
+        `wagers` or `wager_columns`, never both; the answer comes in the same form (`accepted_columns`).
+        """
+
     def __init__(
         self,
         *,
@@ -93,14 +100,81 @@ class CommitWagersRequest(_message.Message):
         table_id: _builtins.str = ...,
         round_id: _builtins.str = ...,
         wagers: _abc.Iterable[Global___Wager] | None = ...,
+        wager_columns: Global___WagerColumns | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["wager_columns", b"wager_columns"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["request_id", b"request_id", "round_id", b"round_id", "table_id", b"table_id", "wagers", b"wagers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["request_id", b"request_id", "round_id", b"round_id", "table_id", b"table_id", "wager_columns", b"wager_columns", "wagers", b"wagers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CommitWagersRequest: _TypeAlias = CommitWagersRequest  # noqa: Y015
+
+@_typing.final
+class WagerColumns(_message.Message):
+    """Wagers as columns of equal length: wager i is (seats[i], amount_cents[i], ante_placed[i]). Packed on the wire,
+    read without a message per seat.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEATS_FIELD_NUMBER: _builtins.int
+    AMOUNT_CENTS_FIELD_NUMBER: _builtins.int
+    ANTE_PLACED_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def amount_cents(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def ante_placed(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bool]: ...
+    def __init__(
+        self,
+        *,
+        seats: _abc.Iterable[_builtins.int] | None = ...,
+        amount_cents: _abc.Iterable[_builtins.int] | None = ...,
+        ante_placed: _abc.Iterable[_builtins.bool] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_cents", b"amount_cents", "ante_placed", b"ante_placed", "seats", b"seats"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WagerColumns: _TypeAlias = WagerColumns  # noqa: Y015
+
+@_typing.final
+class AcceptedColumns(_message.Message):
+    """Accepted wagers as columns of equal length, in seat order: row i is an AcceptedWager."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEATS_FIELD_NUMBER: _builtins.int
+    AMOUNT_CENTS_FIELD_NUMBER: _builtins.int
+    CONTRIBUTED_UCENTS_FIELD_NUMBER: _builtins.int
+    OVERFLOW_UCENTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def amount_cents(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def contributed_ucents(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def overflow_ucents(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def __init__(
+        self,
+        *,
+        seats: _abc.Iterable[_builtins.int] | None = ...,
+        amount_cents: _abc.Iterable[_builtins.int] | None = ...,
+        contributed_ucents: _abc.Iterable[_builtins.int] | None = ...,
+        overflow_ucents: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount_cents", b"amount_cents", "contributed_ucents", b"contributed_ucents", "overflow_ucents", b"overflow_ucents", "seats", b"seats"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AcceptedColumns: _TypeAlias = AcceptedColumns  # noqa: Y015
 
 @_typing.final
 class AcceptedWager(_message.Message):
@@ -140,12 +214,17 @@ class CommitWagersResponse(_message.Message):
     POOLS_FIELD_NUMBER: _builtins.int
     SEQUENCE_FIELD_NUMBER: _builtins.int
     LINK_ID_FIELD_NUMBER: _builtins.int
+    ACCEPTED_COLUMNS_FIELD_NUMBER: _builtins.int
     sequence: _builtins.int
     link_id: _builtins.str
     @_builtins.property
     def accepted(self) -> _containers.RepeatedCompositeFieldContainer[Global___AcceptedWager]: ...
     @_builtins.property
     def pools(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.PoolAmount]: ...
+    @_builtins.property
+    def accepted_columns(self) -> Global___AcceptedColumns:
+        """instead of `accepted` when the request sent `wager_columns`"""
+
     def __init__(
         self,
         *,
@@ -153,10 +232,11 @@ class CommitWagersResponse(_message.Message):
         pools: _abc.Iterable[_common_pb2.PoolAmount] | None = ...,
         sequence: _builtins.int = ...,
         link_id: _builtins.str = ...,
+        accepted_columns: Global___AcceptedColumns | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["accepted_columns", b"accepted_columns"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "link_id", b"link_id", "pools", b"pools", "sequence", b"sequence"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "accepted_columns", b"accepted_columns", "link_id", b"link_id", "pools", b"pools", "sequence", b"sequence"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -206,6 +286,7 @@ class SettleRoundRequest(_message.Message):
     HANDS_FIELD_NUMBER: _builtins.int
     DEALER_CARDS_FIELD_NUMBER: _builtins.int
     BOARD_CARDS_FIELD_NUMBER: _builtins.int
+    HAND_COLUMNS_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     table_id: _builtins.str
     round_id: _builtins.str
@@ -217,6 +298,12 @@ class SettleRoundRequest(_message.Message):
     def board_cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """hold'em bonus: the five community cards"""
 
+    @_builtins.property
+    def hand_columns(self) -> Global___HandColumns:
+        """The packed form of a big round (API.md, Columns): `hands` as columns. Set `hands` or `hand_columns`, never
+        both; the answer comes in the same form (`seat_columns`).
+        """
+
     def __init__(
         self,
         *,
@@ -226,14 +313,77 @@ class SettleRoundRequest(_message.Message):
         hands: _abc.Iterable[Global___SeatHand] | None = ...,
         dealer_cards: _abc.Iterable[_builtins.str] | None = ...,
         board_cards: _abc.Iterable[_builtins.str] | None = ...,
+        hand_columns: Global___HandColumns | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["hand_columns", b"hand_columns"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["board_cards", b"board_cards", "dealer_cards", b"dealer_cards", "hands", b"hands", "request_id", b"request_id", "round_id", b"round_id", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["board_cards", b"board_cards", "dealer_cards", b"dealer_cards", "hand_columns", b"hand_columns", "hands", b"hands", "request_id", b"request_id", "round_id", b"round_id", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SettleRoundRequest: _TypeAlias = SettleRoundRequest  # noqa: Y015
+
+@_typing.final
+class HandColumns(_message.Message):
+    """Hands as columns of equal length: seat i is seats[i], its cards in cards[i] separated by single spaces
+    ("AS KD 9h 2C 3D"; "" for none) and no_hand[i] (NO_HAND_UNSPECIFIED when the cards are given).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEATS_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
+    NO_HAND_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def no_hand(self) -> _containers.RepeatedScalarFieldContainer[Global___NoHand.ValueType]: ...
+    def __init__(
+        self,
+        *,
+        seats: _abc.Iterable[_builtins.int] | None = ...,
+        cards: _abc.Iterable[_builtins.str] | None = ...,
+        no_hand: _abc.Iterable[Global___NoHand.ValueType] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "no_hand", b"no_hand", "seats", b"seats"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HandColumns: _TypeAlias = HandColumns  # noqa: Y015
+
+@_typing.final
+class SeatResultColumns(_message.Message):
+    """Seat results as columns of equal length, in seat order: seat i's hand ("" without one) and why it had none."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEATS_FIELD_NUMBER: _builtins.int
+    HAND_FIELD_NUMBER: _builtins.int
+    NO_HAND_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def hand(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def no_hand(self) -> _containers.RepeatedScalarFieldContainer[Global___NoHand.ValueType]: ...
+    def __init__(
+        self,
+        *,
+        seats: _abc.Iterable[_builtins.int] | None = ...,
+        hand: _abc.Iterable[_builtins.str] | None = ...,
+        no_hand: _abc.Iterable[Global___NoHand.ValueType] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hand", b"hand", "no_hand", b"no_hand", "seats", b"seats"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatResultColumns: _TypeAlias = SeatResultColumns  # noqa: Y015
 
 @_typing.final
 class Payout(_message.Message):
@@ -314,6 +464,7 @@ class SettleRoundResponse(_message.Message):
     RESETS_FIELD_NUMBER: _builtins.int
     SEATS_FIELD_NUMBER: _builtins.int
     UNWAGERED_SEATS_FIELD_NUMBER: _builtins.int
+    SEAT_COLUMNS_FIELD_NUMBER: _builtins.int
     sequence: _builtins.int
     @_builtins.property
     def payouts(self) -> _containers.RepeatedCompositeFieldContainer[Global___Payout]:
@@ -331,6 +482,10 @@ class SettleRoundResponse(_message.Message):
     def unwagered_seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """seats whose hands were sent without a jackpot wager in the round: checked with the deck, never paid"""
 
+    @_builtins.property
+    def seat_columns(self) -> Global___SeatResultColumns:
+        """instead of `seats` when the request sent `hand_columns`"""
+
     def __init__(
         self,
         *,
@@ -340,10 +495,11 @@ class SettleRoundResponse(_message.Message):
         resets: _abc.Iterable[Global___PoolReset] | None = ...,
         seats: _abc.Iterable[Global___SeatResult] | None = ...,
         unwagered_seats: _abc.Iterable[_builtins.int] | None = ...,
+        seat_columns: Global___SeatResultColumns | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["seat_columns", b"seat_columns"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["payouts", b"payouts", "pools", b"pools", "resets", b"resets", "seats", b"seats", "sequence", b"sequence", "unwagered_seats", b"unwagered_seats"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["payouts", b"payouts", "pools", b"pools", "resets", b"resets", "seat_columns", b"seat_columns", "seats", b"seats", "sequence", b"sequence", "unwagered_seats", b"unwagered_seats"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
