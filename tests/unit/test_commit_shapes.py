@@ -1,0 +1,75 @@
+"""A commit's shape shared across equal commits (decide/table.py, shared_shape) and a small commit's result encoded
+once (replies.encode_result): the step and the stored text are exactly those of a commit decided afresh."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from jackpotd.canonical import canonical_json
+from jackpotd.domain.pools import MAJOR
+from jackpotd.domain.rates import RateSet
+from jackpotd.domain.rounds import Wager
+from jackpotd.service.commands import Commit, Request
+from jackpotd.service.decide import table as decide
+from jackpotd.service.decide.table import commit_shape, decide_commit, shared_shape
+from jackpotd.service.replies import CommitResult, encode_result, stored_form
+from jackpotd.store.lua_codec import apply_call
+
+from .test_decide_table import NOW, fresh, link
+
+
+def commit(request_id: str, round_id: str, *seats: int, table: str = "T") -> Commit:
+    content = {"table_id": table, "round_id": round_id, "wagers": [[s, 100, True] for s in seats]}
+    return Commit(Request(request_id, content, f"table:{table}"), table, round_id, [Wager(s, 100, True) for s in seats])
+
+
+def test_equal_commits_share_one_shape_and_step_as_if_decided_afresh() -> None:
+    config = link()
+    first = decide_commit(commit("a", "r1", 1, 2, 3), config, "v1", fresh())
+    second = decide_commit(commit("b", "r2", 3, 1, 2), config, "v1", fresh())
+    assert second.result is first.result and second.round_data == first.round_data  # shared, not rebuilt
+    afresh = commit_shape(config.rate_sets[0], config.pools, "caribbean-stud", ((1, 100), (2, 100), (3, 100)), {})
+    assert (second.result, second.round_data, second.deltas) == (afresh.result, afresh.round_data, first.deltas)
+    # what differs per request stays its own: the entry's key, round and hash, and so the whole apply call
+    assert second.request_id == "table:T:b" and second.round == ("T", "r2") and second.entry != first.entry
+    assert apply_call(second, 0, "") != apply_call(first, 0, "")
+
+
+def test_a_shape_is_not_shared_across_rate_sets_games_or_wagers() -> None:
+    config = link()
+    rates = config.rate_sets[0]
+    other = RateSet({**rates.pools_ppm, MAJOR: rates.pools_ppm[MAJOR] - 1}, rates.retained_ppm + 1, rates.version)
+    seats = ((1, 100), (2, 100))
+    base = shared_shape(rates, config.pools, "caribbean-stud", seats)
+    assert shared_shape(other, config.pools, "caribbean-stud", seats).merged != base.merged  # same version, other ppm
+    assert shared_shape(replace(rates, version=2), config.pools, "caribbean-stud", seats).round_data != base.round_data
+    assert shared_shape(rates, config.pools, "texas", seats).round_data != base.round_data
+    assert shared_shape(rates, config.pools, "caribbean-stud", ((1, 100),)).result != base.result
+
+
+def test_a_capped_link_decides_every_commit_against_its_balances() -> None:
+    config = link(major_cap=1_000_000)
+    full = decide_commit(commit("a", "r1", 1), config, "v1", fresh({MAJOR: 1_000_000 * 1_000_000}))
+    empty = decide_commit(commit("b", "r2", 1), config, "v1", fresh({MAJOR: 0}))
+    assert full.result != empty.result and full.result is not empty.result
+
+
+def test_the_kept_shapes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(decide, "SHAPES_KEPT", 3)
+    monkeypatch.setattr(decide, "_shapes", {})
+    config = link()
+    for n in range(1, 8):
+        decide_commit(commit(f"q{n}", f"r{n}", *range(1, n + 1)), config, "v1", fresh())
+        assert len(decide._shapes) <= 3
+
+
+def test_a_result_is_encoded_once_and_exactly_as_afresh() -> None:
+    step = decide_commit(commit("a", "r1", 1, 2), link(), "v1", fresh())
+    assert isinstance(step.result, CommitResult)
+    text = encode_result(step.result)
+    assert encode_result(step.result) is text  # the same text object: kept, not made again
+    equal = CommitResult(tuple(step.result.accepted))  # equal, but another object: encoded on its own
+    assert encode_result(equal) == text == canonical_json(stored_form(step.result))
+    assert NOW  # the state's clock: shapes never hold it
