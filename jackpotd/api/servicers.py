@@ -20,6 +20,7 @@ from ..service import admin_requests, results
 from ..service import commands as c
 from ..service.admin_trail import ms_of
 from ..service.services import Services
+from .commit_reply import commit_response
 from .gen.jackpot.v1 import (
     admin_pb2,
     admin_pb2_grpc,
@@ -142,16 +143,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         content = {"table_id": request.table_id, "round_id": request.round_id,
                    "wagers": list(map(list, wagers))}  # [seat, amount_cents, ante_placed]: Wager's order
         req = c.Request(require_id("request_id", request.request_id), content, caller_key())
-        done = await self.table.commit(c.Commit(req, request.table_id, request.round_id, wagers))
-        response = table_pb2.CommitWagersResponse(sequence=done.seq, link_id=done.link_id)
-        add = response.accepted.add  # add() in place costs half of building each message and copying it in
-        for seat, amount, contributed, overflow in done.accepted:
-            if overflow:
-                add(seat=seat, amount_cents=amount, contributed_ucents=contributed, overflow_ucents=overflow)
-            else:
-                add(seat=seat, amount_cents=amount, contributed_ucents=contributed)
-        response.pools.extend(pool_amounts(done.pools))
-        return response
+        return commit_response(await self.table.commit(c.Commit(req, request.table_id, request.round_id, wagers)))
 
     async def SettleRound(self, request: table_pb2.SettleRoundRequest, context: Ctx) -> table_pb2.SettleRoundResponse:
         hands, content = settle_of(request)

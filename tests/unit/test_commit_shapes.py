@@ -7,6 +7,9 @@ from dataclasses import replace
 
 import pytest
 
+from jackpotd.api import commit_reply
+from jackpotd.api.commit_reply import commit_response
+from jackpotd.api.gen.jackpot.v1 import common_pb2, table_pb2
 from jackpotd.canonical import canonical_json
 from jackpotd.domain.pools import MAJOR
 from jackpotd.domain.rates import RateSet
@@ -14,7 +17,8 @@ from jackpotd.domain.rounds import Wager
 from jackpotd.service.commands import Commit, Request
 from jackpotd.service.decide import table as decide
 from jackpotd.service.decide.table import commit_shape, decide_commit, shared_shape
-from jackpotd.service.replies import CommitResult, encode_result, stored_form
+from jackpotd.service.replies import Accepted, CommitResult, encode_result, stored_form
+from jackpotd.service.results import Committed, PoolView
 from jackpotd.store.lua_codec import apply_call
 
 from .test_decide_table import NOW, fresh, link
@@ -73,3 +77,36 @@ def test_a_result_is_encoded_once_and_exactly_as_afresh() -> None:
     equal = CommitResult(tuple(step.result.accepted))  # equal, but another object: encoded on its own
     assert encode_result(equal) == text == canonical_json(stored_form(step.result))
     assert NOW  # the state's clock: shapes never hold it
+
+
+def old_response(done: Committed) -> table_pb2.CommitWagersResponse:
+    """The response as CommitWagers built it before its accepted wagers were kept (de9ebae)."""
+    response = table_pb2.CommitWagersResponse(sequence=done.seq, link_id=done.link_id)
+    for seat, amount, contributed, overflow in done.accepted:
+        kw = {"overflow_ucents": overflow} if overflow else {}
+        response.accepted.add(seat=seat, amount_cents=amount, contributed_ucents=contributed, **kw)
+    response.pools.extend(common_pb2.PoolAmount(pool=p.pool, amount_cents=p.amount_cents, reset_cents=p.reset_cents,
+                                                balance_ucents=p.balance_ucents) for p in done.pools)
+    return response
+
+
+def test_a_commit_response_is_byte_for_byte_the_one_built_afresh() -> None:
+    shared = (Accepted(1, 100, 250_000_000, 0), Accepted(2, 100, 250_000_000, 7))
+    pools = (PoolView("major", 12, 1_000_000, 12_345_678), PoolView("minor", 0, 100_000, 999))
+    for n, accepted in enumerate([shared, shared, shared, tuple(shared), (), shared[:1]]):  # first, second, kept
+        done = Committed(n + 1, "L" if n % 2 else "", pools[: n % 3], accepted)
+        made = commit_response(done)
+        assert made == old_response(done)
+        assert made.SerializeToString() == old_response(done).SerializeToString()
+
+
+def test_the_kept_accepted_wagers_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(commit_reply, "KEPT", 2)
+    monkeypatch.setattr(commit_reply, "_seen", {})
+    kept = [tuple(Accepted(s, 100, n, 0) for s in range(1, 3)) for n in range(5)]
+    for accepted in kept:
+        commit_response(Committed(1, "L", (), accepted))
+        assert len(commit_reply._seen) <= 2
+    big = tuple(Accepted(s, 100, 1, 0) for s in range(1, commit_reply.SMALL + 2))
+    commit_response(Committed(1, "L", (), big))
+    assert id(big) not in commit_reply._seen  # a big round is not kept
