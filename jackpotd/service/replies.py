@@ -185,8 +185,10 @@ def stored_form(result: Result) -> dict[str, Any]:
             assert_never(result)
 
 
-_ENCODED: dict[int, tuple[Result, str]] = {}  # id -> (a commit's result, its text): the result held, so its id
-ENCODED_KEPT = 4096  # stays its own; equal commits share one result (decide/table.py, shared_shape)
+# id -> (a small commit's result, its text); the result is held, so its id stays its own. Equal commits share one
+# result (decide/table.py, shared_shape), so its text is made once; all are dropped when ENCODED_KEPT are held.
+_ENCODED: dict[int, tuple[Result, str]] = {}
+ENCODED_KEPT = 4096
 
 
 def encode_result(result: Result) -> str:

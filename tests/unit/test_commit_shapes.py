@@ -14,6 +14,7 @@ from jackpotd.canonical import canonical_json
 from jackpotd.domain.pools import MAJOR
 from jackpotd.domain.rates import RateSet
 from jackpotd.domain.rounds import Wager
+from jackpotd.service import replies
 from jackpotd.service.commands import Commit, Request
 from jackpotd.service.decide import table as decide
 from jackpotd.service.decide.table import commit_shape, decide_commit, shared_shape
@@ -110,3 +111,14 @@ def test_the_kept_accepted_wagers_are_bounded(monkeypatch: pytest.MonkeyPatch) -
     big = tuple(Accepted(s, 100, 1, 0) for s in range(1, commit_reply.SMALL + 2))
     commit_response(Committed(1, "L", (), big))
     assert id(big) not in commit_reply._seen  # a big round is not kept
+
+
+def test_the_kept_texts_are_bounded_and_only_small_commits_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(replies, "ENCODED_KEPT", 2)
+    monkeypatch.setattr(replies, "_ENCODED", {})
+    results = [CommitResult((Accepted(1, 100, n, 0),)) for n in range(5)]
+    for result in results:
+        assert encode_result(result) == canonical_json(stored_form(result))
+        assert len(replies._ENCODED) <= 2
+    big = CommitResult(tuple(Accepted(s, 100, 1, 0) for s in range(1, replies.RUNS_FROM + 2)))
+    assert encode_result(big) == canonical_json(stored_form(big)) and id(big) not in replies._ENCODED
