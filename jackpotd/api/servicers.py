@@ -21,6 +21,7 @@ from ..service import commands as c
 from ..service.admin_trail import ms_of
 from ..service.services import Services
 from . import columns
+from .commit_reply import commit_response
 from .gen.jackpot.v1 import (
     admin_pb2,
     admin_pb2_grpc,
@@ -152,16 +153,10 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         content = {"table_id": request.table_id, "round_id": request.round_id, "wagers": listed}
         req = c.Request(require_id("request_id", request.request_id), content, caller_key())
         done = await self.table.commit(c.Commit(req, request.table_id, request.round_id, wagers, packed))
+        if not packed:
+            return commit_response(done)
         response = table_pb2.CommitWagersResponse(sequence=done.seq, link_id=done.link_id)
-        if packed:
-            columns.accepted_columns(response.accepted_columns, done.accepted)
-        else:
-            add = response.accepted.add  # add() in place costs half of building each message and copying it in
-            for seat, amount, contributed, overflow in done.accepted:
-                if overflow:
-                    add(seat=seat, amount_cents=amount, contributed_ucents=contributed, overflow_ucents=overflow)
-                else:
-                    add(seat=seat, amount_cents=amount, contributed_ucents=contributed)
+        columns.accepted_columns(response.accepted_columns, done.accepted)
         response.pools.extend(pool_amounts(done.pools))
         return response
 

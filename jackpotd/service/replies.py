@@ -187,9 +187,24 @@ def stored_form(result: Result) -> dict[str, Any]:
             assert_never(result)
 
 
+# id -> (a small commit's result, its text); the result is held, so its id stays its own. Equal commits share one
+# result (decide/table.py, shared_shape), so its text is made once; all are dropped when ENCODED_KEPT are held.
+_ENCODED: dict[int, tuple[Result, str]] = {}
+ENCODED_KEPT = 4096
+
+
 def encode_result(result: Result) -> str:
-    """The stored text of a result (canonical JSON), as apply.lua embeds it in the reply."""
-    return canonical_json(stored_form(result))
+    """The stored text of a result (canonical JSON), as apply.lua embeds it in the reply. A small commit's
+    result is encoded once per process: results are immutable, and equal commits share one."""
+    known = _ENCODED.get(id(result))
+    if known is not None and known[0] is result:
+        return known[1]
+    text = canonical_json(stored_form(result))
+    if isinstance(result, CommitResult) and len(result.accepted) <= RUNS_FROM:
+        if len(_ENCODED) >= ENCODED_KEPT:
+            _ENCODED.clear()
+        _ENCODED[id(result)] = (result, text)
+    return text
 
 
 def decode_result(d: Mapping[str, Any]) -> Result:

@@ -7,14 +7,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import compress, repeat
 
-from ...domain.contributions import contribute, contribute_alike, reversal
+from ...domain.contributions import SeatContribution, contribute, contribute_alike, reversal
 from ...domain.errors import FailedPrecondition, InvalidInput, NotFound
 from ...domain.ids import hit_id
 from ...domain.link import LinkConfig
 from ...domain.money import floor_cents
-from ...domain.postings import POOL_PREFIX
+from ...domain.pools import PoolSpec
+from ...domain.postings import POOL_PREFIX, Posting
 from ...domain.pricing import price_round
-from ...domain.rates import rates_in_force
+from ...domain.rates import RateSet, rates_in_force
 from ...domain.rounds import (
     COMMITTED,
     PENDING,
@@ -48,6 +49,57 @@ class TableState:
     ledger_round_state: str | None
 
 
+SHAPE_SEATS = 64  # commits of up to this many seats share their shape (below): a table's rounds look alike
+SHAPES_KEPT = 4096  # distinct shapes a process keeps; all are dropped when full (a few KB each)
+_shapes: dict[tuple[object, ...], CommitShape] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class CommitShape:
+    """What a commit's wagers come to under one rate set, whatever its request, table or round: each seat's legs,
+    the entry's legs, the reply's accepted wagers and the stored round. Immutable, so equal commits share one."""
+
+    seats: tuple[SeatContribution, ...]
+    merged: tuple[Posting, ...]
+    result: CommitResult
+    round_data: str
+    overflow: tuple[tuple[str, str, int], ...]
+
+
+def commit_shape(rates: RateSet, pools: tuple[PoolSpec, ...], game: str, seats: tuple[tuple[int, int], ...],
+                 balances: Mapping[str, int]) -> CommitShape:
+    """§3: the wagers' contributions against `balances` (caps), as the entry, the reply and the round store them."""
+    c = contribute(rates, pools, balances, seats)
+    pooled: dict[int, int] = {}  # equal wagers share one tuple of legs: summed once, found by identity
+    accepted: list[Accepted] = []
+    new = tuple.__new__  # a named tuple built in C: a round may hold 100,000 seats
+    for s in c.seats:
+        uc = pooled.get(id(s.postings))
+        if uc is None:
+            uc = pooled[id(s.postings)] = s.to_pools_uc
+        accepted.append(new(Accepted, (s.seat, s.wager_cents, uc, s.overflow_uc)))
+    return CommitShape(c.seats, c.merged, CommitResult(tuple(accepted)),
+                       new_round(game, rates.version, c.seats).encode(), _overflow(c.overflows))
+
+
+def _overflow(overflows: Mapping[tuple[str, str], int]) -> tuple[tuple[str, str, int], ...]:
+    """§10: which pool's cap passed how much to which, for reconciliation."""
+    return tuple((src, dst, uc) for (src, dst), uc in sorted(overflows.items()))
+
+
+def shared_shape(rates: RateSet, pools: tuple[PoolSpec, ...], game: str,
+                 seats: tuple[tuple[int, int], ...]) -> CommitShape:
+    """commit_shape of a link with no cap (no balance matters), kept per process: equal rounds under one rate set
+    are decided once (about half of a 7-seat commit's decision). The key holds every input the shape reads."""
+    key = (game, rates.version, rates.retained_ppm, tuple(rates.pools_ppm.items()), pools, seats)
+    shape = _shapes.get(key)
+    if shape is None:
+        if len(_shapes) >= SHAPES_KEPT:
+            _shapes.clear()
+        shape = _shapes[key] = commit_shape(rates, pools, game, seats, {})
+    return shape
+
+
 def decide_commit(cmd: Commit, config: LinkConfig, version: str, state: TableState) -> Step:
     """§3: at "no more bets", every accepted wager feeds the pools with the rates in force now."""
     table = config.table(cmd.table_id)
@@ -67,22 +119,16 @@ def decide_commit(cmd: Commit, config: LinkConfig, version: str, state: TableSta
         result = CommitResult(RunRows([[f, t, config.wager_cents, uc, 0] for f, t in ranges], Accepted))
         record = RoundRecord(table.game, rates.version, StoredSeats(
             [[list(p) for p in legs]], runs=[[f, t, 0, config.wager_cents, 0] for f, t in ranges]))
+        round_data = record.encode()
+        merged, overflow = c.merged, _overflow(c.overflows)
     else:
-        c = contribute(rates, config.pools, state.balances, tuple(zip(seat_list, repeat(config.wager_cents))))
-        record = new_round(table.game, rates.version, c.seats)
-        pooled: dict[int, int] = {}  # equal wagers share one tuple of legs: summed once, found by identity
-        accepted: list[Accepted] = []
-        new = tuple.__new__  # a named tuple built in C
-        for s in c.seats:
-            known = pooled.get(id(s.postings))
-            if known is None:
-                known = pooled[id(s.postings)] = s.to_pools_uc
-            accepted.append(new(Accepted, (s.seat, s.wager_cents, known, s.overflow_uc)))
-        result = CommitResult(tuple(accepted))
-    round_data = record.encode()
-    # §10: which pool's cap passed how much to which, for reconciliation
-    overflow = tuple((src, dst, uc) for (src, dst), uc in sorted(c.overflows.items()))
-    return step(config.link_id, cmd.request, "commit", version, state.now_ms, postings=c.merged,
+        seats = tuple(zip(seat_list, repeat(config.wager_cents)))
+        if capped or state.balances or len(seats) > SHAPE_SEATS:
+            shape = commit_shape(rates, config.pools, table.game, seats, state.balances)
+        else:
+            shape = shared_shape(rates, config.pools, table.game, seats)
+        result, round_data, merged, overflow = shape.result, shape.round_data, shape.merged, shape.overflow
+    return step(config.link_id, cmd.request, "commit", version, state.now_ms, postings=merged,
                 result=result, detail=CommitDetail(RoundEntry(cmd.table_id, cmd.round_id, COMMITTED, round_data),
                                                    overflow),
                 round=(cmd.table_id, cmd.round_id), round_expect=ROUND_ABSENT, round_new_state=COMMITTED,
