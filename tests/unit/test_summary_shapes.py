@@ -29,6 +29,7 @@ HIT = {"pool": "MAJOR", "hand": "ROYAL_FLUSH", "amount_cents": 1_000, "funded_by
 BODIES: list[tuple[dict[str, Any], str]] = [
     (commit(7), ""),
     (commit(3), ""),
+    (commit(300), ""),
     (commit(7, 2), ""),
     (commit(7, overflow=[["MAJOR", "MINOR", 5]]), ""),
     ({"kind": "fund", "postings": [["operator_funding", -5], ["pool:MAJOR", 5]]}, ""),
@@ -64,6 +65,7 @@ def test_shaped_summaries_are_the_entries_own(picks: list[tuple[int, int]], part
 def test_only_entries_whose_flows_follow_their_shape_have_one() -> None:
     assert s.flow_shape(commit(7)) == s.flow_shape(commit(7)) != s.flow_shape(commit(6))
     assert s.flow_shape(commit(7)) != s.flow_shape(commit(7, 2))
+    assert s.flow_shape(commit(300)) is None  # a big round's data is not kept in the cache
     for kind in ("void", "approve_hit", "reject_hit"):
         assert s.flow_shape({"kind": kind, "postings": []}) is None
     assert s.flow_shape({"kind": "settle", "postings": [], "hits": [HIT]}) is None

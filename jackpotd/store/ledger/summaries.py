@@ -104,6 +104,7 @@ def entry_flows(body: Mapping[str, Any], reply: str) -> list[Flow]:
 # Kinds whose flows need more than their postings (and, for a commit, its round's data and overflow).
 _BY_FACTS = frozenset({"void", "approve_hit", "reject_hit"})
 _SHAPES_KEPT = 4_096  # flows remembered per shape: a process-wide cache, emptied when it grows past this
+_SHAPE_DATA_MAX = 4_096  # a commit's round data longer than this has no shape: the cache holds at most ~16 MB of it
 _FLOWS_OF_SHAPE: dict[Hashable, list[Flow]] = {}
 
 
@@ -119,8 +120,8 @@ def flow_shape(body: Mapping[str, Any]) -> Hashable | None:
             return kind, orjson.dumps(body.get("postings"))
         rnd = body.get("round")
         data = rnd.get("data") if isinstance(rnd, dict) and rnd else None
-        if rnd and not isinstance(data, str):
-            return None
+        if rnd and (not isinstance(data, str) or len(data) > _SHAPE_DATA_MAX):
+            return None  # odd, or a big round's: classified alone, not kept in the cache
         return kind, orjson.dumps(body.get("postings")), data, orjson.dumps(body.get("overflow"))
     except TypeError:  # orjson.JSONEncodeError: not JSON's values (the writer parsed it from JSON, so never seen)
         return None
@@ -147,6 +148,7 @@ class Summaries:
     flows: dict[Hashable, list[Flow]] = field(default_factory=dict)  # shape -> the flows of one of its entries
 
     def _entry(self, link_id: str, seq: int, created_ms: int) -> int:
+        """One more entry in its quarter hour's sequence range; returns the quarter hour."""
         bucket = bucket_of(created_ms)
         b = self.buckets.get((link_id, bucket))
         if b is None:
@@ -156,6 +158,7 @@ class Summaries:
         return bucket
 
     def add(self, link_id: str, seq: int, created_ms: int, flows: Iterable[Flow]) -> None:
+        """One entry with its flows (the audit and the migration derive every entry this way)."""
         self._add_flows(link_id, self._entry(link_id, seq, created_ms), flows, 1)
 
     def add_entry(self, link_id: str, seq: int, created_ms: int, body: Mapping[str, Any], reply: str) -> None:
@@ -170,6 +173,7 @@ class Summaries:
         self.shaped[key] = self.shaped.get(key, 0) + 1
 
     def _add_flows(self, link_id: str, bucket: int, flows: Iterable[Flow], times: int) -> None:
+        """`flows` added `times` times to a quarter hour's totals."""
         for f in flows:
             key = (link_id, bucket, f.account, f.flow, f.detail)
             t = self.totals.get(key)
@@ -186,6 +190,7 @@ class Summaries:
         self.shaped.clear()
 
     def extend(self, other: Summaries) -> None:
+        """Another run's summaries added to these (its shaped entries folded first)."""
         other.fold()
         for key, (uc, items) in other.totals.items():
             t = self.totals.setdefault(key, [0, 0])
@@ -196,6 +201,7 @@ class Summaries:
             self.buckets[where] = [first, last, n] if b is None else [min(b[0], first), max(b[1], last), b[2] + n]
 
     def total_rows(self) -> list[tuple[Any, ...]]:
+        """The totals as flow_totals rows (the shaped entries folded in first)."""
         self.fold()
         return [(link, time_of(b), a, fl, d, uc, items) for (link, b, a, fl, d), (uc, items) in self.totals.items()]
 
