@@ -4,7 +4,7 @@ them in the statement that appends the entries; the audit and the migration re-d
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -101,30 +101,97 @@ def entry_flows(body: Mapping[str, Any], reply: str) -> list[Flow]:
     return flows_of(facts)
 
 
+# Kinds whose flows need more than their postings (and, for a commit, its round's data and overflow).
+_BY_FACTS = frozenset({"void", "approve_hit", "reject_hit"})
+_SHAPES_KEPT = 4_096  # flows remembered per shape: a process-wide cache, emptied when it grows past this
+_SHAPE_DATA_MAX = 4_096  # a commit's round data longer than this has no shape: the cache holds at most ~16 MB of it
+_FLOWS_OF_SHAPE: dict[Hashable, list[Flow]] = {}
+
+
+def flow_shape(body: Mapping[str, Any]) -> Hashable | None:
+    """What an entry's flows depend on, as a key (None: more than that, or an entry of an odd shape): its kind and
+    postings, and for a commit its round's data and overflow. Entries of one shape have the same flows (issue 22:
+    a batch's commits of one table and wager classify once)."""
+    kind = body.get("kind")
+    if not isinstance(kind, str) or kind in _BY_FACTS or (kind == "settle" and body.get("hits", []) != []):
+        return None
+    try:
+        if kind != "commit":
+            return kind, orjson.dumps(body.get("postings"))
+        rnd = body.get("round")
+        data = rnd.get("data") if isinstance(rnd, dict) and rnd else None
+        if rnd and (not isinstance(data, str) or len(data) > _SHAPE_DATA_MAX):
+            return None  # odd, or a big round's: classified alone, not kept in the cache
+        return kind, orjson.dumps(body.get("postings")), data, orjson.dumps(body.get("overflow"))
+    except TypeError:  # orjson.JSONEncodeError: not JSON's values (the writer parsed it from JSON, so never seen)
+        return None
+
+
+def shape_flows(shape: Hashable, body: Mapping[str, Any], reply: str) -> list[Flow]:
+    """entry_flows of an entry of this shape (flow_shape), computed once per shape while the cache holds it."""
+    flows = _FLOWS_OF_SHAPE.get(shape)
+    if flows is None:
+        if len(_FLOWS_OF_SHAPE) >= _SHAPES_KEPT:
+            _FLOWS_OF_SHAPE.clear()
+        flows = _FLOWS_OF_SHAPE[shape] = entry_flows(body, reply)
+    return flows
+
+
 @dataclass
 class Summaries:
-    """Summaries of a run of entries, keyed as their rows: added to the ledger's by the writer's upsert."""
+    """Summaries of a run of entries, keyed as their rows: added to the ledger's by the writer's upsert. Entries
+    added by shape are counted per quarter hour and shape, and their flows summed once per batch (total_rows)."""
 
     totals: dict[tuple[str, int, str, str, str], list[int]] = field(default_factory=dict)
     buckets: dict[tuple[str, int], list[int]] = field(default_factory=dict)  # -> [first, last, entries]
+    shaped: dict[tuple[str, int, Hashable], int] = field(default_factory=dict)  # (link, bucket, shape) -> entries
+    flows: dict[Hashable, list[Flow]] = field(default_factory=dict)  # shape -> the flows of one of its entries
 
-    def add(self, link_id: str, seq: int, created_ms: int, flows: Iterable[Flow]) -> None:
+    def _entry(self, link_id: str, seq: int, created_ms: int) -> int:
+        """One more entry in its quarter hour's sequence range; returns the quarter hour."""
         bucket = bucket_of(created_ms)
         b = self.buckets.get((link_id, bucket))
         if b is None:
             self.buckets[(link_id, bucket)] = [seq, seq, 1]
         else:
             b[0], b[1], b[2] = min(b[0], seq), max(b[1], seq), b[2] + 1
+        return bucket
+
+    def add(self, link_id: str, seq: int, created_ms: int, flows: Iterable[Flow]) -> None:
+        """One entry with its flows (the audit and the migration derive every entry this way)."""
+        self._add_flows(link_id, self._entry(link_id, seq, created_ms), flows, 1)
+
+    def add_entry(self, link_id: str, seq: int, created_ms: int, body: Mapping[str, Any], reply: str) -> None:
+        """One entry's flows, by its shape when it has one (the same totals as add(entry_flows(body, reply)))."""
+        shape = flow_shape(body)
+        if shape is None:
+            self.add(link_id, seq, created_ms, entry_flows(body, reply))
+            return
+        if shape not in self.flows:
+            self.flows[shape] = shape_flows(shape, body, reply)
+        key = (link_id, self._entry(link_id, seq, created_ms), shape)
+        self.shaped[key] = self.shaped.get(key, 0) + 1
+
+    def _add_flows(self, link_id: str, bucket: int, flows: Iterable[Flow], times: int) -> None:
+        """`flows` added `times` times to a quarter hour's totals."""
         for f in flows:
             key = (link_id, bucket, f.account, f.flow, f.detail)
             t = self.totals.get(key)
             if t is None:
-                self.totals[key] = [f.amount_uc, f.items]
+                self.totals[key] = [f.amount_uc * times, f.items * times]
             else:
-                t[0] += f.amount_uc
-                t[1] += f.items
+                t[0] += f.amount_uc * times
+                t[1] += f.items * times
+
+    def fold(self) -> None:
+        """The entries counted by shape added to the totals (each shape's flows times its entries)."""
+        for (link_id, bucket, shape), n in self.shaped.items():
+            self._add_flows(link_id, bucket, self.flows[shape], n)
+        self.shaped.clear()
 
     def extend(self, other: Summaries) -> None:
+        """Another run's summaries added to these (its shaped entries folded first)."""
+        other.fold()
         for key, (uc, items) in other.totals.items():
             t = self.totals.setdefault(key, [0, 0])
             t[0] += uc
@@ -134,6 +201,8 @@ class Summaries:
             self.buckets[where] = [first, last, n] if b is None else [min(b[0], first), max(b[1], last), b[2] + n]
 
     def total_rows(self) -> list[tuple[Any, ...]]:
+        """The totals as flow_totals rows (the shaped entries folded in first)."""
+        self.fold()
         return [(link, time_of(b), a, fl, d, uc, items) for (link, b, a, fl, d), (uc, items) in self.totals.items()]
 
     def bucket_rows(self) -> list[tuple[Any, ...]]:
