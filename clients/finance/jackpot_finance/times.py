@@ -45,11 +45,11 @@ def instant(ms: int) -> datetime:
 def utc_iso(ms: int) -> str:
     """2024-04-30T20:00:00.000Z: ISO 8601 with milliseconds."""
     second, milli = divmod(ms, 1000)
-    return f"{_utc_second(second)}.{milli:03d}Z"
+    return f"{utc_second(second)}.{milli:03d}Z"
 
 
 @lru_cache(maxsize=1024)
-def _utc_second(second: int) -> str:
+def utc_second(second: int) -> str:
     """A Unix second as 2024-04-30T20:00:00: a ledger export dates many entries within the same second."""
     return f"{instant(second * 1000):%Y-%m-%dT%H:%M:%S}"
 
