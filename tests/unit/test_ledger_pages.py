@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 from jackpot_finance.ledger_columns import columns_of, entries_of
 
 from jackpotd.api.gen.jackpot.v1 import report_pb2
-from jackpotd.api.ledger_pages import PAGE_BYTES, PAGE_ENTRIES, column_pages, entry_message, ledger_pages
+from jackpotd.api.ledger_pages import (
+    PAGE_BYTES,
+    PAGE_ENTRIES,
+    column_page,
+    column_pages,
+    entry_message,
+    ledger_pages,
+    size_bound,
+)
 from jackpotd.service.export_columns import ExportedColumns
 from jackpotd.service.ports import ExportedEntry
 
@@ -119,5 +127,7 @@ def test_column_pages_stay_bounded_and_exact_whatever_the_entries(shapes: list[t
     entries = [exported(seq, "é" * (size // 2) + text, accounts, request_id=text or "r") for seq, (size, text, accounts)
                in enumerate(shapes, start=1)]
     _check_columns(column_pages(LINK, 1, len(entries), columns(entries)), entries)
+    for n in range(1, len(entries) + 1):  # the bound that spares ByteSize is never under it
+        assert size_bound(LINK, columns(entries[:n])) >= column_page(LINK, 1, 1, columns(entries[:n])).ByteSize()
     assert columns_of(entries_of(column_pages(LINK, 1, len(entries), columns(entries[:1]))[0].columns)) == \
         column_pages(LINK, 1, len(entries), columns(entries[:1]))[0].columns  # the client's two conversions agree
