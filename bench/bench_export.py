@@ -7,8 +7,10 @@ built in a temporary directory and removed). A server process (this file with --
 behind jackpotd's own interceptor and guard (a finance token, the stream watched for revocation) over the
 ledger; then, `--runs` times each:
 
-1. ExportLedgerPages of the whole ledger (jackpot_finance.calls.export_pages), drained by a client counting its
-   entries and postings; with --entries-too, ExportLedger as well (one message per entry);
+1. ExportLedgerPages of the whole ledger as columns (jackpot_finance.calls.export_columns), drained by a client
+   reading every field of every page into Python lists; with --pages-of-entries, as pages of LedgerEntry messages
+   (jackpot_finance.calls.export_pages, every entry visited); with --entries-too, ExportLedger as well (one
+   message per entry);
 2. `jackpot-report export` (jackpot_finance.cli.run, in this process) of the whole ledger to a CSV file, with the
    file's SHA-256 (a commit writes the same CSV as another if the two agree);
 3. with --floor, a bare gRPC stream of one of the ledger's entries as many times, one a message and then a
@@ -48,7 +50,6 @@ from jackpotd.auth.identity import Role  # noqa: E402
 from jackpotd.auth.tokens import issue, new_key  # noqa: E402
 from jackpotd.embedded import EmbeddedPostgres, free_port  # noqa: E402
 from jackpotd.store import ledger  # noqa: E402
-from jackpotd.store.ledger import reports as ledger_reports  # noqa: E402
 
 LINK = "bench-reports"  # bench_reports.py's link
 QUICK_ENTRIES = 20_000
@@ -113,7 +114,8 @@ async def drain(target: str, token: str, last: int) -> tuple[int, int]:
 
 
 async def drain_pages(target: str, token: str, last: int) -> tuple[int, int]:
-    """ExportLedgerPages of sequences 1..last, every entry of every page visited: (entries, postings)."""
+    """ExportLedgerPages of sequences 1..last as pages of entries, every entry of every page visited: (entries,
+    postings)."""
     from jackpot_finance.calls import export_pages, report_stub
 
     from jackpotd.auth.client import bearer, open_channel
@@ -127,6 +129,28 @@ async def drain_pages(target: str, token: str, last: int) -> tuple[int, int]:
     finally:
         await channel.close(grace=None)
     return n, legs
+
+
+async def drain_columns(target: str, token: str, last: int) -> tuple[int, int]:
+    """ExportLedgerPages of sequences 1..last as columns (jackpot_finance.calls.export_columns), every field of every
+    page read into Python lists, as a client using them would: (entries, postings)."""
+    from jackpot_finance.calls import export_columns, report_stub
+
+    from jackpotd.auth.client import bearer, open_channel
+    channel = open_channel(target, interceptors=bearer(token))
+    n = legs = 0
+    try:
+        async for c in export_columns(report_stub(channel), LINK, from_sequence=1, to_sequence=last):
+            fields = [list(getattr(c, name)) for name in COLUMNS]
+            n += len(fields[0])
+            legs += len(fields[-1])
+    finally:
+        await channel.close(grace=None)
+    return n, legs
+
+
+COLUMNS = ("sequence", "at_ms", "kind", "request_id", "table_id", "round_id", "hash_hex", "prev_hash_hex",
+           "entry_json", "posting_count", "account", "amount_ucents", "balance_after_ucents")  # LedgerColumns'
 
 
 async def export_csv(target: str, token: str, out: Path, last: int) -> tuple[int, int]:
@@ -232,23 +256,27 @@ def compare_csv(other: Path, target: str, token: str, root: Path, last: int) -> 
 
 
 async def read_store(dsn: str, last: int) -> None:
-    """The store's read alone (`reports.entries`, in this process): every entry decoded, nothing sent."""
-    pg = await ledger.connect_pool(dsn, size=2)
+    """The store's read alone as columns (`export_columns.entry_columns`, in this process): every chunk decoded,
+    nothing sent."""
+    from jackpotd.store.ledger.export_columns import entry_columns
+
+    pg = await ledger.connect_pool(dsn, size=4)
     try:
-        async for _ in ledger_reports.entries(pg, LINK, 1, last):
+        async for _ in entry_columns(pg, LINK, 1, last):
             pass
     finally:
         await pg.close()
 
 
 async def encode_pages(dsn: str, last: int) -> None:
-    """What the server does for ExportLedgerPages but the gRPC stream (in this process): the store's read, the pages
-    built (jackpotd.api.ledger_pages) and encoded."""
-    from jackpotd.api.ledger_pages import ledger_pages
+    """What the server does for ExportLedgerPages with `columns` but the gRPC stream (in this process): the store's
+    read, the pages built (jackpotd.api.ledger_pages.ledger_column_pages) and encoded."""
+    from jackpotd.api.ledger_pages import ledger_column_pages
+    from jackpotd.store.ledger.export_columns import entry_columns
 
-    pg = await ledger.connect_pool(dsn, size=2)
+    pg = await ledger.connect_pool(dsn, size=4)
     try:
-        async for page in ledger_pages(LINK, 1, last, ledger_reports.entries(pg, LINK, 1, last)):
+        async for page in ledger_column_pages(LINK, 1, last, entry_columns(pg, LINK, 1, last)):
             page.SerializeToString()
     finally:
         await pg.close()
@@ -311,13 +339,19 @@ async def bench(args: argparse.Namespace, root: Path) -> None:
         print(f"  {'':<16} {'entries':>9} {'wall s':>7} {'entries/s':>10} {'srv µs':>8} {'cli µs':>8} {'PG µs':>6}"
               "  (CPU per entry)")
         results: dict[str, list[Run]] = {"ExportLedgerPages": [], "CSV": []}
+        if args.pages_of_entries:
+            results["Pages, entries"] = []
         if args.entries_too:
             results["ExportLedger"] = []
         out = root / "export.csv"
         for _ in range(0 if args.only_in_process else args.runs):
-            r = await measure(server, postgres, drain_pages(target, token, total), total)
+            r = await measure(server, postgres, drain_columns(target, token, total), total)
             results["ExportLedgerPages"].append(r)
             print(r.line("ExportLedgerPages"), flush=True)
+            if args.pages_of_entries:
+                r = await measure(server, postgres, drain_pages(target, token, total), total)
+                results["Pages, entries"].append(r)
+                print(r.line("Pages, entries"), flush=True)
             if args.entries_too:
                 r = await measure(server, postgres, drain(target, token, total), total)
                 results["ExportLedger"].append(r)
@@ -390,6 +424,8 @@ def main() -> None:
     parser.add_argument("--export", type=int, default=0, metavar="N",
                         help="export sequences 1..N only (default: the whole ledger)")
     parser.add_argument("--runs", type=int, default=3, help="measurements of each (default 3)")
+    parser.add_argument("--pages-of-entries", action="store_true",
+                        help="also time ExportLedgerPages as pages of LedgerEntry messages (the form before columns)")
     parser.add_argument("--entries-too", action="store_true",
                         help="also time ExportLedger (one message per entry; about 8 minutes for 1,000,000)")
     parser.add_argument("--in-process", action="store_true",

@@ -7,10 +7,11 @@ from typing import Any
 
 import grpc
 
+from ..domain.errors import InvalidInput
 from ..service.ports import HitRecord
 from ..service.reports import ReportQueries
 from .gen.jackpot.v1 import report_pb2, report_pb2_grpc
-from .ledger_pages import entry_message, ledger_pages
+from .ledger_pages import entry_message, ledger_column_pages, ledger_pages
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
 
@@ -60,6 +61,9 @@ class ReportServicer(report_pb2_grpc.ReportServiceServicer):
 
     async def ExportLedger(self, request: report_pb2.ExportLedgerRequest,
                            context: Ctx) -> AsyncIterator[report_pb2.LedgerEntry]:
+        if request.columns:
+            raise InvalidInput("columns", True, "ExportLedger sends an entry a message; ask ExportLedgerPages for "
+                                                "columns")
         first, last = await self.reports.export_range(request.link_id, request.from_sequence, request.to_sequence,
                                                       request.from_ms, request.to_ms)
         link_id = request.link_id
@@ -69,11 +73,14 @@ class ReportServicer(report_pb2_grpc.ReportServiceServicer):
 
     async def ExportLedgerPages(self, request: report_pb2.ExportLedgerRequest,
                                 context: Ctx) -> AsyncIterator[report_pb2.LedgerPage]:
-        """ExportLedger's entries for the same request, a page at a time (ledger_pages: bounded in count and size)."""
+        """ExportLedger's entries for the same request, a page at a time (ledger_pages: bounded in count and size),
+        as messages or, when the request asks for `columns`, as columns (ledger_column_pages)."""
         first, last = await self.reports.export_range(request.link_id, request.from_sequence, request.to_sequence,
                                                       request.from_ms, request.to_ms)
-        async for page in ledger_pages(request.link_id, first, last, self.reports.export(request.link_id, first,
-                                                                                         last)):
+        link_id = request.link_id
+        pages = (ledger_column_pages(link_id, first, last, self.reports.export_columns(link_id, first, last))
+                 if request.columns else ledger_pages(link_id, first, last, self.reports.export(link_id, first, last)))
+        async for page in pages:
             yield page
 
     async def VerifyLedger(self, request: report_pb2.VerifyLedgerRequest,

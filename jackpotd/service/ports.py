@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from ..domain.link import LinkConfig
 from .entries import Entry
+from .export_columns import ExportedColumns
+from .export_columns import ExportedEntry as ExportedEntry  # where it has always been imported from
 from .replies import Reply, Result
 from .seen import Unsure
 
@@ -195,23 +197,6 @@ class PeriodData:
     rate_sets: Sequence[str] = ()  # every rate set the link ever had: JSON lists as the configs store them
 
 
-class ExportedEntry(NamedTuple):
-    """A ledger entry as exported: a tuple (cheap to make), its postings as three columns in index order."""
-
-    seq: int
-    at_ms: int
-    kind: str
-    request_id: str
-    table_id: str
-    round_id: str
-    hash_hex: str
-    prev_hash_hex: str
-    entry: str  # exactly as chained
-    accounts: Sequence[str] = ()
-    amounts: Sequence[int] = ()  # µ¢
-    afters: Sequence[int] = ()  # the account's balance after the posting, µ¢
-
-
 @dataclass(frozen=True, slots=True)
 class LiabilityData:
     """The ledger's balances of a link now (reports: what the pools owe)."""
@@ -260,6 +245,8 @@ class ReportStore(Protocol):
                            to_ms: int | None) -> tuple[int, int]: ...
 
     def export(self, link_id: str, first: int, last: int) -> AsyncIterator[list[ExportedEntry]]: ...
+
+    def export_columns(self, link_id: str, first: int, last: int) -> AsyncIterator[ExportedColumns]: ...
 
     async def liability(self, link_id: str) -> LiabilityData: ...
 

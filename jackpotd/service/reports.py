@@ -21,6 +21,7 @@ from ..domain.money import floor_cents
 from ..domain.pools import VISIBLE
 from ..domain.rates import RateSet, rate_set_of
 from ..domain.reconciliation import Reconciliation, reconcile
+from .export_columns import ExportedColumns
 from .ports import AuditReport, ExportedEntry, HitRecord, ReportStore
 
 DAY_MS = 86_400_000
@@ -183,6 +184,10 @@ class ReportQueries:
 
     def export(self, link_id: str, first: int, last: int) -> AsyncIterator[list[ExportedEntry]]:
         return self.store.export(link_id, first, last)
+
+    def export_columns(self, link_id: str, first: int, last: int) -> AsyncIterator[ExportedColumns]:
+        """The same entries as `export`, as columns a chunk at a time (ExportLedgerPages with `columns`)."""
+        return self.store.export_columns(link_id, first, last)
 
     async def verify(self, link_id: str) -> AuditReport:
         require_id("link_id", link_id)

@@ -1,6 +1,7 @@
 """ExportLedgerPages (issue 22; API.md ReportService): the same entries as ExportLedger for the same request, in
-pages that follow each other; the same refusals (role, bad input naming its field, unknown link) and no audit row;
-`jackpot-report export` writing the same CSV bytes through pages as through ExportLedger (an older server)."""
+pages that follow each other, as messages or as columns; the same refusals (role, bad input naming its field,
+unknown link) and no audit row; `jackpot-report export` writing the same CSV bytes through column pages, through
+pages of entries (a server without columns) and through ExportLedger (a server without pages)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import grpc
 import pytest
 from jackpot_finance import cli
 from jackpot_finance.calls import finance_channel, report_stub
+from jackpot_finance.ledger_columns import entries_of
 from jackpot_finance.spreadsheet import ENCODING, EXPORT_COLUMNS, export_rows
 
 from jackpotd.api.gen.jackpot.v1 import report_pb2
@@ -57,13 +59,24 @@ async def test_pages_carry_exportledgers_entries(client: Client) -> None:
         assert [p.first_sequence for p in pages[1:]] == [p.last_sequence + 1 for p in pages[:-1]]
         assert entries[0].sequence == (request.from_sequence or 1) and entries[-1].sequence == (request.to_sequence
                                                                                                  or n)
+        request.columns = True  # the same pages as columns: the same entries, field by field
+        pages = await _pages(c, request)
+        assert pages and not any(p.entries for p in pages)
+        assert [e for p in pages for e in entries_of(p.columns)] == entries
+        for p in pages:
+            assert (p.first_sequence, p.last_sequence) == (p.columns.sequence[0], p.columns.sequence[-1])
+        assert [p.first_sequence for p in pages[1:]] == [p.last_sequence + 1 for p in pages[:-1]]
     # by time as well: the whole link's day
     first = [e async for e in c.report.ExportLedger(Request(link_id=link))]
     by_time = Request(link_id=link, from_ms=first[0].at_ms, to_ms=first[-1].at_ms + 1)
     assert [e for p in await _pages(c, by_time) for e in p.entries] == [
         e async for e in c.report.ExportLedger(by_time)]
+    by_time.columns = True
+    assert [e for p in await _pages(c, by_time) for e in entries_of(p.columns)] == [
+        e async for e in c.report.ExportLedger(Request(link_id=link, from_ms=by_time.from_ms, to_ms=by_time.to_ms))]
     # past the head: nothing, and no empty page
-    assert await _pages(c, Request(link_id=link, from_sequence=n + 5, to_sequence=n + 9)) == []
+    for columns in (False, True):
+        assert await _pages(c, Request(link_id=link, from_sequence=n + 5, to_sequence=n + 9, columns=columns)) == []
 
 
 @pytest.mark.parametrize(("request_", "code", "field"), [
@@ -76,10 +89,22 @@ async def test_pages_carry_exportledgers_entries(client: Client) -> None:
 ])
 async def test_bad_requests_are_refused_naming_the_field(client: Client, request_: Request, code: grpc.StatusCode,
                                                          field: str) -> None:
-    for method in (client.report.ExportLedgerPages, client.report.ExportLedger):  # the same answer from both
+    columns = Request()
+    columns.CopyFrom(request_)
+    columns.columns = True
+    for method, request in ((client.report.ExportLedgerPages, request_), (client.report.ExportLedger, request_),
+                            (client.report.ExportLedgerPages, columns)):  # the same answer from each
         with pytest.raises(grpc.aio.AioRpcError) as e:
-            await _drain(method(request_))
+            await _drain(method(request))
         assert e.value.code() == code and field in (e.value.details() or ""), e.value.details()
+
+
+async def test_exportledger_refuses_columns_naming_the_field(client: Client) -> None:
+    link, _ = await _ledger(client)
+    with pytest.raises(grpc.aio.AioRpcError) as e:
+        await _drain(client.report.ExportLedger(Request(link_id=link, columns=True)))
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "columns=True" in (e.value.details() or ""), e.value.details()
 
 
 async def _drain(call: Any) -> None:
@@ -89,7 +114,6 @@ async def _drain(call: Any) -> None:
 
 async def test_only_finance_and_admin_read_pages(client: Client, target: str) -> None:
     link, _ = await _ledger(client)
-    request = Request(link_id=link)
     async with grpc.aio.insecure_channel(target) as channel:
         pages = channel.unary_stream("/jackpot.v1.ReportService/ExportLedgerPages",
                                      request_serializer=Request.SerializeToString,
@@ -97,15 +121,30 @@ async def test_only_finance_and_admin_read_pages(client: Client, target: str) ->
         for role, code in ((Role.FINANCE, None), (Role.ADMIN, None), (Role.SUPERVISOR, "PERMISSION_DENIED"),
                            (Role.DISPLAY, "PERMISSION_DENIED"), (None, "UNAUTHENTICATED")):
             metadata = (("authorization", f"Bearer {token(role, 'pages-1')}"),) if role else None
-            try:
-                got = [p async for p in pages(request, metadata=metadata, timeout=10)]
-            except grpc.aio.AioRpcError as e:
-                assert e.code().name == code, (role, e.code(), e.details())
-                assert not code or "ExportLedgerPages" in (e.details() or "")
-            else:
-                assert code is None and got[0].first_sequence == 1, role
+            for request in (Request(link_id=link), Request(link_id=link, columns=True)):
+                try:
+                    got = [p async for p in pages(request, metadata=metadata, timeout=10)]
+                except grpc.aio.AioRpcError as e:
+                    assert e.code().name == code, (role, e.code(), e.details())
+                    assert not code or "ExportLedgerPages" in (e.details() or "")
+                else:
+                    assert code is None and got[0].first_sequence == 1, role
     # a read, as ExportLedger: no row in the trail of administrative acts, refused or not
     assert await client.pg.fetchval("SELECT count(*) FROM admin_audit WHERE method LIKE 'ExportLedger%'") == 0
+
+
+class PagesWithoutColumns:
+    """The real ReportService stub, but the pages asked for without `columns` (as a server that has
+    ExportLedgerPages but not yet its columns answers: it ignores the flag and sends entries)."""
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self.stub = report_stub(channel)
+
+    def ExportLedgerPages(self, request: Request) -> Any:
+        assert request.columns
+        return self.stub.ExportLedgerPages(Request(link_id=request.link_id, from_sequence=request.from_sequence,
+                                                   to_sequence=request.to_sequence, from_ms=request.from_ms,
+                                                   to_ms=request.to_ms))
 
 
 class OlderServer:
@@ -131,9 +170,12 @@ async def test_the_csv_is_the_same_through_pages_and_through_entries(client: Cli
     credential = RoleCredential(token=token(Role.FINANCE, "office"))
     argv = ["export", "--target", target, "--link", link, "--from-seq", "1", "--to-seq", str(n)]
     paged, older, expected = tmp_path / "paged.csv", tmp_path / "older.csv", tmp_path / "expected.csv"
+    entries = tmp_path / "entries.csv"
     assert await cli.run(cli.parse([*argv, "--out", str(paged)]), lambda t: finance_channel(credential, t)) == 0
     async with finance_channel(credential, target) as channel:
         assert await cli.export(cli.parse([*argv, "--out", str(older)]), OlderServer(channel)) == 0  # type: ignore[arg-type]
+        assert await cli.export(cli.parse([*argv, "--out", str(entries)]),
+                                PagesWithoutColumns(channel)) == 0  # type: ignore[arg-type]
     # the file as the export wrote it before pages: ExportLedger's entries one by one, rows of one shared `seen`
     seen: dict[str, dict[str, object]] = {}
     with expected.open("w", encoding=ENCODING, newline="") as f:
@@ -145,3 +187,4 @@ async def test_the_csv_is_the_same_through_pages_and_through_entries(client: Cli
     assert b",hit," in want and want.count(b"\r\n") > n  # hits and postings are in it
     assert paged.read_bytes() == want
     assert older.read_bytes() == want
+    assert entries.read_bytes() == want

@@ -400,7 +400,11 @@ async def test_export_writes_a_spreadsheet_file(tmp_path: Path, capsys: pytest.C
     assert not (tmp_path / "ledger.csv.partial").exists()
     assert stub.requests[0].from_sequence == 1 and stub.requests[0].to_sequence == 2
     assert "exported 2 entries (2 postings)" in capsys.readouterr().out
-    # pages asked for first; an older server's UNIMPLEMENTED falls back to ExportLedger with the same request
+    # pages asked for first, as columns (this server sends entries: it predates them); an older server's
+    # UNIMPLEMENTED falls back to ExportLedger with the same request but `columns`, which ExportLedger refuses
+    assert stub.requests[0].columns and not any(r.columns for r in stub.requests[1:])
+    for r in stub.requests:
+        r.columns = False
     assert len(stub.requests) == (1 if paged else 2) and all(r == stub.requests[0] for r in stub.requests)
 
 

@@ -1,6 +1,6 @@
-"""ExportLedgerPages' pages (jackpotd/api/ledger_pages.py): every entry once and in order, exactly as ExportLedger
-sends it, never an empty page, at most PAGE_ENTRIES entries and PAGE_BYTES encoded bytes a page (an entry larger
-than that alone in its page), whatever the entries' text."""
+"""ExportLedgerPages' pages (jackpotd/api/ledger_pages.py), of entries and of columns: every entry once and in
+order, exactly as ExportLedger sends it, never an empty page, at most PAGE_ENTRIES entries and PAGE_BYTES encoded
+bytes a page (an entry larger than that alone in its page), whatever the entries' text."""
 
 from __future__ import annotations
 
@@ -9,9 +9,19 @@ from collections.abc import AsyncIterator, Sequence
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jackpot_finance.ledger_columns import columns_of, entries_of
 
 from jackpotd.api.gen.jackpot.v1 import report_pb2
-from jackpotd.api.ledger_pages import PAGE_BYTES, PAGE_ENTRIES, entry_message, ledger_pages
+from jackpotd.api.ledger_pages import (
+    PAGE_BYTES,
+    PAGE_ENTRIES,
+    column_page,
+    column_pages,
+    entry_message,
+    ledger_pages,
+    size_bound,
+)
+from jackpotd.service.export_columns import ExportedColumns
 from jackpotd.service.ports import ExportedEntry
 
 LINK = "link-1"
@@ -71,3 +81,53 @@ def test_pages_stay_bounded_whatever_the_entries(shapes: list[tuple[int, str, li
     entries = [exported(seq, "é" * (size // 2) + text, accounts) for seq, (size, text, accounts) in
                enumerate(shapes, start=1)]  # up to 700 kB of two-byte characters each
     _check(asyncio.run(_pages(entries, 5)), entries)
+
+
+# ---- the columnar form (ExportLedgerPages with `columns`) ----------------------------------------------------
+
+def columns(entries: Sequence[ExportedEntry]) -> ExportedColumns:
+    """The entries as the store's columns."""
+    return ExportedColumns([e.seq for e in entries], [e.at_ms for e in entries], [e.kind for e in entries],
+                           [e.request_id for e in entries], [e.table_id for e in entries],
+                           [e.round_id for e in entries], [e.hash_hex for e in entries],
+                           [e.prev_hash_hex for e in entries], [e.entry for e in entries],
+                           [len(e.accounts) for e in entries], [a for e in entries for a in e.accounts],
+                           [u for e in entries for u in e.amounts], [b for e in entries for b in e.afters])
+
+
+def _check_columns(pages: list[report_pb2.LedgerPage], entries: list[ExportedEntry]) -> None:
+    """Column pages in bounds, never empty, carrying exactly the entries ExportLedger sends for them."""
+    last = entries[-1].seq
+    assert [e for p in pages for e in entries_of(p.columns)] == [entry_message(LINK, 1, last, e) for e in entries]
+    for p in pages:
+        assert not p.entries and 1 <= len(p.columns.sequence) <= PAGE_ENTRIES
+        assert (p.first_sequence, p.last_sequence) == (p.columns.sequence[0], p.columns.sequence[-1])
+        assert len(p.columns.sequence) == 1 or p.ByteSize() <= PAGE_BYTES, (len(p.columns.sequence), p.ByteSize())
+
+
+def test_column_pages_hold_a_thousand_and_split_what_would_pass_the_size() -> None:
+    small = [exported(s) for s in range(1, 2_502)]
+    pages = column_pages(LINK, 1, 2_501, columns(small))  # a chunk larger than a page
+    _check_columns(pages, small)
+    assert [len(p.columns.sequence) for p in pages] == [1_000, 1_000, 501]
+    big = "x" * 600_000
+    entries = [exported(1, big), exported(2, big), exported(3, big), exported(4, big), exported(5, "é" * 2_100_000),
+               exported(6), exported(7, big)]
+    pages = column_pages(LINK, 1, 7, columns(entries))
+    _check_columns(pages, entries)
+    assert max(len(p.columns.sequence) for p in pages) == 3  # 3 x 600 kB; a fourth would pass 2 MB
+    assert any(p.ByteSize() > PAGE_BYTES and len(p.columns.sequence) == 1 for p in pages)  # 4.2 MB: alone
+    assert column_pages(LINK, 1, 0, columns([])) == []
+
+
+@given(st.lists(st.tuples(st.integers(0, 700_000), st.text(max_size=20),
+                          st.lists(st.text(min_size=1, max_size=80), max_size=8)), min_size=1, max_size=12))
+@settings(max_examples=40)
+def test_column_pages_stay_bounded_and_exact_whatever_the_entries(shapes: list[tuple[int, str, list[str]]]) -> None:
+    entries = [exported(seq, "é" * (size // 2) + text, accounts, request_id=text or "r") for seq, (size, text, accounts)
+               in enumerate(shapes, start=1)]
+    _check_columns(column_pages(LINK, 1, len(entries), columns(entries)), entries)
+    for n in range(1, len(entries) + 1):  # the bound that spares ByteSize is never under it
+        assert size_bound(LINK, columns(entries[:n])) >= column_page(LINK, 1, 1, columns(entries[:n])).ByteSize()
+    assert columns_of(entries_of(column_pages(LINK, 1, len(entries), columns(entries[:1]))[0].columns)) == \
+        column_pages(LINK, 1, len(entries), columns(entries[:1]))[0].columns  # the client's two conversions agree

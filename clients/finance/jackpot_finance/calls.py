@@ -12,6 +12,8 @@ from jackpotd.api.gen.jackpot.v1 import report_pb2, report_pb2_grpc
 from jackpotd.auth.client import role_channel
 from jackpotd.auth.identity import Role
 
+from .ledger_columns import columns_of
+
 if TYPE_CHECKING:
     from jackpotd.api.gen.jackpot.v1.report_pb2_grpc import ReportServiceAsyncStub
 
@@ -67,12 +69,33 @@ async def export_pages(stub: ReportServiceAsyncStub, link_id: str, *, from_seque
     does not have it (UNIMPLEMENTED before any page), ExportLedger's entries grouped FALLBACK_PAGE at a time."""
     request = report_pb2.ExportLedgerRequest(link_id=link_id, from_sequence=from_sequence, to_sequence=to_sequence,
                                              from_ms=from_ms, to_ms=to_ms)
+    async for page in _paged(stub, request):
+        yield page if isinstance(page, list) else page.entries
+
+
+async def export_columns(stub: ReportServiceAsyncStub, link_id: str, *, from_sequence: int = 0, to_sequence: int = 0,
+                         from_ms: int = 0, to_ms: int = 0) -> AsyncIterator[report_pb2.LedgerColumns]:
+    """The entries of a range, in sequence order, a page at a time as columns (ExportLedgerPages with `columns`);
+    an older server's pages of entries (it ignores the flag), or its ExportLedger, turned into columns here."""
+    request = report_pb2.ExportLedgerRequest(link_id=link_id, from_sequence=from_sequence, to_sequence=to_sequence,
+                                             from_ms=from_ms, to_ms=to_ms, columns=True)
+    async for page in _paged(stub, request):
+        if isinstance(page, list):
+            yield columns_of(page)
+        else:
+            yield page.columns if page.HasField("columns") else columns_of(page.entries)
+
+
+async def _paged(stub: ReportServiceAsyncStub, request: report_pb2.ExportLedgerRequest,
+                 ) -> AsyncIterator[report_pb2.LedgerPage | list[report_pb2.LedgerEntry]]:
+    """ExportLedgerPages' pages; from a server without it (UNIMPLEMENTED before any page), ExportLedger's entries
+    (the same request but `columns`) in lists of FALLBACK_PAGE."""
     call = stub.ExportLedgerPages(request)
     paged = False
     try:
         async for page in call:
             paged = True
-            yield page.entries
+            yield page
         return
     except grpc.aio.AioRpcError as e:
         if paged or e.code() != grpc.StatusCode.UNIMPLEMENTED:
@@ -80,8 +103,8 @@ async def export_pages(stub: ReportServiceAsyncStub, link_id: str, *, from_seque
     finally:
         call.cancel()
     chunk: list[report_pb2.LedgerEntry] = []
-    async for entry in export_ledger(stub, link_id, from_sequence=from_sequence, to_sequence=to_sequence,
-                                     from_ms=from_ms, to_ms=to_ms):
+    async for entry in export_ledger(stub, request.link_id, from_sequence=request.from_sequence,
+                                     to_sequence=request.to_sequence, from_ms=request.from_ms, to_ms=request.to_ms):
         chunk.append(entry)
         if len(chunk) == FALLBACK_PAGE:
             yield chunk

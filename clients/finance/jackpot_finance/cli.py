@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import csv
 import re
 import sys
 from collections.abc import Awaitable, Callable
@@ -23,15 +22,16 @@ from jackpotd.domain.ids import ID_GRAMMAR, require_id
 
 from .calls import (
     ROLES,
-    export_pages,
+    export_columns,
     fetch_liability,
     fetch_reconciliation,
     report_stub,
     verify_ledger,
 )
+from .ledger_csv import page_csv
 from .model import report_dict
 from .render import RECONCILIATION_FORMATS, render_liability, render_verification
-from .spreadsheet import ENCODING, EXPORT_COLUMNS, export_rows
+from .spreadsheet import ENCODING, EXPORT_COLUMNS, to_csv
 from .times import parse_instant
 
 if TYPE_CHECKING:
@@ -230,20 +230,16 @@ async def export(args: argparse.Namespace, stub: ReportServiceAsyncStub) -> int:
     try:
         with partial.open("w", encoding=ENCODING, newline="") as f, \
                 tqdm(total=None, desc="export", unit=" entries", file=sys.stderr, disable=None) as bar:
-            writer = csv.writer(f, lineterminator="\r\n")
-            writer.writerow(EXPORT_COLUMNS)
-            async for page in export_pages(stub, args.link, from_sequence=args.from_seq, to_sequence=args.to_seq,
-                                           from_ms=args.from_ms, to_ms=args.to_ms):
-                if bar.total is None and page[0].last_sequence:
-                    bar.total = page[0].last_sequence - page[0].first_sequence + 1
+            f.write(to_csv([EXPORT_COLUMNS]))
+            async for page in export_columns(stub, args.link, from_sequence=args.from_seq, to_sequence=args.to_seq,
+                                             from_ms=args.from_ms, to_ms=args.to_ms):
+                if bar.total is None and page.export_last_sequence:
+                    bar.total = page.export_last_sequence - page.export_first_sequence + 1
                     bar.refresh()
-                rows: list[list[object]] = []  # a page's rows, written (and the bar moved) at once
-                for entry in page:
-                    rows += export_rows(entry, seen)
-                    postings += len(entry.postings)
-                writer.writerows(rows)
-                entries += len(page)
-                bar.update(len(page))
+                f.write(page_csv(page, seen))  # a page's rows written (and the bar moved) at once
+                entries += len(page.sequence)
+                postings += len(page.account)
+                bar.update(len(page.sequence))
         partial.replace(out)
     except BaseException:
         partial.unlink(missing_ok=True)

@@ -125,10 +125,15 @@ def entry_hits(entry: report_pb2.LedgerEntry, seen: Hits) -> list[dict[str, Any]
     """The hits an entry settled (as its settle recorded them: PAID or PENDING) or decided (PAID or REJECTED, with
     who), read from the entry as chained (`entry_json`). `seen` keeps the hits met earlier in the export, so that a
     decision row has its hit's hand and cards too."""
-    if '"hits"' not in entry.entry_json and '"decision"' not in entry.entry_json:
+    return json_hits(entry.entry_json, seen)
+
+
+def json_hits(entry_json: str, seen: Hits) -> list[dict[str, Any]]:
+    """`entry_hits` of an entry's text (`entry_json`)."""
+    if '"hits"' not in entry_json and '"decision"' not in entry_json:
         return []  # most entries (commits, voids) settle no hit: not worth parsing
     try:
-        body = json.loads(entry.entry_json)
+        body = json.loads(entry_json)
     except ValueError:
         return []
     if not isinstance(body, dict):
@@ -177,6 +182,10 @@ def export_rows(entry: report_pb2.LedgerEntry, seen: Hits | None = None) -> list
     after = [*NO_HIT, *tail]
     rows = [[*head, "posting", i, _cell(p.account), p.amount_ucents, dollars(p.amount_ucents),
              p.balance_after_ucents, dollars(p.balance_after_ucents), *after] for i, p in enumerate(entry.postings)]
-    hits = entry_hits(entry, {} if seen is None else seen)
-    rows += [[*head, "hit", *NO_POSTING, *_hit_cells(h), *tail] for h in hits]
+    rows += hit_rows(head, tail, entry_hits(entry, {} if seen is None else seen))
     return rows or [[*head, "entry", *NO_POSTING, *NO_HIT, *tail]]
+
+
+def hit_rows(head: list[Any], tail: list[Any], hits: list[dict[str, Any]]) -> list[list[Any]]:
+    """An entry's hit rows: its cells `head` (ENTRY_COLUMNS) and `tail` (the hashes) around each hit's."""
+    return [[*head, "hit", *NO_POSTING, *_hit_cells(h), *tail] for h in hits]

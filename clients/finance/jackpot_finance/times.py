@@ -45,13 +45,23 @@ def instant(ms: int) -> datetime:
 def utc_iso(ms: int) -> str:
     """2024-04-30T20:00:00.000Z: ISO 8601 with milliseconds."""
     second, milli = divmod(ms, 1000)
-    return f"{_utc_second(second)}.{milli:03d}Z"
+    return f"{utc_second(second)}.{milli:03d}Z"
 
 
 @lru_cache(maxsize=1024)
-def _utc_second(second: int) -> str:
-    """A Unix second as 2024-04-30T20:00:00: a ledger export dates many entries within the same second."""
-    return f"{instant(second * 1000):%Y-%m-%dT%H:%M:%S}"
+def utc_second(second: int) -> str:
+    """A Unix second as 2024-04-30T20:00:00: a ledger export dates many entries within the same second, and many
+    seconds within a day (its date formatted once, the time of day by integer arithmetic: UTC has 86,400 s a day)."""
+    day, rest = divmod(second, 86_400)
+    hour, rest = divmod(rest, 3_600)
+    minute, sec = divmod(rest, 60)
+    return f"{_utc_day(day)}T{hour:02d}:{minute:02d}:{sec:02d}"
+
+
+@lru_cache(maxsize=64)
+def _utc_day(day: int) -> str:
+    """Day `day` since 1970-01-01 as 2024-04-30."""
+    return f"{instant(day * 86_400_000):%Y-%m-%d}"
 
 
 def local_iso(ms: int, tz: tzinfo) -> str:

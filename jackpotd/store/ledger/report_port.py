@@ -10,9 +10,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 import asyncpg
 
 from ...service.errors import Unavailable
+from ...service.export_columns import ExportedColumns
 from ...service.ports import AuditReport, ExportedEntry, LiabilityData, PeriodData, ReportStore
 from ..checkpoints import Checkpoint
-from . import reports
+from . import export_columns, reports
 from .audit import audit_link
 from .service_port import DRIVER_ERRORS, translated, unavailable
 
@@ -51,6 +52,13 @@ class PostgresReports(ReportStore):
         try:
             async for page in reports.entries(self.pg, link_id, first, last):
                 yield page
+        except DRIVER_ERRORS as error:
+            raise unavailable(error) from error
+
+    async def export_columns(self, link_id: str, first: int, last: int) -> AsyncIterator[ExportedColumns]:
+        try:
+            async for chunk in export_columns.entry_columns(self.pg, link_id, first, last):
+                yield chunk
         except DRIVER_ERRORS as error:
             raise unavailable(error) from error
 

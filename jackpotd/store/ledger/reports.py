@@ -183,7 +183,7 @@ async def seq_range(pool: asyncpg.Pool, link_id: str, from_seq: int, to_seq: int
 
 # One statement a page: the entries, their postings gathered into arrays in index order (one row per entry, no
 # Python object per posting row), the time as Unix ms and the hashes as hex computed by PostgreSQL. The entry is
-# read as text only: its round is parsed from that text in Python (_round_of), never by a JSON operator.
+# read as text only: its round is parsed from that text in Python (round_of), never by a JSON operator.
 EXPORT_PAGE = (
     "WITH legs AS (SELECT seq, array_agg(account ORDER BY idx) AS accounts, "
     "array_agg(amount_uc ORDER BY idx) AS amounts, array_agg(balance_after_uc ORDER BY idx) AS afters "
@@ -205,7 +205,7 @@ async def entries(pool: asyncpg.Pool, link_id: str, first: int, last: int,
         while following is not None:
             rows = await following
             following = _read_ahead(pool, link_id, next(ranges, None))
-            out = [ExportedEntry(seq, at_ms, kind, request_id, *_round_of(entry), hash_hex, prev_hex, entry,
+            out = [ExportedEntry(seq, at_ms, kind, request_id, *round_of(entry), hash_hex, prev_hex, entry,
                                  accounts or (), amounts or (), afters or ())
                    for seq, at_ms, kind, request_id, entry, hash_hex, prev_hex, accounts, amounts, afters in rows]
             if out:
@@ -229,7 +229,7 @@ def _read_ahead(pool: asyncpg.Pool, link_id: str, span: tuple[int, int] | None) 
     return asyncio.ensure_future(pool.fetch(EXPORT_PAGE, link_id, *span))
 
 
-def _round_of(entry: str) -> tuple[str, str]:
+def round_of(entry: str) -> tuple[str, str]:
     """The table and round an entry moved ('' when none), from its exact text."""
     if '"round"' not in entry:
         return "", ""

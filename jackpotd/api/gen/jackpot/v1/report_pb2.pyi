@@ -440,6 +440,7 @@ class ExportLedgerRequest(_message.Message):
     TO_SEQUENCE_FIELD_NUMBER: _builtins.int
     FROM_MS_FIELD_NUMBER: _builtins.int
     TO_MS_FIELD_NUMBER: _builtins.int
+    COLUMNS_FIELD_NUMBER: _builtins.int
     link_id: _builtins.str
     from_sequence: _builtins.int
     """inclusive; 0: from the first"""
@@ -448,6 +449,10 @@ class ExportLedgerRequest(_message.Message):
     from_ms: _builtins.int
     """or by time: [from_ms, to_ms) (either set selects by time)"""
     to_ms: _builtins.int
+    columns: _builtins.bool
+    """ExportLedgerPages only: each page carries its entries as columns (LedgerPage.columns) instead of messages
+    (LedgerPage.entries): the same entries, in pages within the same bounds. ExportLedger refuses it.
+    """
     def __init__(
         self,
         *,
@@ -456,10 +461,11 @@ class ExportLedgerRequest(_message.Message):
         to_sequence: _builtins.int = ...,
         from_ms: _builtins.int = ...,
         to_ms: _builtins.int = ...,
+        columns: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["from_ms", b"from_ms", "from_sequence", b"from_sequence", "link_id", b"link_id", "to_ms", b"to_ms", "to_sequence", b"to_sequence"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["columns", b"columns", "from_ms", b"from_ms", "from_sequence", b"from_sequence", "link_id", b"link_id", "to_ms", b"to_ms", "to_sequence", b"to_sequence"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -561,25 +567,121 @@ class LedgerPage(_message.Message):
     ENTRIES_FIELD_NUMBER: _builtins.int
     FIRST_SEQUENCE_FIELD_NUMBER: _builtins.int
     LAST_SEQUENCE_FIELD_NUMBER: _builtins.int
+    COLUMNS_FIELD_NUMBER: _builtins.int
     first_sequence: _builtins.int
     """this page's first entry and its last: the next page starts after last_sequence"""
     last_sequence: _builtins.int
     @_builtins.property
-    def entries(self) -> _containers.RepeatedCompositeFieldContainer[Global___LedgerEntry]: ...
+    def entries(self) -> _containers.RepeatedCompositeFieldContainer[Global___LedgerEntry]:
+        """empty when the request asked for `columns`"""
+
+    @_builtins.property
+    def columns(self) -> Global___LedgerColumns:
+        """set only when the request asked for `columns` (an older server ignores the flag)"""
+
     def __init__(
         self,
         *,
         entries: _abc.Iterable[Global___LedgerEntry] | None = ...,
         first_sequence: _builtins.int = ...,
         last_sequence: _builtins.int = ...,
+        columns: Global___LedgerColumns | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["columns", b"columns"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["entries", b"entries", "first_sequence", b"first_sequence", "last_sequence", b"last_sequence"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["columns", b"columns", "entries", b"entries", "first_sequence", b"first_sequence", "last_sequence", b"last_sequence"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___LedgerPage: _TypeAlias = LedgerPage  # noqa: Y015
+
+@_typing.final
+class LedgerColumns(_message.Message):
+    """A page's entries as columns (ExportLedgerPages with `columns`): entry i is sequence[i], at_ms[i], kind[i], ...,
+    each field as LedgerEntry has it; its postings are the next posting_count[i] values of account, amount_ucents
+    and balance_after_ucents, in the entry's order. A client fills each field with one call, not a message an entry.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LINK_ID_FIELD_NUMBER: _builtins.int
+    EXPORT_FIRST_SEQUENCE_FIELD_NUMBER: _builtins.int
+    EXPORT_LAST_SEQUENCE_FIELD_NUMBER: _builtins.int
+    SEQUENCE_FIELD_NUMBER: _builtins.int
+    AT_MS_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    TABLE_ID_FIELD_NUMBER: _builtins.int
+    ROUND_ID_FIELD_NUMBER: _builtins.int
+    HASH_HEX_FIELD_NUMBER: _builtins.int
+    PREV_HASH_HEX_FIELD_NUMBER: _builtins.int
+    ENTRY_JSON_FIELD_NUMBER: _builtins.int
+    POSTING_COUNT_FIELD_NUMBER: _builtins.int
+    ACCOUNT_FIELD_NUMBER: _builtins.int
+    AMOUNT_UCENTS_FIELD_NUMBER: _builtins.int
+    BALANCE_AFTER_UCENTS_FIELD_NUMBER: _builtins.int
+    link_id: _builtins.str
+    """every entry's link"""
+    export_first_sequence: _builtins.int
+    """the range being exported (LedgerEntry.first_sequence, last_sequence)"""
+    export_last_sequence: _builtins.int
+    @_builtins.property
+    def sequence(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def at_ms(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def kind(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def request_id(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def table_id(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def round_id(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def hash_hex(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def prev_hash_hex(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def entry_json(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def posting_count(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """per entry"""
+
+    @_builtins.property
+    def account(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """per posting, the page's entries' postings one after another"""
+
+    @_builtins.property
+    def amount_ucents(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def balance_after_ucents(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def __init__(
+        self,
+        *,
+        link_id: _builtins.str = ...,
+        export_first_sequence: _builtins.int = ...,
+        export_last_sequence: _builtins.int = ...,
+        sequence: _abc.Iterable[_builtins.int] | None = ...,
+        at_ms: _abc.Iterable[_builtins.int] | None = ...,
+        kind: _abc.Iterable[_builtins.str] | None = ...,
+        request_id: _abc.Iterable[_builtins.str] | None = ...,
+        table_id: _abc.Iterable[_builtins.str] | None = ...,
+        round_id: _abc.Iterable[_builtins.str] | None = ...,
+        hash_hex: _abc.Iterable[_builtins.str] | None = ...,
+        prev_hash_hex: _abc.Iterable[_builtins.str] | None = ...,
+        entry_json: _abc.Iterable[_builtins.str] | None = ...,
+        posting_count: _abc.Iterable[_builtins.int] | None = ...,
+        account: _abc.Iterable[_builtins.str] | None = ...,
+        amount_ucents: _abc.Iterable[_builtins.int] | None = ...,
+        balance_after_ucents: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["account", b"account", "amount_ucents", b"amount_ucents", "at_ms", b"at_ms", "balance_after_ucents", b"balance_after_ucents", "entry_json", b"entry_json", "export_first_sequence", b"export_first_sequence", "export_last_sequence", b"export_last_sequence", "hash_hex", b"hash_hex", "kind", b"kind", "link_id", b"link_id", "posting_count", b"posting_count", "prev_hash_hex", b"prev_hash_hex", "request_id", b"request_id", "round_id", b"round_id", "sequence", b"sequence", "table_id", b"table_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LedgerColumns: _TypeAlias = LedgerColumns  # noqa: Y015
 
 @_typing.final
 class VerifyLedgerRequest(_message.Message):
