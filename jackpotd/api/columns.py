@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import compress, repeat
-from operator import not_
+from operator import ne, not_
 from typing import Any
+
+import orjson
 
 from ..domain.errors import InvalidInput
 from ..domain.rounds import NoHand, PackedHands, PackedWagers
@@ -57,10 +59,10 @@ def _hand_content(seat: int, cards: str, value: int) -> dict[str, Any]:
     return d
 
 
-def hands_of(cols: table_pb2.HandColumns) -> tuple[PackedHands, list[dict[str, Any]]]:
+def hands_of(cols: table_pb2.HandColumns) -> tuple[PackedHands, orjson.Fragment | None]:
     """The hands of `hand_columns` as the domain checks them (columns, each seat's cards split at single spaces,
-    no row per seat), and the request content's `hands` exactly as the per-seat form's, so a retry in either form
-    is the same request."""
+    no row per seat), and the request content's `hands` as the canonical JSON the per-seat form's list makes
+    (None when no hand was sent), so a retry in either form is the same request."""
     seats, cards, values = list(cols.seats), list(cols.cards), list(cols.no_hand)
     equal_lengths("hand_columns", {"seats": seats, "cards": cards, "no_hand": values})
     if not set(values) <= _REASONS.keys():
@@ -72,16 +74,33 @@ def hands_of(cols: table_pb2.HandColumns) -> tuple[PackedHands, list[dict[str, A
     others = set(compress(range(count), cards))  # only the seats that sent cards, found in C
     for i in others:
         dealt[i] = tuple(cards[i].split(" "))
-    # the content: a seat without cards stated with its reason, in one pass; the few others (cards, no reason or
-    # seat 0, each looked for in C only when there is one) made again one by one
-    listed = [{"seat": s, "no_hand": n} for s, n in zip(seats, map(_NAMES.get, values), strict=True)]
+    # seats the content names otherwise than {"no_hand", "seat"}: cards, no reason or seat 0 (each looked for in
+    # C only when there is one)
     if 0 in values:
         others.update(compress(range(count), map(not_, values)))
     if 0 in seats:
         others.update(compress(range(count), map(not_, seats)))
+    content = orjson.Fragment(_hands_text(seats, cards, values, others)) if count else None
+    return PackedHands(seats, dealt, list(map(_REASONS.__getitem__, values))), content
+
+
+def _hands_text(seats: list[int], cards: list[str], values: Sequence[int], others: set[int]) -> bytes:
+    """canonical_json of the per-seat form's `hands` list, without an object per seat: a stretch of seats with one
+    reason is their numbers as orjson writes a list, each comma widened to the next seat's opening (keys sorted:
+    "no_hand" before "seat"); each of `others` is made whole."""
+    count = len(seats)
+    starts = {0, *compress(range(1, count), map(ne, values[1:], values))}  # where the reason changes, in C
     for i in others:
-        listed[i] = _hand_content(seats[i], cards[i], values[i])
-    return PackedHands(seats, dealt, list(map(_REASONS.__getitem__, values))), listed
+        starts |= {i, i + 1}
+    ordered = sorted(starts - {count})
+    parts: list[bytes] = []
+    for a, b in zip(ordered, [*ordered[1:], count], strict=True):
+        if a in others:  # a stretch of its own (the next seat starts one)
+            parts.append(orjson.dumps(_hand_content(seats[a], cards[a], values[a]), option=orjson.OPT_SORT_KEYS))
+        else:
+            head = b'{"no_hand":"' + _NAMES[values[a]].encode() + b'","seat":'
+            parts.append(head + orjson.dumps(seats[a:b])[1:-1].replace(b",", b"}," + head) + b"}")
+    return b"[" + b",".join(parts) + b"]"
 
 
 def accepted_columns(out: table_pb2.AcceptedColumns, accepted: Sequence[Accepted]) -> None:

@@ -167,7 +167,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         hands: Sequence[SeatHand] | PackedHands = rows
         if packed:
             hands, listed = columns.hands_of(request.hand_columns)
-            if listed:  # as the per-seat form's content: no `hands` when none were sent
+            if listed is not None:  # as the per-seat form's content: no `hands` when none were sent
                 content["hands"] = listed
         req = c.Request(require_id("request_id", request.request_id), content, caller_key())
         done = await self.table.settle(c.Settle(req, request.table_id, request.round_id, hands,

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ..canonical import request_identity
+from ..canonical import canonical_json, request_identity
 from ..domain.errors import Conflict, FailedPrecondition, InvalidInput, NotFound
 from ..domain.ids import require_id
 from ..domain.link import LinkConfig
@@ -52,7 +52,9 @@ class Done:
 
 def id_reused(req: Request, reply: Reply) -> Conflict:
     """A request id used before for different content (API.md: ALREADY_EXISTS), naming what differs."""
-    keys = sorted(k for k in set(reply.content) | set(req.content) if reply.content.get(k) != req.content.get(k))
+    # compared as canonical text: a big settle's `hands` may be held as its JSON text (api/columns.py)
+    keys = sorted(k for k in set(reply.content) | set(req.content)
+                  if canonical_json(reply.content.get(k)) != canonical_json(req.content.get(k)))
     return Conflict("request_id", req.request_id, "already used for a different request; differs in: "
                     + (", ".join(keys) or "content"))
 
