@@ -105,7 +105,7 @@ NAIVE_ARGS ?=
 bench-naive: install
 	$(BIN)/python bench/bench_naive.py $(NAIVE_ARGS)
 
-## bench-export: ExportLedgerPages (and with EXPORT_ARGS=--entries-too ExportLedger) over gRPC and jackpot-report
+## bench-export: ExportLedgerPages as columns (EXPORT_ARGS=--pages-of-entries or --entries-too: the older forms) over gRPC and jackpot-report
 ## export's CSV on a built ledger (kept in /tmp/jackpotd-export-ledger); quick: EXPORT_ARGS=--quick
 EXPORT_ARGS ?=
 bench-export: install
