@@ -14,7 +14,8 @@ from ...service.export_columns import ExportedColumns
 from .reports import round_of
 
 CHUNK = 1_000  # entries read a statement
-AHEAD = 2  # chunks in flight besides the one being used (PostgreSQL works on another core meanwhile)
+AHEAD = 1  # a chunk in flight besides the one being used (PostgreSQL works on another core meanwhile): an
+# export holds at most two of the pool's connections, as the pages of entries did
 
 # The entries as rows: cheaper for PostgreSQL than arrays of large texts (array_agg copies each entry twice and
 # its binary output once more: about 3 µs an entry against 1). The hashes as bytes, made hex here (bytes.hex).
@@ -30,7 +31,8 @@ POSTING_ARRAYS = (
 
 async def _chunk(pool: asyncpg.Pool, link_id: str, first: int, last: int) -> ExportedColumns | None:
     """Entries first..last as columns (None when there are none)."""
-    async with pool.acquire() as conn:
+    async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+        # one snapshot for both statements: the entries and their postings as one moment of the ledger holds them
         rows = await conn.fetch(ENTRY_ROWS, link_id, first, last)
         legs = await conn.fetchrow(POSTING_ARRAYS, link_id, first, last)
     if not rows:
