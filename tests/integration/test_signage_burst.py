@@ -217,3 +217,46 @@ async def test_a_hit_two_supervisors_must_approve_says_how_many_have(client: Cli
         assert "PENDING VERIFICATION · 1 of 2 approvals" in await banner.inner_text()
     finally:
         await runner.cleanup()
+
+
+async def test_a_decision_in_its_cards_last_moment_stays_to_be_read(client: Client, target: str,
+                                                                     browser: Any) -> None:
+    # The CI flake of test_console_browser (issue 23): a supervisor's approval that reached the sign 0.1 s before
+    # its PENDING card ended was said in place and gone before anyone (or the test) could read VERIFIED AND PAID.
+    # Here the decision is put into the sign's feed 0.6 s before the card's end (the page's own clock and plan,
+    # read from its timeline): it must stay on screen at least DECIDED_MS (3 s at --celebrate-seconds 3).
+    link = unique("decided")
+    await client.create_link(link)
+    base, runner = await serve_sign(target, link, celebrate=3.0)
+    try:
+        page = await browser(HD)
+        await page.goto(f"{base}/links/{link}")
+        await eventually(lambda: page.is_visible("[data-pool=MAJOR] .amount"), 10, "the pools")
+        feed = runner.app[FEEDS].feeds[link]
+
+        def announce(status: str) -> None:
+            hit = common_pb2.HitAnnouncement(table_id="t1", seat=2, hand="royal_flush", amount_cents=2_000_000,
+                                             pool="MAJOR", hit_id="h1", sequence=feed.sequence, status=status,
+                                             approvals=int(status == "PAID"), approvals_needed=1)
+            feed._apply(display_pb2.PoolsUpdate(link_id=link, sequence=feed.sequence, hit=hit))
+
+        announce("PENDING")
+
+        async def card_until() -> float | None:
+            return next((e["until"] for e in await sign_log(page) if e["what"] == "full" and e["on"]), None)
+
+        until = await eventually(card_until, 5, "the PENDING card")
+        await eventually(lambda: page.evaluate(f"Date.now() >= {until} - 600"), 5, "the card's last 0.6 s")
+        announce("PAID")
+
+        async def card_off() -> list[dict[str, Any]] | None:
+            log = await sign_log(page)
+            return log if any(e["what"] == "full" and not e["on"] for e in log) else None
+
+        log = await eventually(card_off, 10, "the card over")
+        said = next(e for e in log if e["what"] == "update" and e["hits"][0]["status"] == "PAID")
+        off = next(e for e in log if e["what"] == "full" and not e["on"])
+        assert said["t"] <= until, (said, until)  # said on the PENDING card, not on a card of its own
+        assert off["t"] - said["t"] >= 2_900, (said, off, until)  # read for 3 s, not flashed for 0.6
+    finally:
+        await runner.cleanup()

@@ -7,6 +7,8 @@
 // for REST_MS; hits that queued meanwhile share one summary card. So a hit is on screen within
 // BUSY_MS + REST_MS (7 s) of its arrival, and in a burst the pools show most of the time. Other hits (MINOR)
 // are banners under the pools (which make room), newest first, a few at once and "+N more".
+// A decision said on its card (VERIFIED AND PAID) keeps the card up DECIDED_MS more when no hit waits, so a
+// decision that lands in the card's last moment is read, not flashed.
 // window.__signLog keeps a short timeline of what was shown when (hits, cards, banners, offline), for tests.
 "use strict";
 
@@ -15,6 +17,7 @@
   const FULL_MS = Math.min(8, Math.max(0, Number(config.celebrateSeconds) || 8)) * 1000;  // a lone card
   const BUSY_MS = Math.min(FULL_MS, 2000);     // a card's length once another hit waits
   const SUMMARY_MS = Math.min(FULL_MS, 3000);  // a card of several hits, or any card in busy times
+  const DECIDED_MS = SUMMARY_MS;               // a decision said on its card stays at least this long
   const REST_MS = 5000;                        // pools between two cards
   const QUIET_MS = 10000;                      // this long after a card, the next one is a lone one again
   const BANNER_MS = 6000;                      // how long a MINOR hit's banner stays
@@ -279,8 +282,8 @@
     card = {hits: hits, start: now, end: now, timer: null};
     fillCard(hits);
     celEl.hidden = false;
-    note("full", {on: true, hits: hits.map(brief)});
     endCardAt(now + (busy ? SUMMARY_MS : FULL_MS));
+    note("full", {on: true, hits: hits.map(brief), until: card.end});
   }
 
   function endCard() {
@@ -300,9 +303,12 @@
     if (card) {
       const i = card.hits.findIndex((h) => h.hit_id === hit.hit_id);
       if (i >= 0) {  // a decision (or an approval) of a hit on screen: said in place
+        const decided = hit.status !== card.hits[i].status && hit.status !== "PENDING";
         card.hits[i] = hit;
         fillCard(card.hits);
-        note("update", {hits: [brief(hit)]});
+        // a decision in the card's last moment would flash by unread: it stays DECIDED_MS, unless a hit waits
+        if (decided && waiting.length === 0) endCardAt(Math.max(card.end, Date.now() + DECIDED_MS));
+        note("update", {hits: [brief(hit)], until: card.end});
         return;
       }
     }
