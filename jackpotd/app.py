@@ -24,6 +24,7 @@ from .api.transport import listener
 from .auth.credentials import development_credentials
 from .clock import Clock, now_ms
 from .grpc_server import JackpotService, run_grpc
+from .listen_lock import hold_listen
 from .metrics import multiprocess_dir, registry
 from .service.reports import ReportQueries
 from .service.services import Services
@@ -104,7 +105,20 @@ async def serve(settings: Settings, *, demo: bool = False, ready: asyncio.Event 
                 stop: asyncio.Event | None = None, clock: Clock = now_ms, role: str = ALL) -> None:
     """Run until SIGINT or SIGTERM; on exit stop in order and stop embedded servers. `all`: lead the ledger writer
     if its lease is free (recovering first) and serve gRPC; `grpc`: serve only, stateless; `writer`: the lease and
-    the writer only, standing by while another holds it."""
+    the writer only, standing by while another holds it. A process that listens first takes its port's host-wide
+    lock (ListenBusy when another jackpotd holds it), before any store starts or any worker binds."""
+    held = None if role == WRITER else hold_listen(settings.listen, state_dir=settings.state_dir,
+                                                     command="serve" if role == ALL else role)
+    try:
+        await _serve(settings, demo=demo, ready=ready, stop=stop, clock=clock, role=role)
+    finally:
+        if held is not None:
+            held.release()
+
+
+async def _serve(settings: Settings, *, demo: bool, ready: asyncio.Event | None, stop: asyncio.Event | None,
+                 clock: Clock, role: str) -> None:
+    """`serve` once this process holds its listen port."""
     settings = with_default_anchor_key(settings, create=True)
     if settings.embedded and not settings.auth_key_file and not settings.tls_cert_file:  # `make run` (README)
         credentials = await asyncio.to_thread(development_credentials, settings.state_dir)

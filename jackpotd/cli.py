@@ -294,12 +294,14 @@ def main(argv: list[str] | None = None) -> int:
         from .app import run_loop, tune_gc
         from .auth.issue import IssueError
         from .embedded.account import AccountMissing
+        from .listen_lock import ListenBusy
 
         try:
             tune_gc()
             result: int = run_loop(_run(args, settings))
-        except (ListenRefused, IssueError, SettingsError, AccountMissing) as e:  # the listen address, TLS files,
-            # credentials or what the stores turn out to be cannot be used, or the server's account is missing
+        except (ListenRefused, ListenBusy, IssueError, SettingsError, AccountMissing) as e:  # the listen address
+            # is refused or another jackpotd's, TLS files, credentials or what the stores turn out to be cannot be
+            # used, or the server's account is missing
             print(f"jackpotd: {e}", file=sys.stderr)
             return 2
     finally:
