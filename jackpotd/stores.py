@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .embedded import EmbeddedPostgres, EmbeddedValkey
+from .embedded import EmbeddedPostgres, EmbeddedValkey, ports
 from .settings import Settings, SettingsError
 from .store import ledger
 from .store.redis_errors import WrongTopology
@@ -58,10 +58,21 @@ async def open_stores(settings: Settings, *, migrate: bool = True) -> AsyncItera
                                          secrets=state / "secrets").dsn if "postgres_port" in running else dsn
         else:
             state.mkdir(parents=True, exist_ok=True)
+            try:  # the same ports as every earlier start: a writer or API replica pointed at them reconnects
+                chosen = ports.claim(state)
+            except ports.PortTaken as e:
+                raise SettingsError(str(e)) from None
             # Started from this thread on purpose: they die with the thread that started them (PDEATHSIG).
-            pg = EmbeddedPostgres(state / "postgres" / "data", secrets=state / "secrets").start()
-            valkey = EmbeddedValkey(state / "valkey", secrets=state / "secrets").start()
+            pg = EmbeddedPostgres(state / "postgres" / "data", port=chosen["postgres"], secrets=state / "secrets")
+            pg.start()
+            valkey = EmbeddedValkey(state / "valkey", port=chosen["valkey"], secrets=state / "secrets")
+            try:
+                valkey.start()
+            except BaseException:
+                pg.stop()
+                raise
             embedded = (pg, valkey)
+            ports.record(state, {"postgres": pg.port, "valkey": valkey.port})
             redis_url, dsn, owner_dsn = valkey.url, pg.app_dsn(), pg.dsn
             _write_private(endpoints, json.dumps({"pid": os.getpid(), "redis_url": redis_url, "postgres_dsn": dsn,
                                                   "postgres_port": pg.port, "valkey_port": valkey.port}))
