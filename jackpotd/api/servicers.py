@@ -220,7 +220,7 @@ class DisplayServicer(display_pb2_grpc.DisplayServiceServicer):
 
     async def WatchPools(self, request: display_pb2.WatchPoolsRequest,
                          context: Ctx) -> AsyncIterator[display_pb2.PoolsUpdate]:
-        async for u in self.reads.watch(request.link_id):
+        async for u in self.reads.watch(request.link_id, request.after_sequence):
             yield display_pb2.PoolsUpdate(link_id=request.link_id, pools=pool_amounts(u.pools), sequence=u.seq,
                                           hit=hit_of(u.hit), tables=tables_of(u.tables))
 

@@ -9,8 +9,8 @@ from ..domain.errors import InvalidInput
 from ..domain.ids import require_id
 from ..domain.verification import HitStatus
 from . import results
-from .decide.reads import HEARTBEAT
-from .feed import CommittedFeed
+from .decide.reads import HEARTBEAT, announcements
+from .feed import RANGE_MAX, CommittedFeed
 from .links import Links
 from .ports import Durability, HitRecord, Ledger, LiveStore
 
@@ -18,6 +18,7 @@ ONLINE_REFRESH = HEARTBEAT  # a meter stream says its table is online at least t
 ONLINE_TTL_MS = 6000  # ... and it shows offline this long after its last stream ended
 HIT_STATUSES = ("", *HitStatus)
 LIST_DEFAULT, LIST_MAX = 100, 1000
+RESUME_MAX = RANGE_MAX  # entries a resumed WatchPools replays at most (a sign this far behind catches up on pools)
 
 
 class Reads:
@@ -73,14 +74,20 @@ class Reads:
         self.feed.seed_rounds(link_id, found)
         return self.feed.last_rounds(link_id) or found
 
-    async def watch(self, link_id: str) -> AsyncIterator[results.LinkUpdate]:
+    async def watch(self, link_id: str, after: int = 0) -> AsyncIterator[results.LinkUpdate]:
         """A snapshot, then what the ledger commits (issue 11: nothing before it): every hit on its own (§8),
         pools coalesced to ten a second, and a checked snapshot on a quiet link so a table can tell it from a
-        lost service."""
+        lost service. Resumed `after` a sequence the caller was sent: the hits and decisions of the entries since
+        come first, in order (issue 23: a sign that reconnected missed a PENDING hit's decision)."""
+        if after < 0:
+            raise InvalidInput("after_sequence", after, "must be 0 (no resume) or a sequence this stream sent")
         await self.links.config(link_id)
         async with self.feed.watching(link_id) as watcher:  # before the snapshot: no entry falls between them
             first = await self.snapshot(link_id)
             watcher.begin(first)
+            if 0 < after < first.seq:
+                for missed in await self.missed(link_id, after, first):
+                    yield missed
             yield first
             while True:
                 update = await watcher.next(HEARTBEAT)
@@ -88,6 +95,14 @@ class Reads:
                     update = await self.snapshot(link_id)
                     watcher.showed(update)
                 yield update
+
+    async def missed(self, link_id: str, after: int, first: results.LinkUpdate) -> list[results.LinkUpdate]:
+        """The hit announcements of the entries after `after` up to the snapshot `first` (the last RESUME_MAX
+        entries at most), each with its entry's pools, as the feed would have sent them."""
+        _, config = await self.links.config(link_id)
+        entries = await self.ledger.entries(link_id, max(after, first.seq - RESUME_MAX), first.seq)
+        return [results.LinkUpdate(e.seq, results.pool_views(config, e.reply.balances), hit, first.tables)
+                for e in entries if e.reply is not None for hit in announcements(e.kind, e.reply)]
 
     async def meter(self, table_id: str) -> AsyncIterator[results.MeterUpdate]:
         """The table's link watched, with whether the table may take jackpot wagers (§8, NSW 14.13)."""

@@ -1,6 +1,7 @@
 """One WatchPools stream per link, kept open for as long as the server runs, fanned out to browsers.
 
-The stream is reopened with backoff whenever it ends or fails (the backoff resets once data flows again).
+The stream is reopened with backoff whenever it ends or fails (the backoff resets once data flows again), resumed
+after the last sequence it was sent, so no hit or decision announced meanwhile is missed (issue 23).
 Every subscriber gets a mailbox that never makes the feed wait: the latest state replaces an unread one, and
 hits queue up in order (a browser that leaves too many unread is let go and reconnects)."""
 
@@ -224,7 +225,8 @@ class LinkFeed:
         self.credentials.found()
         try:
             stub = display_pb2_grpc.DisplayServiceStub(channel)
-            call = stub.WatchPools(display_pb2.WatchPoolsRequest(link_id=self.link))
+            # resumed after the last sequence it was sent: the hits and decisions it missed meanwhile come first
+            call = stub.WatchPools(display_pb2.WatchPoolsRequest(link_id=self.link, after_sequence=self.sequence))
             try:
                 while True:
                     update = await asyncio.wait_for(call.read(), SILENCE)

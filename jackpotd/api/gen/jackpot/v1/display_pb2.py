@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from jackpotd.api.gen.jackpot.v1 import common_pb2 as jackpot_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18jackpot/v1/display.proto\x12\njackpot.v1\x1a\x17jackpot/v1/common.proto\"\"\n\x0fGetPoolsRequest\x12\x0f\n\x07link_id\x18\x01 \x01(\t\"\xb4\x01\n\x10GetPoolsResponse\x12\x0f\n\x07link_id\x18\x01 \x01(\t\x12%\n\x05pools\x18\x02 \x03(\x0b\x32\x16.jackpot.v1.PoolAmount\x12-\n\x08last_hit\x18\x03 \x01(\x0b\x32\x1b.jackpot.v1.HitAnnouncement\x12\x10\n\x08sequence\x18\x04 \x01(\x03\x12\'\n\x06tables\x18\x05 \x03(\x0b\x32\x17.jackpot.v1.TableStatus\"$\n\x11WatchPoolsRequest\x12\x0f\n\x07link_id\x18\x01 \x01(\t\"\xaa\x01\n\x0bPoolsUpdate\x12\x0f\n\x07link_id\x18\x01 \x01(\t\x12%\n\x05pools\x18\x02 \x03(\x0b\x32\x16.jackpot.v1.PoolAmount\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12(\n\x03hit\x18\x04 \x01(\x0b\x32\x1b.jackpot.v1.HitAnnouncement\x12\'\n\x06tables\x18\x05 \x03(\x0b\x32\x17.jackpot.v1.TableStatus2\x9f\x01\n\x0e\x44isplayService\x12\x45\n\x08GetPools\x12\x1b.jackpot.v1.GetPoolsRequest\x1a\x1c.jackpot.v1.GetPoolsResponse\x12\x46\n\nWatchPools\x12\x1d.jackpot.v1.WatchPoolsRequest\x1a\x17.jackpot.v1.PoolsUpdate0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18jackpot/v1/display.proto\x12\njackpot.v1\x1a\x17jackpot/v1/common.proto\"\"\n\x0fGetPoolsRequest\x12\x0f\n\x07link_id\x18\x01 \x01(\t\"\xb4\x01\n\x10GetPoolsResponse\x12\x0f\n\x07link_id\x18\x01 \x01(\t\x12%\n\x05pools\x18\x02 \x03(\x0b\x32\x16.jackpot.v1.PoolAmount\x12-\n\x08last_hit\x18\x03 \x01(\x0b\x32\x1b.jackpot.v1.HitAnnouncement\x12\x10\n\x08sequence\x18\x04 \x01(\x03\x12\'\n\x06tables\x18\x05 \x03(\x0b\x32\x17.jackpot.v1.TableStatus\"<\n\x11WatchPoolsRequest\x12\x0f\n\x07link_id\x18\x01 \x01(\t\x12\x16\n\x0e\x61\x66ter_sequence\x18\x02 \x01(\x03\"\xaa\x01\n\x0bPoolsUpdate\x12\x0f\n\x07link_id\x18\x01 \x01(\t\x12%\n\x05pools\x18\x02 \x03(\x0b\x32\x16.jackpot.v1.PoolAmount\x12\x10\n\x08sequence\x18\x03 \x01(\x03\x12(\n\x03hit\x18\x04 \x01(\x0b\x32\x1b.jackpot.v1.HitAnnouncement\x12\'\n\x06tables\x18\x05 \x03(\x0b\x32\x17.jackpot.v1.TableStatus2\x9f\x01\n\x0e\x44isplayService\x12\x45\n\x08GetPools\x12\x1b.jackpot.v1.GetPoolsRequest\x1a\x1c.jackpot.v1.GetPoolsResponse\x12\x46\n\nWatchPools\x12\x1d.jackpot.v1.WatchPoolsRequest\x1a\x17.jackpot.v1.PoolsUpdate0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,9 +37,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETPOOLSRESPONSE']._serialized_start=102
   _globals['_GETPOOLSRESPONSE']._serialized_end=282
   _globals['_WATCHPOOLSREQUEST']._serialized_start=284
-  _globals['_WATCHPOOLSREQUEST']._serialized_end=320
-  _globals['_POOLSUPDATE']._serialized_start=323
-  _globals['_POOLSUPDATE']._serialized_end=493
-  _globals['_DISPLAYSERVICE']._serialized_start=496
-  _globals['_DISPLAYSERVICE']._serialized_end=655
+  _globals['_WATCHPOOLSREQUEST']._serialized_end=344
+  _globals['_POOLSUPDATE']._serialized_start=347
+  _globals['_POOLSUPDATE']._serialized_end=517
+  _globals['_DISPLAYSERVICE']._serialized_start=520
+  _globals['_DISPLAYSERVICE']._serialized_end=679
 # @@protoc_insertion_point(module_scope)

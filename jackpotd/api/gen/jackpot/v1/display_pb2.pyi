@@ -77,15 +77,21 @@ class WatchPoolsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     LINK_ID_FIELD_NUMBER: _builtins.int
+    AFTER_SEQUENCE_FIELD_NUMBER: _builtins.int
     link_id: _builtins.str
+    after_sequence: _builtins.int
+    """Resume point: the last sequence this client was sent (0: none). The stream then sends every hit announcement
+    and decision of the entries after it (at most the last 10,000 entries), in order, before its snapshot.
+    """
     def __init__(
         self,
         *,
         link_id: _builtins.str = ...,
+        after_sequence: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["link_id", b"link_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_sequence", b"after_sequence", "link_id", b"link_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
