@@ -49,7 +49,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _api(s: argparse.ArgumentParser) -> None:
     """The flags of a process that serves the gRPC API."""
-    s.add_argument("--listen", help="host:port to listen on (default 127.0.0.1:50051)")
+    s.add_argument("--listen", help="host:port to listen on (default 127.0.0.1:50051); one jackpotd per port on a "
+                                    "host, whatever the host part: a second exits 2 naming the first")
     s.add_argument("--metrics-port", type=int, help="Prometheus metrics port on loopback (default 9464; 0: off)")
     s.add_argument("--metrics-host", help="address /metrics listens on (default 127.0.0.1; 0.0.0.0 in a container "
                                           "for a Prometheus beside it)")
@@ -81,7 +82,8 @@ def parser() -> argparse.ArgumentParser:
                                    "all of them; then recover their links and write the ledger); serve TableService, "
                                    "DisplayService, AdminService, ReportService, health and reflection until Ctrl-C. "
                                    "One jackpotd per state directory: a second start on it exits 2 (embedded "
-                                   "stores; `grpc` and `writer` likewise).")
+                                   "stores; `grpc` and `writer` likewise), and one per listen port on a host. "
+                                   "Embedded stores keep the ports recorded in STATE_DIR/ports.json.")
     _common(s)
     _api(s)
     s.add_argument("--demo", action="store_true", help="load the demo link: one split link, six tables")

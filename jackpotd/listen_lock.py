@@ -118,7 +118,7 @@ def who_holds(port: int) -> dict[str, object] | None:
     try:
         about: dict[str, object] = json.loads(said)
     except ValueError:  # stopped, or not a jackpotd of this version: what /proc says
-        about = {"command": _cmdline(pid)}
+        about = {"command": _cmdline(pid), "silent": True}
     about["pid"] = pid
     return about
 
@@ -137,6 +137,8 @@ def busy_text(listen: str, holder: dict[str, object]) -> str:
         facts.append(f"`jackpotd {holder['command']}`" if "state_dir" in holder else f"command {holder['command']}")
     if holder.get("state_dir"):
         facts.append(f"state dir {holder['state_dir']}")
+    if holder.get("silent"):
+        facts.append(f"not answering within {ASK_TIMEOUT:g} s: stopped or hung?")
     since = holder.get("since")
     if isinstance(since, int | float):
         facts.append(f"since {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(since))}")
