@@ -4,9 +4,10 @@ when it fails, the first few offending items in words a person can act on. chaos
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
 from jackpotd.auth.identity import Role
 from jackpotd.service.commands import Request
@@ -95,7 +96,13 @@ class ChainAudit:
 def stored_request_id(call: Call) -> str:
     """The request id as the ledger stores it: scoped to its caller, the table (`table:<table>:<request_id>`), by
     jackpotd's own Request.key. The one place the checker maps a logged id to the stored form."""
-    return Request(call.request_id, {}, f"{Role.TABLE.value}:{call.table}").key
+    return _scoped(call.table, call.request_id)
+
+
+@cache
+def _scoped(table: str, request_id: str) -> str:
+    """Request.key of a table's request id (cached: a long run logs each id several times)."""
+    return Request(request_id, {}, f"{Role.TABLE.value}:{table}").key
 
 
 def _verdict(name: str, bad: Sequence[str], summary: str) -> Verdict:
@@ -195,7 +202,7 @@ def sequences(links: Sequence[Link], acks: Mapping[tuple[str, str], list[Ack]], 
     for link in links:
         seqs = sorted(e.seq for e in link.entries)
         if seqs != list(range(1, len(seqs) + 1)):
-            doubled = sorted({s for s in seqs if seqs.count(s) > 1}) if len(set(seqs)) < len(seqs) else []
+            doubled = sorted(s for s, n in Counter(seqs).items() if n > 1)
             missing = sorted(set(range(1, max(seqs, default=0) + 1)) - set(seqs))
             bad.append(f"link {link.link_id}: sequences {'reused ' + str(doubled[:SHOWN]) if doubled else ''}"
                        f"{' ' if doubled and missing else ''}{'skipped ' + str(missing[:SHOWN]) if missing else ''}")
