@@ -23,7 +23,8 @@ from jackpotd.store.redis_errors import WrongTopology
 from jackpotd.store.redis_pools import RedisPools
 
 from . import history as codec
-from .verdicts import ChainAudit, Entry, Link, RedisLink, Report, Verdict, decide
+from .report import Report, Verdict
+from .verdicts import ChainAudit, Entry, Link, RedisLink, decide
 
 __all__ = ["Report", "Verdict", "check", "main"]
 

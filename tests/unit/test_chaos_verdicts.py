@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import itertools
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from chaos import verdicts as v
 from chaos.history import OPS, Abandon, Ack, Call, Error, Event, Send
+from chaos.report import Report
 
 # Each corruption is tried on fewer worlds than the consistent case: a world costs a few ms to draw, and the
 # verdict that must catch it does not depend on the world's size.
@@ -30,7 +32,7 @@ class World:
     redis: dict[str, v.RedisLink] = field(default_factory=dict)
     audits: dict[str, v.ChainAudit] = field(default_factory=dict)
 
-    def report(self) -> v.Report:
+    def report(self) -> Report:
         return v.decide(self.events, [], self.links, self.redis, self.audits)
 
     def failed(self) -> set[str]:
@@ -64,6 +66,7 @@ def worlds(draw: st.DrawFn) -> World:
     """Links fed by tables whose calls fail, retry, are answered (sometimes twice, a replayed retry) or abandoned
     (applied or not), with operators' entries between them; the ledger and Redis agree with what was told."""
     w = World()
+    clock = itertools.count(1)  # one call after another: each event a ms after the one before
     for n in range(draw(st.integers(1, 2))):
         link = f"L{n}"
         state: dict[str, int] = {}
@@ -80,20 +83,23 @@ def worlds(draw: st.DrawFn) -> World:
             fate = "ack" if k == 0 else fate
             attempt = 1
             for _ in range(failed):
-                w.events += [Send(1, call, attempt), Error(2, call, attempt, "UNAVAILABLE", "busy")]
+                w.events.append(Send(next(clock), call, attempt))
+                w.events.append(Error(next(clock), call, attempt, "UNAVAILABLE", "busy"))
                 attempt += 1
-            w.events.append(Send(3, call, attempt))
+            w.events.append(Send(next(clock), call, attempt))
             if fate != "lost":
                 state |= moved
                 entries.append(v.Entry(len(entries) + 1, v.stored_request_id(call), "h",
                                        v.KIND_OF_OP[call.op], table, call.round_id, moved))
             told = {p: state.get(p, 0) for p in SHOWN_POOLS}
             if fate in ("ack", "twice"):
-                w.events.append(Ack(4, call, attempt, len(entries), told))
+                w.events.append(Ack(next(clock), call, attempt, len(entries), told))
             if fate == "twice":  # the answer was lost on its way; the retry is answered from the stored reply
-                w.events += [Send(5, call, attempt + 1), Ack(6, call, attempt + 1, len(entries), told)]
+                w.events.append(Send(next(clock), call, attempt + 1))
+                w.events.append(Ack(next(clock), call, attempt + 1, len(entries), told))
             if fate in ("abandon", "lost"):
-                w.events += [Error(7, call, attempt, "DEADLINE_EXCEEDED", "slow"), Abandon(8, call, attempt)]
+                w.events.append(Error(next(clock), call, attempt, "DEADLINE_EXCEEDED", "slow"))
+                w.events.append(Abandon(next(clock), call, attempt))
         w.links.append(v.Link(link, len(entries), entries))
         w.redis[link] = v.RedisLink(len(entries), dict(state))
         w.audits[link] = v.ChainAudit(len(entries), 0, [])
@@ -105,7 +111,7 @@ def test_a_consistent_history_passes_every_invariant(w: World) -> None:
     report = w.report()
     assert report.ok, report.render()
     assert [x.name for x in report.verdicts] == [v.WELL_FORMED, v.EXACTLY_ONCE, v.SEQUENCES, v.BALANCES,
-                                                 v.HELD_STATE, v.AT_MOST_ONCE, v.REDIS, v.CHAIN]
+                                                 v.HELD_STATE, v.REAL_TIME, v.AT_MOST_ONCE, v.REDIS, v.CHAIN]
     assert all(line.startswith("PASS ") for line in report.render().splitlines())
 
 
@@ -291,3 +297,16 @@ def test_a_log_that_contradicts_itself_is_not_well_formed() -> None:
     detail = next(x.detail for x in w.report().verdicts if x.name == v.WELL_FORMED)
     assert "attempt 2: answered but never logged as sent" in detail
     assert "is logged as CommitWagers r1" in detail and "and as VoidRound r1" in detail
+
+
+@CORRUPTED
+@given(worlds(), st.data())
+def test_an_order_that_contradicts_real_time_is_caught(w: World, data: st.DataObject) -> None:
+    acked = sorted({(e.call.link, e.sequence, e.call.request_id) for e in w.events if isinstance(e, Ack)})
+    pairs = [(a, b) for a, b in itertools.combinations(acked, 2) if a[0] == b[0] and a[2] != b[2]]
+    assume(pairs)
+    _, (_, high, later) = data.draw(st.sampled_from(pairs))
+    # the later request's whole exchange moved before everything: it was acknowledged before the first was sent
+    w.events = [replace(e, at_ms=0) if e.call.request_id == later else e for e in w.events]
+    assert w.failed() == {v.REAL_TIME}
+    assert f"{later} (" in w.report().render() and f"with sequence {high}, before" in w.report().render()
