@@ -100,7 +100,11 @@ async def check(history: Path, dsn: str, redis_url: str, *, state_dir: Path | No
     events, problems = codec.load(history)
     named = {e.call.link for e in events}
     redis = await RedisPools.open(redis_url, sentinels, master, cluster=cluster)
-    conn = await asyncpg.connect(dsn)
+    try:
+        conn = await asyncpg.connect(dsn)
+    except BaseException:
+        await redis.close()
+        raise
     try:
         await _caught_up(conn, redis, links, catch_up_s)
         async with conn.transaction(isolation="repeatable_read", readonly=True):  # one snapshot of the ledger
