@@ -71,7 +71,7 @@ def _unary(path: str, handler: Any, guard: Guard) -> Any:
         started = time.perf_counter()
         try:
             CALLER.set(admitted(guard, path, request, context))
-            with caller_deadline(context.time_remaining()):  # every store wait ends before the caller gives up
+            with caller_deadline(context.time_remaining()):  # answered UNAVAILABLE before the caller gives up
                 response = await answered_in_time(inner(request, context))
         except grpc.aio.AbortError:  # the handler set its own status (health: NOT_FOUND for an unknown name)
             raise

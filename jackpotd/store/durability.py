@@ -114,7 +114,7 @@ class DurabilityWatcher:
                 await self._verify(link_id, [waiter])
             await waiter.fut
 
-        try:  # a caller's deadline bounds it too (service/deadlines.py): its own `timeout` may be longer
+        try:  # cut short by a caller's deadline (service/deadlines.py), the answer names it; else `timeout` bounds it
             await bounded(settled(), f"the ledger (entry {seq} of link {link_id} not yet recorded by its writer)")
         finally:
             waiter.fut.cancel()  # given up on (a no-op once settled): nobody is left to hear its outcome

@@ -36,8 +36,8 @@ def unavailable(error: BaseException) -> Unavailable:
 
 
 def translated(method: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
-    """Redis's own failures, raised as the service's Unavailable (the one place they are translated); a wait past
-    the caller's deadline (service/deadlines.py) as Unavailable too, shortly before it."""
+    """Redis's own failures, raised as the service's Unavailable (the one place they are translated); a wait cut
+    short by the caller's deadline is answered as Redis's (service/deadlines.py)."""
 
     @functools.wraps(method)
     async def call(*args: P.args, **kwargs: P.kwargs) -> R:

@@ -43,8 +43,8 @@ def unavailable(error: BaseException) -> Unavailable:
 
 
 def translated(method: Callable[_P, Awaitable[_T]]) -> Callable[_P, Coroutine[Any, Any, _T]]:
-    """The method with driver and connection failures raised as Unavailable (the original as its cause), and a
-    wait past the caller's deadline (service/deadlines.py) as Unavailable too, shortly before it."""
+    """The method with driver and connection failures raised as Unavailable (the original as its cause); a wait
+    cut short by the caller's deadline is answered as the ledger's (service/deadlines.py)."""
 
     @functools.wraps(method)
     async def call(*args: _P.args, **kwargs: _P.kwargs) -> _T:
