@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install system-account chromium run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-export bench-big-round bench-rebuild bench-replicas bench-cluster bench-naive audit clean
+.PHONY: install system-account chromium faketime run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-export bench-big-round bench-rebuild bench-replicas bench-cluster bench-naive audit clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -49,8 +49,16 @@ chromium:
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; \
 	else echo "make: /usr/bin/chromium is missing and this is not root: the browser tests will be skipped"; fi
 
+## faketime: Debian's libfaketime for the clock-jump test (tests/integration/test_clock_jumps.py), installed as root
+## when missing; not root and missing: that test skips, saying so
+faketime:
+	@if [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libfaketime; \
+	else echo "make: libfaketime is missing and this is not root: the clock-jump test will be skipped"; fi
+
 ## test: lint, type-check, check generated code, then the whole suite against real embedded servers
-test: install system-account chromium proto-check lint typecheck deploy-check
+test: install system-account chromium faketime proto-check lint typecheck deploy-check
 	$(BIN)/python -m pytest -q
 
 unit: install

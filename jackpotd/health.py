@@ -6,7 +6,8 @@ Every gRPC server (each worker process, or the supervisor when it serves in-proc
 - overall (`""` and each service name): SERVING iff Redis answers PING, PostgreSQL answers `SELECT 1`
   and a ledger writer's heartbeat (`keys.health`, store/heartbeats.py: each writer's, set every 0.5 s with
   a 3 s expiry) is there and none says it has been failing to append for seconds. Without a writer nothing
-  becomes durable, so no mutation can answer.
+  becomes durable, so no mutation can answer. Nor can it while this process's clock is off Redis's by more than
+  the tolerance (lua_codec.CLOCK_TOLERANCE_MS): Redis refuses its steps, and the reason says by how much.
 - per link (`link:<link_id>`, every link in `jackpot:links` and every link a writer names as a
   problem): NOT_SERVING when overall is NOT_SERVING, a writer names the link, or no live writer holds the
   link's shard (store/shards.py), else SERVING.
@@ -26,7 +27,7 @@ from typing import Protocol, TypeAlias
 from grpc_health.v1 import _async as health_aio
 from grpc_health.v1 import health_pb2
 
-from .clock import wait_set
+from .clock import now_ms, wait_set
 from .store import ledger
 from .store.heartbeats import WritersHealth
 from .store.shards import shard_of
@@ -53,6 +54,13 @@ class HealthStore(Protocol):
     async def writer_health(self) -> WritersHealth | None:
         """The live writers' heartbeats as one; None without any."""
 
+    async def time_ms(self) -> int:
+        """Redis's clock, in ms since the epoch."""
+
+    @property
+    def clock_tolerance_ms(self) -> int:
+        """How far this process's clock may be from Redis's before its steps are refused (0: unchecked)."""
+
 
 def link_service(link_id: str) -> str:
     """The health service name of one link."""
@@ -78,10 +86,13 @@ async def _redis_links(redis: HealthStore, timeout: float) -> list[str]:
 async def check(redis: HealthStore, pg: ledger.Pool, known_links: Sequence[str] = (),
                 timeout: float = 1.0) -> Verdict:
     """Ask Redis, PostgreSQL and the writer's heartbeat once; `known_links` are links seen before."""
-    links_r, pg_r, writer_r = await asyncio.gather(
+    links_r, pg_r, writer_r, skew_r = await asyncio.gather(
         _redis_links(redis, timeout), ledger.ping(pg, timeout), asyncio.wait_for(redis.writer_health(), timeout),
-        return_exceptions=True)
+        _clock_skew(redis, timeout), return_exceptions=True)
     reasons: list[str] = []
+    if isinstance(skew_r, int) and abs(skew_r) > redis.clock_tolerance_ms:
+        reasons.append(f"clock: this process's clock is {skew_r / 1000:+.1f} s off Redis's (more than "
+                       f"{redis.clock_tolerance_ms / 1000:g} s): Redis refuses its steps until it is corrected")
     if isinstance(links_r, BaseException):
         reasons.append(f"Redis: {_describe(links_r)}")
     if isinstance(pg_r, BaseException):
@@ -111,6 +122,15 @@ async def check(redis: HealthStore, pg: ledger.Pool, known_links: Sequence[str] 
     names = current | set(problems) | set(known_links)
     return Verdict(serving, tuple(reasons),
                    {link: serving and link in current and link not in problems for link in sorted(names)}, problems)
+
+
+async def _clock_skew(redis: HealthStore, timeout: float) -> int | None:
+    """This process's clock less Redis's (ms, at the middle of the question); None when unchecked."""
+    if not redis.clock_tolerance_ms:
+        return None
+    before = now_ms()
+    redis_ms = await asyncio.wait_for(redis.time_ms(), timeout)
+    return (before + now_ms()) // 2 - redis_ms
 
 
 def _what_failed(verdict: Verdict) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ import grpc
 from ..auth.guard import CALLER, Guard
 from ..auth.identity import Identity
 from ..auth.policy import is_open
+from ..service.deadlines import answered_in_time, caller_deadline
 from .admin_acts import ActWriter, Recorder, is_audited, record_nothing
 from .admission import admitted, authorized
 from .errors import status_of, tolerant
@@ -70,7 +71,8 @@ def _unary(path: str, handler: Any, guard: Guard) -> Any:
         started = time.perf_counter()
         try:
             CALLER.set(admitted(guard, path, request, context))
-            response = await inner(request, context)
+            with caller_deadline(context.time_remaining()):  # answered UNAVAILABLE before the caller gives up
+                response = await answered_in_time(inner(request, context))
         except grpc.aio.AbortError:  # the handler set its own status (health: NOT_FOUND for an unknown name)
             raise
         except Exception as e:
@@ -127,7 +129,8 @@ def _audited(path: str, handler: Any, guard: Guard, record: Recorder) -> Any:
         try:
             identity = guard.caller(path, context)
             CALLER.set(authorized(guard, path, request, identity))
-            response = await inner(request, context)
+            with caller_deadline(context.time_remaining()):
+                response = await answered_in_time(inner(request, context))
         except asyncio.CancelledError:
             await asyncio.shield(acts.write(request, identity, grpc.StatusCode.CANCELLED.name,
                                             "the call was cancelled"))

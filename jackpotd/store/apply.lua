@@ -16,6 +16,8 @@
 --       14 "1" if the step needs the link between rounds (NZ 11.6A/B), else ""
 --       15 "1" if the new round state (5) finishes the round (lua_codec: domain.rounds.FINISHED), else ""
 --       16 n guards, then n (pool, balance) pairs, then n deltas and (pool, delta) pairs
+--       fourth from last: the time the step was decided (the entry's ts_ms, the deciding process's clock), and
+--       third from last: how far (ms) it may be from Redis's clock ("0": not checked, a test's clock)
 --       last but one: the ids to look up in the filter of used ids ("" none: the caller asked the ledger), and
 --       last: the ids the step uses, added to the filter; each id as its bit positions in hex (domain/seen_filter.py)
 -- The ARGV are built and the replies read in one place, jackpotd/store/lua_codec.py. Of our vocabulary the
@@ -36,6 +38,14 @@ local record = redis.call('GET', KEYS[5])
 if record then  -- a stored reply (service/replies.py): read by field, whatever the order its fields were written in
   if cjson.decode(record)['hash'] == ARGV[1] then return {'dup', record} end
   return {'conflict', record}
+end
+
+-- A process whose clock jumped (issue 23) decides nothing: its entry would be dated outside every bound.
+local tolerance = tonumber(ARGV[#ARGV - 2])
+if tolerance > 0 then
+  local now = redis.call('TIME')
+  local skew = tonumber(ARGV[#ARGV - 3]) - (tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000))
+  if math.abs(skew) > tolerance then return {'clock', string.format('%d', skew)} end
 end
 
 -- The filter of used ids (issue 22, P1) holds every request and round id the ledger holds, once a fill made it

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 from ..metrics import DURABILITY_CHECKS
+from ..service.deadlines import bounded
 from ..service.errors import LinkFenced, LinkLost, Unavailable
 from . import ledger
 from .announcements import Announcement, Durable, Fenced, Rebuilt, parse
@@ -107,9 +108,16 @@ class DurabilityWatcher:
                 raise self._replaced(link_id, seq)
         waiter = _Waiter(seq, identity, loop.time() + self.timeout, loop.create_future())
         self._waiters.setdefault(link_id, []).append(waiter)
-        if self.marks.get(link_id, 0) >= seq:  # announced before this process listened (a retry): ask the ledger
-            await self._verify(link_id, [waiter])
-        await waiter.fut
+
+        async def settled() -> None:
+            if self.marks.get(link_id, 0) >= seq:  # announced before this process listened (a retry): ask the ledger
+                await self._verify(link_id, [waiter])
+            await waiter.fut
+
+        try:  # cut short by a caller's deadline (service/deadlines.py), the answer names it; else `timeout` bounds it
+            await bounded(settled(), f"the ledger (entry {seq} of link {link_id} not yet recorded by its writer)")
+        finally:
+            waiter.fut.cancel()  # given up on (a no-op once settled): nobody is left to hear its outcome
 
     async def _listen(self, messages: AsyncIterator[str]) -> None:
         async for data in messages:

@@ -13,7 +13,7 @@ from redis.exceptions import ResponseError
 from ..domain import seen_filter
 from ..domain.rounds import FINISHED
 from ..service.entries import encode_entry
-from ..service.errors import LinkFenced, LinkLost, lost
+from ..service.errors import LinkFenced, LinkLost, Unavailable, lost
 from ..service.ports import (
     ROUND_ABSENT,
     Applied,
@@ -33,6 +33,9 @@ from ..service.seen import Unsure, Why
 from . import keys
 
 SAFETY_TTL_SECONDS = 24 * 3600  # until the writer shortens it to the retention once the entry is durable
+# How far a step's time (its entry's ts_ms) may be from Redis's clock when it runs (DECISIONS.md, Faults: clock
+# jumps): the longest a step waits to run (resp.CALL_TIMEOUT) is the most an honest clock can seem behind.
+CLOCK_TOLERANCE_MS = 5_000
 
 
 class Verdict(Enum):
@@ -52,6 +55,7 @@ class Verdict(Enum):
     BEHIND = "behind"  # Redis went back behind the ledger's durable mark (detail: its sequence)
     FENCED = "fenced"  # the link is fenced (detail: why)
     UNSURE = "unsure"  # the filter of used ids cannot rule out the request or new round id (detail: seen.Why)
+    CLOCK = "clock"  # the step's time is off Redis's clock by more than the tolerance (detail: by how many ms)
 
 
 Refused = Literal[Verdict.LOST, Verdict.BEHIND, Verdict.FENCED]  # the link's Redis state is unfit to answer from
@@ -59,9 +63,10 @@ Refused = Literal[Verdict.LOST, Verdict.BEHIND, Verdict.FENCED]  # the link's Re
 Call = tuple[list[str], list[str | int]]  # (KEYS, ARGV)
 
 
-def apply_call(step: Step, floor: int, check: str | None = None) -> Call:
+def apply_call(step: Step, floor: int, check: str | None = None, clock_tolerance_ms: int = CLOCK_TOLERANCE_MS) -> Call:
     """apply.lua's KEYS and ARGV for `step` (their layout is documented at the top of apply.lua). With `check` (a
-    bare request id the ledger may hold from before ids were scoped, or ""), the filter of used ids is asked."""
+    bare request id the ledger may hold from before ids were scoped, or ""), the filter of used ids is asked. A step
+    whose time is off Redis's clock by more than `clock_tolerance_ms` (0: unchecked) is refused."""
     link = step.link_id
     rkey = keys.round_(link, *step.round) if step.round else keys.no_round(link)
     args: list[str | int] = [
@@ -75,7 +80,7 @@ def apply_call(step: Step, floor: int, check: str | None = None) -> Call:
     args.append(len(step.deltas))
     for pool, delta in step.deltas:
         args += [pool, str(delta)]
-    args += seen_args(step, check)
+    args += [step.entry.ts_ms, clock_tolerance_ms, *seen_args(step, check)]
     return [keys.config(link), keys.balances(link), keys.seq(link), keys.journal(link),
             keys.record(link, step.request_id), rkey, keys.last(link), keys.fence(link), keys.open_rounds(link),
             keys.seen(link), keys.seen_bits(link)], args
@@ -124,8 +129,18 @@ def apply_outcome(step: Step, reply: list[str]) -> Outcome:
             return Unsure(Why(detail))
         case Verdict.LOST | Verdict.BEHIND | Verdict.FENCED:
             raise refusal(step.link_id, verdict, detail)
+        case Verdict.CLOCK:
+            raise clock_refused(step.link_id, int(detail))
         case _:
             assert_never(verdict)
+
+
+def clock_refused(link_id: str, skew_ms: int) -> Unavailable:
+    """The error of a step decided by a clock that jumped: nothing changed; another process may take the retry."""
+    way = "ahead of" if skew_ms > 0 else "behind"
+    return Unavailable(f"link {link_id}: this jackpotd's clock is {abs(skew_ms) / 1000:.1f} s {way} Redis's (more than "
+                       f"{CLOCK_TOLERANCE_MS / 1000:g} s): the step was refused and nothing changed; correct its "
+                       "clock (NTP), and retry with the same request_id")
 
 
 def read_call(link_id: str, floor: int, round_: tuple[str, str] | None) -> Call:
@@ -148,7 +163,8 @@ def read_result(link_id: str, reply: list[str]) -> LinkRead:
         case Verdict.LOST | Verdict.BEHIND | Verdict.FENCED:
             raise refusal(link_id, verdict, rest[0] if rest else "")
         case (Verdict.DUP | Verdict.CONFLICT | Verdict.STALE_CONFIG | Verdict.ROUND_STATE | Verdict.ROUND_MOVED
-              | Verdict.POOL_MOVED | Verdict.NEGATIVE | Verdict.EXISTS | Verdict.ROUNDS_OPEN | Verdict.UNSURE):
+              | Verdict.POOL_MOVED | Verdict.NEGATIVE | Verdict.EXISTS | Verdict.ROUNDS_OPEN | Verdict.UNSURE
+              | Verdict.CLOCK):
             raise ResponseError(f"read.lua answered {verdict.value!r}, a verdict only apply.lua gives")  # a bug
         case _:
             assert_never(verdict)

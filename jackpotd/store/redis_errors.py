@@ -10,6 +10,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import redis.exceptions
 
+from ..service.deadlines import bounded
 from ..service.errors import Unavailable
 from .redis_scripts import reply_error
 
@@ -35,12 +36,13 @@ def unavailable(error: BaseException) -> Unavailable:
 
 
 def translated(method: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
-    """Redis's own failures, raised as the service's Unavailable (the one place they are translated)."""
+    """Redis's own failures, raised as the service's Unavailable (the one place they are translated); a wait cut
+    short by the caller's deadline is answered as Redis's (service/deadlines.py)."""
 
     @functools.wraps(method)
     async def call(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return await method(*args, **kwargs)
+            return await bounded(method(*args, **kwargs), "Redis")
         except Unavailable:
             raise
         except DOWN as e:

@@ -15,7 +15,7 @@ from ..domain.link import LinkConfig
 from ..service.ports import LinkRead, Outcome, Reply, Step
 from ..service.replies import decode_reply
 from . import keys
-from .lua_codec import apply_call, apply_outcome, read_call, read_result
+from .lua_codec import CLOCK_TOLERANCE_MS, apply_call, apply_outcome, read_call, read_result
 from .redis_announcements import RedisAnnouncements
 from .redis_errors import translated
 from .redis_health import RedisHealth
@@ -26,6 +26,9 @@ from .redis_rebuild import RedisRebuild
 class RedisPools(RedisJournal, RedisAnnouncements, RedisHealth, RedisRebuild):
     """The live store of every link (service.ports.LiveStore), and what the ledger writer needs of Redis."""
 
+    # how far a step's time may be from Redis's clock (lua_codec.CLOCK_TOLERANCE_MS); 0: unchecked (a test's clock)
+    clock_tolerance_ms = CLOCK_TOLERANCE_MS
+
     # ---- the service's port ----------------------------------------------------------------------
 
     @translated
@@ -34,7 +37,8 @@ class RedisPools(RedisJournal, RedisAnnouncements, RedisHealth, RedisRebuild):
         sequence as the caller knows it: a Redis behind it has gone back and is refused. With `check` (a bare
         request id the ledger may hold from before ids were scoped, or ""), an id the filter of used ids cannot
         rule out is Unsure (service/seen.py); without it the caller asked the ledger."""
-        return apply_outcome(step, await self._scripts.run(self._scripts.apply_sha, *apply_call(step, floor, check)))
+        call = apply_call(step, floor, check, self.clock_tolerance_ms)
+        return apply_outcome(step, await self._scripts.run(self._scripts.apply_sha, *call))
 
     @translated
     async def read(self, link_id: str, floor: int, round_: tuple[str, str] | None = None) -> LinkRead:
@@ -96,6 +100,12 @@ class RedisPools(RedisJournal, RedisAnnouncements, RedisHealth, RedisRebuild):
             await self.client.ping(target_nodes=self.client.get_node_from_key(keys.LINKS))
         else:
             await self.client.ping()
+
+    @translated
+    async def time_ms(self) -> int:
+        """Redis's clock (TIME), in ms since the epoch: what steps are checked against, and writers date by."""
+        seconds, micros = await self.client.time()
+        return int(seconds) * 1000 + int(micros) // 1000
 
     @translated
     async def links(self) -> list[str]:

@@ -24,6 +24,7 @@ from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL
 from ..service.errors import Unavailable
 from . import ledger, recovery
 from .checkpoints import Anchor, Checkpointer
+from .dating_clock import DatingClock
 from .heartbeats import WriterHealth
 from .ledger.fences import FenceKind
 from .ledger.head_guard import Tamper, Tampered
@@ -68,7 +69,8 @@ class LedgerWriter:
         self.shards = shards  # the writer shards whose links this writer writes (its process holds their leases)
         self.member = member  # its process's number among the writers: which heartbeat key is its
         self.pg = pg
-        self.clock = clock  # no entry is dated past it (chain.FUTURE_SLACK_MS): the service's own clock
+        # no entry is dated past it (chain.FUTURE_SLACK_MS): the service's own clock, checked against Redis's
+        self.clock = DatingClock(clock, redis.time_ms, lambda: redis.clock_tolerance_ms)
         self.batch = batch
         self.linger = linger  # group commit: a batch with company waits this long for more
         self.retention_seconds = retention_seconds
@@ -238,6 +240,7 @@ class LedgerWriter:
             if not batch:
                 return
         conn = await self._held.get()
+        await self.clock.refresh()
         try:
             appended = await ledger.write_batch(conn, batch, self._heads, self.clock)
         except Exception as e:

@@ -1,5 +1,6 @@
 """apply.lua against a real Valkey, through the Redis adapter: the stored request hash read by field, a guard that
-moved, and a round that a step finishes (apply.lua is told so; it knows no state names)."""
+moved, a round that a step finishes (apply.lua is told so; it knows no state names), and a step decided by a clock
+that jumped (issue 23)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
+import pytest
 import pytest_asyncio
 
+from jackpotd.clock import now_ms
 from jackpotd.domain.rounds import COMMITTED, SETTLED
 from jackpotd.service.commands import Audit
 from jackpotd.service.entries import Entry, FundDetail
+from jackpotd.service.errors import Unavailable
 from jackpotd.service.ports import NEW_LINK, ROUND_ABSENT, Applied, IdReused, Stale, Step
 from jackpotd.service.replies import LinkResult
 from jackpotd.service.seen import Unsure, Why
@@ -29,11 +33,14 @@ async def redis(isolated: Isolated) -> AsyncIterator[RedisPools]:
     await pools.close()
 
 
-def step(link: str, request_id: str, content: str = "{}", version: str = "1", **checks: Any) -> Step:
-    """A step of `link` with `request_id` whose hash is its content's (so other content is another hash)."""
+def step(link: str, request_id: str, content: str = "{}", version: str = "1", *, skew_ms: int = 0,
+         **checks: Any) -> Step:
+    """A step of `link` with `request_id` whose hash is its content's (so other content is another hash), decided
+    now (by a clock `skew_ms` off)."""
     digest = hashlib.sha256(content.encode()).hexdigest()
+    entry = Entry("fund", now_ms() + skew_ms, request_id, digest, (), FundDetail(Audit()))
     return Step(link, request_id, digest, f"{request_id}:{digest}", orjson.loads(content), content, version,
-                Entry("fund", 0, request_id, digest, (), FundDetail(Audit())), LinkResult(link), **checks)
+                entry, LinkResult(link), **checks)
 
 
 async def created(redis: RedisPools) -> str:
@@ -109,3 +116,17 @@ async def test_the_filter_of_used_ids_is_trusted_only_once_complete_and_only_eve
     fresh = await redis.apply(step(link, "d", '{"d":1}'), 0, "")  # never used: applied without a question
     assert isinstance(settled, Applied) and isinstance(fresh, Applied) and fresh.reply.seq == 4
     assert await redis.apply(step(link, "e", '{"e":1}'), 0, "d") == Unsure(Why.MAYBE)  # "d" is now used
+
+
+async def test_a_step_decided_by_a_clock_that_jumped_is_refused_and_changes_nothing(redis: RedisPools) -> None:
+    link = await created(redis)
+    for skew in (3_600_000, -3_600_000):
+        way = "ahead of" if skew > 0 else "behind"
+        with pytest.raises(Unavailable, match=f"clock is 3600.0 s {way} Redis's"):
+            await redis.apply(step(link, "jumped", '{"j":1}', skew_ms=skew, deltas=[("MAJOR", 5)]), 0)
+        assert await redis.seq(link) == 1 and await redis.balances(link) == {"MAJOR": 100}
+        assert await redis.client.get(keys.record(link, "jumped")) is None
+    near = await redis.apply(step(link, "jumped", '{"j":1}', skew_ms=-4_000, deltas=[("MAJOR", 5)]), 0)
+    assert isinstance(near, Applied) and near.first  # within the tolerance (a step that waited its turn)
+    again = await redis.apply(step(link, "jumped", '{"j":1}', skew_ms=3_600_000, deltas=[("MAJOR", 5)]), 0)
+    assert again == Applied(near.reply, first=False)  # a retry is answered from its record, whatever the clock

@@ -12,7 +12,7 @@ from jackpotd.domain import seen_filter
 from jackpotd.domain.rounds import COMMITTED, FINISHED, SETTLED
 from jackpotd.service.commands import Audit
 from jackpotd.service.entries import Entry, FundDetail
-from jackpotd.service.errors import LinkFenced, LinkLost
+from jackpotd.service.errors import LinkFenced, LinkLost, Unavailable
 from jackpotd.service.ports import (
     NEW_LINK,
     ROUND_ABSENT,
@@ -29,7 +29,7 @@ from jackpotd.service.ports import (
 )
 from jackpotd.service.replies import LinkResult, NoResult, decode_reply
 from jackpotd.service.seen import Unsure, Why
-from jackpotd.store.lua_codec import Verdict, apply_call, apply_outcome, read_result, seen_args
+from jackpotd.store.lua_codec import CLOCK_TOLERANCE_MS, Verdict, apply_call, apply_outcome, read_result, seen_args
 from jackpotd.store.redis_scripts import APPLY, READ
 
 STORED = '{"hash":"h1","seq":7,"result":{"link_id":"L"},"balances":["MAJOR","5"],"content":{"a":1}}'
@@ -53,6 +53,7 @@ APPLIED: dict[Verdict, tuple[list[str], Outcome | type[Exception]]] = {
     Verdict.BEHIND: (["behind", "3"], LinkLost),
     Verdict.FENCED: (["fenced", "tampered at 4"], LinkFenced),
     Verdict.UNSURE: (["unsure", "maybe"], Unsure(Why.MAYBE)),
+    Verdict.CLOCK: (["clock", "-3600000"], Unavailable),
 }
 
 
@@ -98,7 +99,8 @@ def test_a_step_tells_apply_lua_whether_it_finishes_its_round(new_state: str, fi
                 round_new_state=new_state, guards={"MAJOR": 5}, deltas=[("MAJOR", -5)])
     keys, args = apply_call(step, 2)
     assert len(keys) == 11 and args[4] == new_state and args[14] == finishes
-    assert args[15:-2] == [1, "MAJOR", "5", 1, "MAJOR", "-5"]  # ARGV 16 on: the guards, then the deltas
+    assert args[15:-4] == [1, "MAJOR", "5", 1, "MAJOR", "-5"]  # ARGV 16 on: the guards, then the deltas
+    assert args[-4:-2] == [ENTRY.ts_ms, CLOCK_TOLERANCE_MS]  # then the step's time and how far off it may be
 
 
 def test_a_step_asks_the_filter_for_its_request_and_a_new_round_and_adds_both() -> None:

@@ -9,6 +9,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import asyncpg
 
+from ...service.deadlines import bounded
 from ...service.errors import Unavailable
 from ...service.ports import HitRecord, LastHit, LedgerEntry, Reply, Seen
 from ...service.replies import decode_reply
@@ -42,12 +43,13 @@ def unavailable(error: BaseException) -> Unavailable:
 
 
 def translated(method: Callable[_P, Awaitable[_T]]) -> Callable[_P, Coroutine[Any, Any, _T]]:
-    """The method with driver and connection failures raised as Unavailable (the original as its cause)."""
+    """The method with driver and connection failures raised as Unavailable (the original as its cause); a wait
+    cut short by the caller's deadline is answered as the ledger's (service/deadlines.py)."""
 
     @functools.wraps(method)
     async def call(*args: _P.args, **kwargs: _P.kwargs) -> _T:
         try:
-            return await method(*args, **kwargs)
+            return await bounded(method(*args, **kwargs), "the ledger (PostgreSQL)")
         except DRIVER_ERRORS as error:
             raise unavailable(error) from error
 
