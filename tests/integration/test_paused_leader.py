@@ -6,6 +6,7 @@ shards' epochs moved on). The same for `jackpotd serve` as the leader, and for a
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import time
 from pathlib import Path
@@ -14,17 +15,20 @@ import asyncpg
 import pytest
 
 from jackpotd.embedded import free_port
+from jackpotd.metrics import WRITER_FENCED
 from jackpotd.store import ledger
 from jackpotd.store.ledger import leases
 from jackpotd.store.shards import ALL, SHARDS, shard_of
 
 from ..conftest import Isolated, unique
 from .checks import assert_consistent
-from .harness import Client, eventually
+from .conftest import open_private
+from .harness import Client, eventually, while_unavailable
 from .load import Tally, run_table
 from .process import ServerProcess
 from .relay import Relay
 from .test_ledger_writer import funding
+from .test_recovery import new_link
 
 REPLACED_WITHIN = 10.0  # the issue's bound: a silent leader's shards are written by another within this
 
@@ -282,3 +286,35 @@ async def test_a_partitioned_writer_is_replaced_and_fenced(isolated: Isolated, t
             await client.close()
         await asyncio.to_thread(_ended, [cut_off, other, api])
         await relay.close()
+
+
+async def test_a_leader_that_missed_its_takeover_is_refused_by_postgresql(
+        isolated: Isolated, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The fence without the self-fence: a shard's epoch is bumped behind its leader's back (a standby took it while
+    the leader's own clock saw nothing amiss). The leader's next append is refused by PostgreSQL in its transaction:
+    it says so in one line, counts it, stops at once and gives its leases up; then, still alive, takes its share
+    again at a new epoch, and the call is answered once, from the ledger."""
+    async with open_private(isolated, tmp_path) as p:
+        link, tables = await new_link(p.client, 1)
+        shard = shard_of(link)
+        conn = await asyncpg.connect(isolated.dsn)
+        try:
+            held = await conn.fetchval("SELECT epoch FROM writer_leases WHERE shard = $1", shard)
+            taken = await leases.take_epoch(conn, shard, "a standby", 5)
+            fenced_before = WRITER_FENCED._value.get()
+            request = unique("req")
+            with caplog.at_level(logging.INFO, logger="jackpotd"):
+                done = await while_unavailable(lambda: p.client.commit(tables[0], "r1", [1, 2], request_id=request),
+                                               30, "the commit, answered once the leader took its shard again")
+            said = (f"PostgreSQL refused the append: shard {shard}'s lease epoch is {taken}, this writer holds "
+                    f"{held}: another writer took it over; this writer stops at once")
+            assert said in caplog.text
+            assert WRITER_FENCED._value.get() == fenced_before + 1
+            again = await conn.fetchrow("SELECT epoch, holder FROM writer_leases WHERE shard = $1", shard)
+            assert again["epoch"] > taken and again["holder"] != "a standby"
+            assert await conn.fetchval("SELECT count(*) FROM entries WHERE link_id = $1 AND request_id LIKE $2",
+                                       link, "%" + request) == 1
+            assert await conn.fetchval("SELECT last_seq FROM links WHERE link_id = $1", link) == done.sequence
+            assert not await conn.fetchval("SELECT count(*) FROM link_fences WHERE link_id = $1", link)  # not its fault
+        finally:
+            await conn.close()
