@@ -108,10 +108,10 @@ class WriterLease:
                     raise NotNow(f"this process has not renewed its lease for {self.liveness.silent_s():.1f} s")
                 ended = await leases.end_silent(conn, self.holder, self.liveness.lease_s, self.CHECK_TIMEOUT)
                 for holder in sorted({e.holder for e in ended}):
-                    mine = [e for e in ended if e.holder == holder]
+                    its = [e for e in ended if e.holder == holder]
                     log.warning("writer %s has not renewed its lease for %.1f s (paused, or cut off from PostgreSQL?): "
                                 "ended its sessions (pids %s), so its shards can be taken over", holder,
-                                mine[0].silent_s, ", ".join(str(e.pid) for e in mine))
+                                its[0].silent_s, ", ".join(str(e.pid) for e in its))
             # a lock taken by a query whose answer was lost (a timeout) is held but not known: nobody writes its
             # shard, so let it go (its writer is not this process's, which writes only self.shards)
             mine = {int(r[0]) for r in await conn.fetch(MINE, SHARD_KEY, timeout=self.CHECK_TIMEOUT)}
