@@ -17,6 +17,7 @@ import pytest
 from jackpotd.embedded import free_port
 from jackpotd.metrics import WRITER_FENCED
 from jackpotd.store import ledger
+from jackpotd.store.leader import WriterLease
 from jackpotd.store.ledger import leases
 from jackpotd.store.shards import ALL, SHARDS, shard_of
 
@@ -318,3 +319,23 @@ async def test_a_leader_that_missed_its_takeover_is_refused_by_postgresql(
             assert not await conn.fetchval("SELECT count(*) FROM link_fences WHERE link_id = $1", link)  # not its fault
         finally:
             await conn.close()
+
+
+async def test_a_takeover_waits_for_an_append_in_flight_then_asks_again(
+        isolated: Isolated, caplog: pytest.LogCaptureFixture) -> None:
+    """A shard whose epoch row an append in flight holds (FOR SHARE) is not taken: after the lock timeout the
+    writer lets its lock go, names the session in the way, and takes the shard at the next claim."""
+    await ledger.migrate(isolated.dsn)
+    append = await asyncpg.connect(isolated.dsn)
+    lease = WriterLease(isolated.dsn)
+    try:
+        async with append.transaction():
+            await append.execute("SELECT ledger_lease_held($1::smallint[], $2::bigint[])", [3], [0])
+            with caplog.at_level(logging.WARNING, logger="jackpotd.leader"):
+                assert await lease.claim() == ALL - {3}
+            assert f"shard 3's epoch is locked by pid {append.get_server_pid()}" in caplog.text
+        assert await lease.claim() == ALL
+        assert lease.epochs == dict.fromkeys(ALL, 1)
+    finally:
+        await lease.release()
+        await append.close()
