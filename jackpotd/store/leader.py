@@ -105,7 +105,7 @@ class WriterLease:
             conn = await self._join()
             if self.liveness is not None:
                 if not self.liveness.fresh():
-                    raise NotNow(f"this process has not renewed its lease for {self.liveness.silent_s():.1f} s")
+                    raise NotNow(self.liveness.why_not())
                 ended = await leases.end_silent(conn, self.holder, self.liveness.lease_s, self.CHECK_TIMEOUT)
                 for holder in sorted({e.holder for e in ended}):
                     its = [e for e in ended if e.holder == holder]
@@ -309,6 +309,7 @@ class LeadingWriter:
                                   liveness.silent_s())
                         await self._step_down(graceful=False)
                     liveness.rejoin()
+                    await liveness.renew()  # at once: a standby again, and able to take its share
                 elif self.writer is not None and not await self.lease.held():
                     log.error("a writer lease is lost (PostgreSQL restarted, failed over, or cannot be reached?): "
                               "stopping the writer at once")

@@ -73,6 +73,12 @@ class Liveness:
         """Seconds since the last renewal that succeeded was sent (inf: none since joining)."""
         return float("inf") if self.renewed_at is None else time.monotonic() - self.renewed_at
 
+    def why_not(self) -> str:
+        """Why this process may not take a lease now (it is not fresh)."""
+        if self.renewed_at is None:
+            return "this process has not renewed its lease since it joined"
+        return f"this process has not renewed its lease for {self.silent_s():.1f} s"
+
     def check(self) -> None:
         """Raise LeaseExpired unless this process may write now (before every append, rebuild or announcement)."""
         if not self.fresh():
@@ -92,7 +98,9 @@ class Liveness:
                     **KEEPALIVES, "application_name": self.application_name})
             ok = await leases.renew(self._conn, self.holder, self.lease_s, self._rejoin, timeout=self.lease_s / 2)
         except Exception as e:
-            self._complain(f"writer lease: renewing {self.holder} failed ({type(e).__name__}: {e}); trying again")
+            silent = "" if self.renewed_at is None else f" after {self.silent_s():.1f} s of silence"
+            self._complain(f"writer lease: renewing {self.holder} failed{silent} ({type(e).__name__}: {e}); "
+                           "trying again")
             await self.close()
             return False
         if not ok:

@@ -186,7 +186,8 @@ class LedgerWriter:
             await self._held.release()
             raise
         except Exception as e:  # a store hiccup: note since when appends fail, start the next pass afresh
-            log.warning("ledger writer retrying after error: %s", e)
+            if not self._stopping:  # (stopping at once, a pass cut short fails as it may: nothing to retry)
+                log.warning("ledger writer retrying after error: %s", e)
             self._failing = (time.monotonic() if self._failing is None else self._failing[0], str(e))
             await self._held.release()
             raise

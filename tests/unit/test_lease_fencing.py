@@ -29,6 +29,7 @@ def test_an_expired_lease_stays_expired_until_the_process_rejoins(monkeypatch: p
     live = Liveness("postgresql://unused", lease_s=5.0, holder="h")
     assert live.application_name == "jackpotd-writer h"
     assert not live.fresh() and not live.expired  # not renewed yet: not expired either
+    assert live.why_not() == "this process has not renewed its lease since it joined"
     live.renewed_at = 1000.0
     now[0] = 1004.0
     assert live.fresh()
@@ -37,6 +38,7 @@ def test_an_expired_lease_stays_expired_until_the_process_rejoins(monkeypatch: p
     assert not live.fresh() and live.expired
     with pytest.raises(LeaseExpired, match=r"has not renewed its lease for 31\.0 s"):
         live.check()
+    assert live.why_not() == "this process has not renewed its lease for 31.0 s"
     live.renewed_at = 1031.0  # a renewal that raced the wake-up does not revive it
     assert not live.fresh()
     live.rejoin()
