@@ -33,8 +33,9 @@ from .signals import stop_on_signals
 from .store import checkpoints, ledger, recovery
 from .store.durability import DurabilityWatcher
 from .store.leader import LeadingWriter, WriterLease
-from .store.ledger import PostgresLedger
+from .store.ledger import PostgresLedger, leases
 from .store.ledger.report_port import PostgresReports
+from .store.liveness import Liveness, holder_name
 from .store.redis_pools import RedisPools
 from .store.shards import describe, shard_of
 from .store.writer import LedgerWriter
@@ -67,23 +68,27 @@ async def jackpot_service(redis: RedisPools, pg: ledger.Pool, settings: Settings
         await watcher.stop()
 
 
-def _leading_writer(settings: Settings, stores: Stores, clock: Clock) -> LeadingWriter:
-    """The ledger writer of this process, run on the shards whose leases it holds."""
+def _leading_writer(settings: Settings, stores: Stores, clock: Clock, holder: str) -> LeadingWriter:
+    """The ledger writer of this process, run on the shards whose leases it holds; `holder` names it in PostgreSQL
+    (every session of its pool carries it already)."""
     if not settings.checkpoint_key_file:
         log.warning("no checkpoint_key_file: no anchors of the ledger are kept outside the database, so a truncation "
                     "or a rewrite of it while jackpotd is stopped cannot be told at start (OPERATIONS.md, Anchors)")
-    lease = WriterLease(stores.dsn)
+    liveness = Liveness(stores.dsn, settings.writer_lease_seconds, holder)
+    lease = WriterLease(stores.dsn, liveness)
 
     def writer(shards: frozenset[int], member: int) -> LedgerWriter:
         return LedgerWriter(stores.redis, stores.pg, linger=settings.group_commit_ms / 1000,
                             retention_seconds=settings.retention_seconds,
                             checkpoints=checkpoints.checkpointer_of(settings.checkpoint_key_file, settings.checkpoints),
-                            clock=clock, shards=shards, member=member, leads=lease.held)
+                            clock=clock, shards=shards, member=member, leads=lease.held,
+                            epochs={s: lease.epochs[s] for s in shards}, lease_check=liveness.check)
 
     async def recover(shards: frozenset[int]) -> None:
         anchors = checkpoints.checkpointer_of(settings.checkpoint_key_file, settings.checkpoints)
         for a in await recovery.recover(stores.redis, stores.pg, owns=lambda link: shard_of(link) in shards,
-                                        anchors=anchors, fresh_redis=stores.embedded is not None):
+                                        anchors=anchors, fresh_redis=stores.embedded is not None,
+                                        epochs={s: lease.epochs[s] for s in shards}, check=liveness.check):
             log.info("recovery: link %s %s", a.link_id, a.said)
 
     return LeadingWriter(lease, writer, recover)
@@ -130,10 +135,11 @@ async def _serve(settings: Settings, *, demo: bool, ready: asyncio.Event | None,
     if stop is None:
         stop = asyncio.Event()
         stop_on_signals(stop)
-    async with open_stores(settings) as stores:
+    holder = holder_name()  # this process's name as a writer: on every PostgreSQL session of it (store/liveness.py)
+    async with open_stores(settings, application_name="" if role == GRPC else leases.APP_NAME + holder) as stores:
         if clock is not now_ms:  # a test's clock is its own fiction: steps and dates are not checked against Redis's
             stores.redis.clock_tolerance_ms = 0
-        leader = None if role == GRPC else _leading_writer(settings, stores, clock)
+        leader = None if role == GRPC else _leading_writer(settings, stores, clock, holder)
         if leader is not None:
             await leader.start()
         _start_metrics(settings.metrics_port, settings.metrics_host)

@@ -10,7 +10,8 @@ Every gRPC server (each worker process, or the supervisor when it serves in-proc
   the tolerance (lua_codec.CLOCK_TOLERANCE_MS): Redis refuses its steps, and the reason says by how much.
 - per link (`link:<link_id>`, every link in `jackpot:links` and every link a writer names as a
   problem): NOT_SERVING when overall is NOT_SERVING, a writer names the link, or no live writer holds the
-  link's shard (store/shards.py), else SERVING.
+  link's shard (store/shards.py), else SERVING. Why a shard has no writer comes from its lease in PostgreSQL
+  (migration 019): a holder that has not renewed for N s, whether another writer is alive to take it over.
   A link seen before and missing now (an emptied Redis not yet rebuilt) is NOT_SERVING.
 
 On stop everything turns NOT_SERVING for good.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeAlias
@@ -30,6 +32,7 @@ from grpc_health.v1 import health_pb2
 from .clock import now_ms, wait_set
 from .store import ledger
 from .store.heartbeats import WritersHealth
+from .store.ledger import leases
 from .store.shards import shard_of
 
 log = logging.getLogger("jackpotd.health")
@@ -39,6 +42,8 @@ SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 LINK_PREFIX = "link:"
 HEARTBEAT_TTL_MS = 3000  # the writer's heartbeat expires this long after it was set
+_SECONDS = re.compile(r"\d+ s\b")
+LIVE_WITHIN_S = 2.5  # a writer that renewed its liveness this recently is alive (it renews every second)
 
 
 class HealthStore(Protocol):
@@ -75,6 +80,28 @@ class Verdict:
     reasons: tuple[str, ...] = ()
     links: Mapping[str, bool] = field(default_factory=dict)
     problems: Mapping[str, str] = field(default_factory=dict)  # the writer's, by link
+    leases: leases.LeaseStates | None = None  # who holds each shard's lease, as PostgreSQL says (None: unknown)
+
+
+def unled(shard: int, states: leases.LeaseStates | None) -> str:
+    """Why no writer writes a shard now, as its lease in PostgreSQL says: a holder silent for N s (paused, cut off),
+    and whether a live writer can take it over; never "one is taking it over" when none can."""
+    if states is None or shard not in states.shards:
+        return f"no ledger writer holds its shard {shard} now"
+    lease = states.shards[shard]
+    others = sorted(states.live - {lease.holder})
+    if lease.holder is not None and lease.holder not in states.live:
+        silent = "no liveness row" if lease.silent_s is None else f"has not renewed for {lease.silent_s:.0f} s"
+        taker = (f"writer {others[0]} takes it over once the lease time has passed" if others else
+                 "no other ledger writer is running to take it over")
+        return f"the writer lease of its shard {shard} is held by {lease.holder}, which {silent} " \
+               f"(paused, or cut off from PostgreSQL?); {taker}"
+    if lease.holder is not None:  # alive, taking it (recovering its links), or failing before its first heartbeat
+        return f"no ledger writer writes its shard {shard} now: {lease.holder} holds its lease (epoch {lease.epoch}) " \
+               "and is taking it over"
+    if others:
+        return f"no ledger writer holds its shard {shard} now (writer {others[0]} is taking it over)"
+    return f"no ledger writer holds its shard {shard} now, and none is running to take it over"
 
 
 async def _redis_links(redis: HealthStore, timeout: float) -> list[str]:
@@ -86,9 +113,10 @@ async def _redis_links(redis: HealthStore, timeout: float) -> list[str]:
 async def check(redis: HealthStore, pg: ledger.Pool, known_links: Sequence[str] = (),
                 timeout: float = 1.0) -> Verdict:
     """Ask Redis, PostgreSQL and the writer's heartbeat once; `known_links` are links seen before."""
-    links_r, pg_r, writer_r, skew_r = await asyncio.gather(
+    links_r, pg_r, writer_r, skew_r, leases_r = await asyncio.gather(
         _redis_links(redis, timeout), ledger.ping(pg, timeout), asyncio.wait_for(redis.writer_health(), timeout),
-        _clock_skew(redis, timeout), return_exceptions=True)
+        _clock_skew(redis, timeout), leases.lease_states(pg, LIVE_WITHIN_S, timeout), return_exceptions=True)
+    states = leases_r if isinstance(leases_r, leases.LeaseStates) else None  # (else: PostgreSQL explains it)
     reasons: list[str] = []
     if isinstance(skew_r, int) and abs(skew_r) > redis.clock_tolerance_ms:
         reasons.append(f"clock: this process's clock is {skew_r / 1000:+.1f} s off Redis's (more than "
@@ -117,11 +145,19 @@ async def check(redis: HealthStore, pg: ledger.Pool, known_links: Sequence[str] 
             if shard in stalled:
                 problems[link] = f"the ledger writer of its shard {shard}: {stalled[shard]}"
             else:
-                problems[link] = f"no ledger writer holds its shard {shard} now (one is taking it over)"
+                problems[link] = unled(shard, states)
     serving = not reasons
     names = current | set(problems) | set(known_links)
     return Verdict(serving, tuple(reasons),
-                   {link: serving and link in current and link not in problems for link in sorted(names)}, problems)
+                   {link: serving and link in current and link not in problems for link in sorted(names)}, problems,
+                   states)
+
+
+def _led_by(link: str, verdict: Verdict) -> str:
+    """Which writer process leads a link's shard now, for the line that says it serves again."""
+    lease = None if verdict.leases is None else verdict.leases.shards.get(shard_of(link))
+    return "" if lease is None or lease.holder is None else \
+        f"its shard {lease.shard} is written by {lease.holder}, lease epoch {lease.epoch}"
 
 
 async def _clock_skew(redis: HealthStore, timeout: float) -> int | None:
@@ -157,6 +193,7 @@ class HealthReporter:
         self.timeout = timeout  # for each store's answer: a busy store is slow, not down
         self.statuses: dict[str, Status] = {}
         self._last: Verdict | None = None
+        self._said: dict[str, str] = {}  # each link's last reason, its counts of seconds left out
 
     async def not_serving(self) -> None:
         """Before the first check: nothing is known, so nothing is serving."""
@@ -178,8 +215,9 @@ class HealthReporter:
                 log.warning("health: NOT_SERVING (%s)", "; ".join(verdict.reasons))
         for link, ok in verdict.links.items():
             name, before = link_service(link), self.statuses.get(link_service(link))
-            if verdict.serving and (before == NOT_SERVING if ok else before != NOT_SERVING):
-                why = verdict.problems.get(link, "" if ok else "not in Redis")
+            why = verdict.problems.get(link, _led_by(link, verdict) if ok else "not in Redis")
+            said, self._said[link] = self._said.get(link), _SECONDS.sub("N s", why)  # a new reason, not a new count
+            if verdict.serving and (before == NOT_SERVING if ok else before != NOT_SERVING or said != self._said[link]):
                 log.log(logging.INFO if ok else logging.WARNING, "health: %s %s%s", name,
                         "SERVING" if ok else "NOT_SERVING", f" ({why})" if why else "")
             await self._set(name, SERVING if ok else NOT_SERVING)

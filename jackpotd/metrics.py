@@ -26,6 +26,8 @@ WRITER_LEADER = Gauge("jackpotd_writer_leader", "1 while this process holds writ
                       multiprocess_mode="livemax")
 WRITER_SHARDS = Gauge("jackpotd_writer_shard", "1 for each writer shard (of 16) this process holds the lease of "
                       "and writes", ["shard"], multiprocess_mode="livemax")
+WRITER_FENCED = Counter("jackpotd_writer_fenced_appends", "appends PostgreSQL refused because another writer took "
+                        "the shard's lease over (this one was paused or cut off); the writer stopped at once")
 FUTURE_DATED = Counter("jackpotd_entries_future_dated_total", "entries decided by a clock ahead of the ledger "
                        "writer's, dated by the writer's instead (check the replicas' time sync)", ["link"])
 HITS = Counter("jackpotd_hits_total", "jackpot hits paid by link, hand and pool", ["link", "hand", "pool"])

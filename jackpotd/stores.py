@@ -38,14 +38,15 @@ def _endpoints_file(settings: Settings) -> Path:
 
 
 @contextlib.asynccontextmanager
-async def open_stores(settings: Settings, *, migrate: bool = True) -> AsyncIterator[Stores]:
+async def open_stores(settings: Settings, *, migrate: bool = True, application_name: str = "") -> AsyncIterator[Stores]:
     """Connect to the configured stores, or reuse or start the embedded ones under the state directory.
 
     Migrations run as the ledger's owner; the pool logs in as the service's role (docs/DECISIONS.md,
     Locked-down stores). Embedded: the owner is the superuser `postgres`, the service `jackpotd_app`, both with
     passwords from `<state>/secrets`. External: the DSN's role for both (migrate with the owner's DSN first, then
     serve with the service's: a role that may not migrate gets through when nothing is pending), passwords from
-    `postgres_password_file` and `redis_password_file` when set.
+    `postgres_password_file` and `redis_password_file` when set. The pool's sessions carry `application_name` (a
+    writer's: store/liveness.py).
     """
     embedded = None
     if settings.embedded:
@@ -82,7 +83,7 @@ async def open_stores(settings: Settings, *, migrate: bool = True) -> AsyncItera
     try:
         if migrate:
             await ledger.migrate(owner_dsn)
-        pool = await ledger.connect_pool(dsn, size=20)
+        pool = await ledger.connect_pool(dsn, size=20, application_name=application_name)
         try:
             redis = await open_redis(settings, redis_url)
         except SettingsError:

@@ -3,8 +3,10 @@ written by the one process holding its lease, a PostgreSQL session advisory lock
 own. Any number of `jackpotd writer` (or `serve`) processes may run: each takes a fair share of the shards (all of
 them when it is alone, half of them when there are two, none beyond the number of shards), and the others' shards
 are taken over within POLL seconds of a writer's death: kill -9 closes its connection, and PostgreSQL frees its
-locks with it. The ledger's head guard (a batch whose head moved is refused) stays the last line of defence
-should two ever write one link at once."""
+locks with it. A writer paused or cut off keeps its session, so each process also renews its liveness
+(store/liveness.py): a standby ends the sessions of one silent past the lease time, takes its shards, and bumps
+each shard's epoch, which every append carries and PostgreSQL checks (issue 23). The ledger's head guard (a batch
+whose head moved is refused) stays the last line of defence should two ever write one link at once."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from ..backoff import Backoff, exponential
 from ..clock import wait_set
 from ..metrics import WRITER_LEADER, WRITER_SHARDS
 from . import keys
+from .ledger import leases
+from .liveness import KEEPALIVES, Liveness
 from .shards import SHARDS, describe
 from .throttle import Throttled
 from .writer import LedgerWriter
@@ -32,9 +36,7 @@ log = logging.getLogger("jackpotd.leader")
 LEASE_KEY = 4244
 SHARD_KEY = 4244  # (SHARD_KEY, shard): a shard's lease, in the two-key form
 MEMBER_KEY = 4245  # (MEMBER_KEY, n): writer process n is alive; their number decides each one's share
-# A session PostgreSQL hears nothing from (a leader's host crashed, a partition) keeps its lock until the server
-# notices the peer is gone: with these, within about 11 s rather than the operating system's two hours.
-KEEPALIVES = {"tcp_keepalives_idle": "5", "tcp_keepalives_interval": "2", "tcp_keepalives_count": "3"}
+LOCK_TIMEOUT_MS = "1000"  # a takeover's bump of an epoch waits this long for appends in flight, then tries again
 MINE = ("SELECT objid::int FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objsubid = 2 "
         "AND pid = pg_backend_pid() AND granted")
 MEMBERS = ("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND objsubid = 2 "
@@ -57,11 +59,14 @@ class WriterLease:
     POLL = 0.5  # how often the shares are asked again
     CHECK_TIMEOUT = 2.0
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, liveness: Liveness | None = None) -> None:
         self.dsn = dsn
+        self.liveness = liveness  # None: nobody silent is ended, nothing asked of this one's own (tests of the locks)
+        self.holder = liveness.holder if liveness is not None else f"unnamed:{id(self):x}"
         self.conn: asyncpg.Connection | None = None
         self.member: int | None = None
         self.shards: frozenset[int] = frozenset()
+        self.epochs: dict[int, int] = {}  # each shard held -> the epoch this process took it at
         self._complain = Throttled(log).warn  # for what is tried several times a second
 
     async def _join(self) -> asyncpg.Connection:
@@ -72,7 +77,9 @@ class WriterLease:
         if self.shards:  # the connection closed under shards still being written: held() steps down first
             raise ConnectionError("the lease connection closed while its shards are written")
         await self.release()
-        conn = await asyncpg.connect(self.dsn, timeout=5, server_settings=KEEPALIVES)
+        named = {"application_name": self.liveness.application_name} if self.liveness is not None else {}
+        conn = await asyncpg.connect(self.dsn, timeout=5, server_settings={
+            **KEEPALIVES, **named, "lock_timeout": LOCK_TIMEOUT_MS})
         try:
             if await conn.fetchval("SELECT pg_is_in_recovery()", timeout=self.CHECK_TIMEOUT):
                 raise NotNow("the database is a standby")
@@ -96,6 +103,15 @@ class WriterLease:
         database cannot be asked now: any failure is "not now", a standby must never stop asking."""
         try:
             conn = await self._join()
+            if self.liveness is not None:
+                if not self.liveness.fresh():
+                    raise NotNow(self.liveness.why_not())
+                ended = await leases.end_silent(conn, self.holder, self.liveness.lease_s, self.CHECK_TIMEOUT)
+                for holder in sorted({e.holder for e in ended}):
+                    its = [e for e in ended if e.holder == holder]
+                    log.warning("writer %s has not renewed its lease for %.1f s (paused, or cut off from PostgreSQL?): "
+                                "ended its sessions (pids %s), so its shards can be taken over", holder,
+                                its[0].silent_s, ", ".join(str(e.pid) for e in its))
             # a lock taken by a query whose answer was lost (a timeout) is held but not known: nobody writes its
             # shard, so let it go (its writer is not this process's, which writes only self.shards)
             mine = {int(r[0]) for r in await conn.fetch(MINE, SHARD_KEY, timeout=self.CHECK_TIMEOUT)}
@@ -112,7 +128,8 @@ class WriterLease:
                 if len(taken) >= share:
                     break
                 if shard not in taken and await conn.fetchval("SELECT pg_try_advisory_lock($1::int, $2::int)",
-                                                              SHARD_KEY, shard, timeout=self.CHECK_TIMEOUT):
+                                                              SHARD_KEY, shard, timeout=self.CHECK_TIMEOUT) \
+                        and await self._take_epoch(conn, shard):
                     taken.add(shard)
             self.shards = frozenset(taken)
             return self.shards
@@ -126,6 +143,21 @@ class WriterLease:
                 await self.release()  # writing first): closing it here would free shards still being written
             return None
 
+    async def _take_epoch(self, conn: asyncpg.Connection, shard: int) -> bool:
+        """Bump the shard's epoch, just taken, before anything of it is recovered or written: from now PostgreSQL
+        refuses the appends of any earlier holder. An append in flight holds the row: after LOCK_TIMEOUT_MS the
+        shard is let go (and asked again at the next poll), naming the sessions in the way."""
+        try:
+            self.epochs[shard] = await leases.take_epoch(conn, shard, self.holder, self.CHECK_TIMEOUT)
+            return True
+        except asyncpg.LockNotAvailableError:
+            held = await leases.blockers(conn, self.CHECK_TIMEOUT)
+            log.warning("writer leases: shard %d's epoch is locked by %s (an append in flight); letting it go and "
+                        "asking again", shard, ", ".join(f"pid {p} ({name or 'no name'})" for p, name in held)
+                        or "a session that has just finished")
+            await self._unlock(conn, frozenset({shard}))
+            return False
+
     async def give_back(self, shards: frozenset[int]) -> None:
         """Release these shards' leases (their writer has stopped); on failure, drop the whole connection."""
         if self.conn is None:
@@ -133,6 +165,8 @@ class WriterLease:
         try:
             await self._unlock(self.conn, shards & self.shards)
             self.shards -= shards
+            for shard in shards:
+                self.epochs.pop(shard, None)
         except Exception:
             await self.release()
 
@@ -157,9 +191,12 @@ class WriterLease:
     async def release(self) -> None:
         """Give every lease up (closing the connection frees the locks)."""
         conn, self.conn, self.member, self.shards = self.conn, None, None, frozenset()
+        self.epochs = {}
         if conn is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(conn.close(), 5)
+            if not conn.is_closed():  # a partition: do not wait for a goodbye PostgreSQL cannot hear
+                conn.terminate()
 
 
 MakeWriter = Callable[[frozenset[int], int], LedgerWriter]  # (shards, member) -> the writer of those shards
@@ -182,6 +219,8 @@ class LeadingWriter:
         self.writer: LedgerWriter | None = None
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._renewing: asyncio.Task[None] | None = None
+        self._renewed_till_stopped = asyncio.Event()  # renewals go on until the writer has stopped
 
     @property
     def leading(self) -> bool:
@@ -194,6 +233,11 @@ class LeadingWriter:
     async def start(self) -> None:
         """Take this process's share at once (so an all-in-one `serve` recovers before it serves); then watch the
         leases and shares in the background. Never raises: a failure to lead now is retried there."""
+        liveness = self.lease.liveness
+        if liveness is not None:  # renewed once first, so a lone `serve` leads before it serves
+            await liveness.renew()
+            self._renewing = asyncio.create_task(liveness.run(self._renewed_till_stopped), name="writer-liveness")
+            self._renewing.add_done_callback(self._ended)
         try:
             await self._rebalance()
         except Exception as e:
@@ -205,8 +249,8 @@ class LeadingWriter:
     @staticmethod
     def _ended(task: asyncio.Task[None]) -> None:
         if not task.cancelled() and task.exception() is not None:  # a bug: say so loudly, never silently
-            log.critical("the writer lease's loop died: %r; this process will not lead again until restarted",
-                         task.exception())
+            log.critical("the writer lease's loop (%s) died: %r; this process will not lead again until restarted",
+                         task.get_name(), task.exception())
 
     async def _rebalance(self) -> None:
         """Hold this process's share: give back what others should write, take what nobody writes, and restart
@@ -256,12 +300,24 @@ class LeadingWriter:
                 await wait_set(self._stop, self.CHECK_EVERY if self.writer is not None else WriterLease.POLL)
                 if self._stop.is_set():
                     return
-                if self.writer is not None and not await self.lease.held():
-                    log.error("a writer lease is lost (PostgreSQL restarted or failed over?): stopping the writer")
+                liveness = self.lease.liveness
+                # paused, or cut off: others may write its shards now
+                if liveness is not None and not liveness.fresh() and liveness.expired:
+                    if self.writer is not None or self.lease.conn is not None:
+                        log.error("this process has not renewed its writer lease for %.1f s (paused, or cut off from "
+                                  "PostgreSQL?): stopping at once; PostgreSQL refuses its appends from now on",
+                                  liveness.silent_s())
+                        await self._step_down(graceful=False)
+                    liveness.rejoin()
+                    await liveness.renew()  # at once: a standby again, and able to take its share
+                elif self.writer is not None and not await self.lease.held():
+                    log.error("a writer lease is lost (PostgreSQL restarted, failed over, or cannot be reached?): "
+                              "stopping the writer at once")
                     await self._step_down(graceful=False)
                 elif self.writer is not None and not self.writer.alive:
-                    log.error("the ledger writer stopped: giving its leases up")
-                    await self._step_down()
+                    lost = self.writer.lost is not None  # said already, in one line, by the writer
+                    log.error("the ledger writer stopped: giving its leases up%s", " at once" if lost else "")
+                    await self._step_down(graceful=not lost)
                 await self._rebalance()
                 backoff.reset()
             except Exception as e:  # recovery or the writer's start failed: give the leases to another, back off
@@ -282,3 +338,10 @@ class LeadingWriter:
                         await task
         finally:
             await self._step_down()
+            self._renewed_till_stopped.set()
+            renewing, self._renewing = self._renewing, None
+            if renewing is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await asyncio.wait_for(renewing, 5)
+            if self.lease.liveness is not None:
+                await self.lease.liveness.close()

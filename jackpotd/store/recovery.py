@@ -21,6 +21,7 @@ from .announcements import Fenced
 from .checkpoints import MARK_EVERY, Anchor, Checkpoint, Checkpointer
 from .ledger import head_guard
 from .ledger.fences import FenceKind, kind_of
+from .liveness import LeaseExpired
 from .redis_journal import Probe
 from .redis_pools import RedisPools
 
@@ -82,12 +83,15 @@ class LinkRecovery:
 
 
 async def recover(redis: RedisPools, pg: ledger.Pool, owns: Callable[[str], bool] = lambda _: True,
-                  anchors: Checkpointer | None = None, *, fresh_redis: bool = False) -> list[LinkRecovery]:
+                  anchors: Checkpointer | None = None, *, fresh_redis: bool = False,
+                  epochs: Mapping[int, int] | None = None,
+                  check: Callable[[], None] | None = None) -> list[LinkRecovery]:
     """Bring every link's Redis state in line with the ledger (every link this writer `owns`); a link the ledger
     refuses is fenced alone, and so is a link whose ledger head its newest anchor (kept outside the database) does
     not back, a link every row of which was deleted included: nothing is drained onto it or rebuilt from it. With
     `fresh_redis` (an embedded Valkey just started, which keeps nothing) a link it lacks is rebuilt as expected, said
-    at INFO; otherwise Redis lost what it should have kept, said at WARNING."""
+    at INFO; otherwise Redis lost what it should have kept, said at WARNING. A writer taking shards over passes the
+    `epochs` it took (its drains carry them) and its lease `check` (raises LeaseExpired: nothing more is done)."""
     out = []
     try:
         announced = set(await redis.links())
@@ -125,15 +129,17 @@ async def recover(redis: RedisPools, pg: ledger.Pool, owns: Callable[[str], bool
             elif state is RecoveryState.AHEAD:
                 checked = verdicts.get(link)
                 drained = await drain(redis, pg, link, head.seq, head if isinstance(checked, head_guard.Backed)
-                                      and checked.head == Anchor(head.seq, head.hash) else None, anchors)
+                                      and checked.head == Anchor(head.seq, head.hash) else None, anchors, epochs)
                 if drained is RecoveryState.FORKED:
-                    await rebuild(redis, pg, link)
+                    await rebuild(redis, pg, link, check=check)
                 action = RecoveryAction.REBUILT if drained is RecoveryState.FORKED else drained
             elif state in REBUILD:
                 expected = fresh_redis and state is RecoveryState.LOST
                 await rebuild(redis, pg, link, level=logging.INFO if expected else logging.WARNING,
-                              why="the embedded Valkey starts empty" if expected else f"Redis {state}")
+                              why="the embedded Valkey starts empty" if expected else f"Redis {state}", check=check)
                 action = RecoveryAction.REBUILT
+        except (LeaseExpired, ledger.LeaseFenced):  # another writer may hold the shards now: stop recovering them
+            raise
         except Exception as e:  # one link's trouble must not keep the others from being written; the ledger
             # writer drains a link Redis holds ahead, and its probe rebuilds one Redis lost, once it can
             log.error("link %s: recovery failed (%s); the ledger writer will retry it", link, e)
@@ -163,7 +169,8 @@ async def fence_anchored(redis: RedisPools, pg: ledger.Pool, lines: Mapping[str,
 
 
 async def drain(redis: RedisPools, pg: ledger.Pool, link: str, from_seq: int, checked: ledger.Head | None,
-                anchors: Checkpointer | None = None) -> RecoveryAction | Literal[RecoveryState.FORKED]:
+                anchors: Checkpointer | None = None,
+                epochs: Mapping[int, int] | None = None) -> RecoveryAction | Literal[RecoveryState.FORKED]:
     """Write every journal entry above `from_seq` into the ledger, onto the head just `checked` against its anchors
     (the append refuses any other), anchoring what it wrote: DRAINED; FORKED when the journal does not continue
     the ledger (the link is to be rebuilt); FENCED when the ledger refuses an entry; NOT_DRAINED without a checked
@@ -179,7 +186,7 @@ async def drain(redis: RedisPools, pg: ledger.Pool, link: str, from_seq: int, ch
             break
         try:
             async with pg.acquire() as conn:
-                appended = await ledger.write_batch(conn, ledger.journal_entries(link, rows), cache)
+                appended = await ledger.write_batch(conn, ledger.journal_entries(link, rows), cache, epochs=epochs)
         except Exception as e:
             if not ledger.refuses(e):
                 raise
@@ -218,14 +225,17 @@ async def fence(redis: RedisPools, pg: ledger.Pool | ledger.Connection, link: st
 
 
 async def rebuild(redis: RedisPools, pg: ledger.Pool, link: str, expect: Anchor | None = None, *,
-                  level: int = logging.WARNING, why: str = "") -> int:
+                  level: int = logging.WARNING, why: str = "", check: Callable[[], None] | None = None) -> int:
     """Replace the link's Redis keys with the state recorded in the ledger; returns the ledger's head. With `expect`,
     only from that very head (the one the writer just checked): a head that moved since is Unavailable.
 
     The config key goes first, so every step and read on the link is refused while the rest is replaced
-    in one transaction: nothing applied on the old state can survive into the new one.
+    in one transaction: nothing applied on the old state can survive into the new one. A writer's lease `check`
+    runs between the reading and the writing: a leader paused in between must not write Redis from a stale reading.
     """
     snap = await ledger.snapshot(pg, link)
+    if check is not None:
+        check()
     if expect is not None and Anchor(snap.last_seq, snap.last_hash) != expect:
         raise Unavailable(f"link {link}: the ledger's head moved to {snap.last_seq} while it was being checked; "
                           "the rebuild waits for the next check")

@@ -16,11 +16,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from ..backoff import Backoff, exponential
 from ..clock import Clock, now_ms
-from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS
+from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS, WRITER_FENCED
 from ..service.errors import Unavailable
 from . import ledger, recovery
 from .checkpoints import Anchor, Checkpointer
@@ -28,6 +28,7 @@ from .dating_clock import DatingClock
 from .heartbeats import WriterHealth
 from .ledger.fences import FenceKind
 from .ledger.head_guard import Tamper, Tampered
+from .liveness import LeaseExpired
 from .redis_announcements import DurableBatch
 from .redis_journal import Journal
 from .redis_pools import RedisPools
@@ -40,6 +41,7 @@ from .writer_heads import WriterHeads
 
 log = logging.getLogger("jackpotd.writer")
 Leads = Callable[[], Awaitable[bool]]  # whether this process still holds its shards' leases
+LeaseCheck = Callable[[], None]  # raises LeaseExpired unless this process's lease still stands (store/liveness.py)
 
 
 class LeaseLost(Exception):
@@ -48,6 +50,10 @@ class LeaseLost(Exception):
 
 async def _always() -> bool:
     return True
+
+
+def _unchecked() -> None:
+    """No lease to check (a writer outside the leases: tests, tools)."""
 
 
 class LedgerWriter:
@@ -64,7 +70,8 @@ class LedgerWriter:
 
     def __init__(self, redis: RedisPools, pg: ledger.Pool, batch: int = 2000, linger: float = 0.005,
                  retention_seconds: int = 60, checkpoints: Checkpointer | None = None, clock: Clock = now_ms,
-                 shards: frozenset[int] = ALL, member: int = 0, leads: Leads = _always) -> None:
+                 shards: frozenset[int] = ALL, member: int = 0, leads: Leads = _always,
+                 epochs: Mapping[int, int] | None = None, lease_check: LeaseCheck = _unchecked) -> None:
         self.redis = redis
         self.shards = shards  # the writer shards whose links this writer writes (its process holds their leases)
         self.member = member  # its process's number among the writers: which heartbeat key is its
@@ -94,6 +101,9 @@ class LedgerWriter:
         self.fences = WriterFences(redis, pg, self.heads)  # the links stopped for a person (store/writer_fences.py)
         self.leads = leads  # asked before a head moved past this writer's is called tampering
         self.seen = SeenFiller(redis, pg)  # each link's filter of used ids (store/seen_fill.py)
+        self.epochs = epochs  # shard -> the lease epoch its process took: every append carries them (migration 019)
+        self.lease_check = lease_check  # before every append, rebuild and announcement: a woken leader stops
+        self.lost: str | None = None  # why the writer stopped for good: its lease is another's (LeaseFenced, expired)
 
     @property
     def fenced(self) -> dict[str, str]:
@@ -162,14 +172,24 @@ class LedgerWriter:
             try:
                 await self._pass()
                 backoff.reset()
+            except (ledger.LeaseFenced, LeaseExpired) as e:  # another writer has (or may have) its shards: stop now
+                if isinstance(e, ledger.LeaseFenced):
+                    WRITER_FENCED.inc()
+                self.lost = str(e)
+                log.error("%s; this writer stops at once", e)
+                return
             except Exception:  # logged by _pass
                 await backoff.sleep()
 
     async def _pass(self) -> None:
         try:
             await self._once()
+        except (ledger.LeaseFenced, LeaseExpired):
+            await self._held.release()
+            raise
         except Exception as e:  # a store hiccup: note since when appends fail, start the next pass afresh
-            log.warning("ledger writer retrying after error: %s", e)
+            if not self._stopping:  # (stopping at once, a pass cut short fails as it may: nothing to retry)
+                log.warning("ledger writer retrying after error: %s", e)
             self._failing = (time.monotonic() if self._failing is None else self._failing[0], str(e))
             await self._held.release()
             raise
@@ -210,6 +230,7 @@ class LedgerWriter:
                     LINK_REBUILDS.labels(link, why)
 
     async def _once(self) -> None:
+        self.lease_check()
         await self._announce()  # what an earlier pass appended but could not announce
         if time.monotonic() - self._probed_at >= self.PROBE_EVERY:
             await self.probe()
@@ -239,14 +260,15 @@ class LedgerWriter:
             batch = [e for e in batch if e.link_id in self._heads]  # fenced, or moved since: not now
             if not batch:
                 return
+        self.lease_check()
         conn = await self._held.get()
         await self.clock.refresh()
         try:
-            appended = await ledger.write_batch(conn, batch, self._heads, self.clock)
+            appended = await ledger.write_batch(conn, batch, self._heads, self.clock, self.epochs)
         except Exception as e:
             if not ledger.refuses(e):
                 raise
-            appended = await isolate(conn, batch, self._heads, self.clock, self._fence)
+            appended = await isolate(conn, batch, self._heads, self.clock, self._fence, self.epochs)
         LEDGER_BATCH.observe(len(batch))
         LEDGER_LAG.observe(time.perf_counter() - started)
         for link, written in appended.written.items():  # in the ledger now, whatever happens next
@@ -270,6 +292,7 @@ class LedgerWriter:
         """Tell the workers what the ledger now holds, and let answered keys expire; kept until it succeeds."""
         if not self._unannounced:
             return
+        self.lease_check()  # what it appended is in the ledger, but a woken leader writes nothing to Redis
         failed = await self.redis.announce_durable({link: self._durable(written)
                                                     for link, written in self._unannounced.items()},
                                                    self.retention_seconds)
@@ -314,7 +337,9 @@ class LedgerWriter:
         log.error("link %s: Redis %s (%s); rebuilding it from the ledger", link, why, detail)
         self.problems[link] = f"Redis {why}; rebuilding from the ledger"
         try:
-            head = await recovery.rebuild(self.redis, self.pg, link, expect)
+            head = await recovery.rebuild(self.redis, self.pg, link, expect, check=self.lease_check)
+        except LeaseExpired:
+            raise
         except Exception as e:
             self.problems[link] = f"Redis {why}; the rebuild failed and is retried: {e}"
             log.error("link %s: rebuild failed: %s", link, e)

@@ -3,7 +3,7 @@ whose entry is refused is fenced."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..clock import Clock
@@ -13,9 +13,10 @@ Fence = Callable[[str, int, str], Awaitable[None]]  # (link, seq, why): stop the
 
 
 async def isolate(conn: Any, batch: list[ledger.JournalEntry], heads: ledger.HeadCache, clock: Clock,
-                  fence: Fence) -> ledger.Appended:
+                  fence: Fence, epochs: Mapping[int, int] | None = None) -> ledger.Appended:
     """The ledger refused the batch for what it holds: append entry by entry, and fence the link whose entry is
-    refused. Every other link, and the fenced link's earlier entries, are appended."""
+    refused. Every other link, and the fenced link's earlier entries, are appended. A stale lease (LeaseFenced) is
+    no link's fault: it is raised."""
     out = ledger.Appended()
     by_link: dict[str, list[ledger.JournalEntry]] = {}
     for e in batch:
@@ -23,7 +24,7 @@ async def isolate(conn: Any, batch: list[ledger.JournalEntry], heads: ledger.Hea
     for link, entries in by_link.items():
         for e in sorted(entries, key=lambda x: x.seq):
             try:
-                one = await ledger.write_batch(conn, [e], heads, clock)
+                one = await ledger.write_batch(conn, [e], heads, clock, epochs)
             except Exception as error:
                 if not ledger.refuses(error):
                     raise

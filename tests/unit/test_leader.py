@@ -27,6 +27,8 @@ class FakeLease:
         self.given_back: list[frozenset[int]] = []
         self.recovered: list[frozenset[int]] = []
         self.log: list[str] = []
+        self.liveness: Any = None
+        self.conn: Any = None
 
     async def claim(self) -> frozenset[int] | None:
         if self.offer is None:
@@ -55,6 +57,7 @@ class FakeWriter:
         self.alive = False
         self.fail_stop = fail_stop
         self.log = log
+        self.lost: str | None = None
 
     async def start(self) -> None:
         self.alive = True

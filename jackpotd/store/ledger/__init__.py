@@ -2,7 +2,8 @@
 service's Ledger port. With the Redis adapter, the only code that imports a driver, and the only code that
 holds SQL. Callers use `ledger.X`.
 
-schema: migrate, connect_pool, role_problems, ping · errors: what a refusal is · chain: the
+schema: migrate, connect_pool, role_problems, ping · errors: what a refusal is (LeaseFenced: a stale lease) ·
+leases: the writer shards' epochs and the writers' liveness · chain: the
 hash chain and write_batch · bulk: the append's one statement, or COPY for a large batch · reads: heads, snapshot
 and single lookups · lookups: the batched request-id/round lookup · fences · audit · admin_audit: the trail of
 administrative acts · service_port: PostgresLedger.
@@ -23,7 +24,7 @@ from .chain import (
     journal_entries,
     write_batch,
 )
-from .errors import refuses
+from .errors import LeaseFenced, lease_fenced, refuses
 from .fences import Fence, FenceKind, clear_fence, fence_text, fences, refused_entry, set_fence
 from .lookups import HeldConnection, Lookups, used_ids
 from .reads import (
@@ -63,6 +64,7 @@ __all__ = [
     "HeadCache",
     "HeldConnection",
     "JournalEntry",
+    "LeaseFenced",
     "LinkSnapshot",
     "Lookups",
     "MigrationRefused",
@@ -83,6 +85,7 @@ __all__ = [
     "heads_of",
     "journal_entries",
     "last_hit",
+    "lease_fenced",
     "link_known",
     "migrate",
     "ping",

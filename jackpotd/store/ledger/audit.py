@@ -16,8 +16,9 @@ from ...domain.verification import PAID, PENDING, REJECTED, approval, person_of,
 from ...service.ports import AuditReport
 from ..checkpoints import Checkpoint
 from . import anchor_audit
-from .chain import approval_row, chain_hash, decision_row
+from .chain import chain_hash
 from .reads import HIT_DECISION, HIT_STATUS
+from .rows import approval_row, decision_row
 from .summaries import Summaries, entry_flows, ms_of, time_of
 
 PROBLEMS_MAX = 200

@@ -9,7 +9,9 @@ from typing import Any
 from .unnest import columns
 
 BULK = 256  # entries from which a batch's entries and postings go by COPY: fewer round trips below it
-HEAD_PARAMS = frozenset({0, 1, 2, 3, 68})  # the append's $1..$4 (the heads) and $69 (the hashes they replace)
+# the append's $1..$4 (the heads), $69 (the hashes they replace) and $78, $79 (the shards' lease epochs, checked FOR
+# SHARE: the lock lasts to the commit, so the first statement's check covers the whole transaction)
+HEAD_PARAMS = frozenset({0, 1, 2, 3, 68, 77, 78})
 COPIED_PARAMS = frozenset(range(4, 20))  # its $5..$14 (entries) and $15..$20 (postings)
 ENTRY_COLUMNS = ("link_id", "seq", "kind", "request_id", "request_hash", "created_at", "entry", "reply", "prev_hash",
                  "hash", "chain_version")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -17,7 +17,10 @@ from ...domain.postings import pool_account
 from ...domain.rounds import FINISHED
 from ...metrics import FUTURE_DATED, HITS
 from ...service.replies import pairs
+from ..shards import shard_of
 from . import bulk
+from .errors import lease_fenced
+from .rows import approval_row, decision_row
 from .summaries import Summaries, buckets_upsert, ms_of, time_of, totals_upsert
 from .unnest import columns
 
@@ -172,7 +175,8 @@ WITH h AS (
 ), fb AS (
     """ + buckets_upsert(64) + """
 )
-SELECT ledger_require((SELECT count(*) FROM h) = cardinality($1::text[]),
+SELECT ledger_lease_held($78::smallint[], $79::bigint[]),  -- first: a fenced writer learns it is fenced
+       ledger_require((SELECT count(*) FROM h) = cardinality($1::text[]),
                       'a link head is not the one this writer left (another writer moved it, or it was changed '
                       'outside jackpotd); the batch was not written')
 """
@@ -305,14 +309,15 @@ def _link_rows(link_id: str, items: Sequence[JournalEntry], start: Head,
 
 
 async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache | None = None,
-                      clock: Clock = now_ms) -> Appended:
+                      clock: Clock = now_ms, epochs: Mapping[int, int] | None = None) -> Appended:
     """Append journal entries to the ledger in one statement; idempotent on (link, seq).
 
     Entries at or below a link's head are skipped. A link whose journal does not continue the ledger
     (Redis forked from it) or whose balances disagree with the postings is left out and named in
     `refused`; the others are appended. `cache` keeps each link's head between batches; the statement
     refuses to run if the ledger's head has moved since (another writer), and the cache is then dropped
-    so the next batch reads it afresh.
+    so the next batch reads it afresh. With `epochs` (shard -> the lease epoch its writer took), PostgreSQL also
+    checks, in the append's transaction, that each written link's shard is still at that epoch: LeaseFenced if not.
     """
     by_link: dict[str, list[JournalEntry]] = {}
     for e in batch:
@@ -346,16 +351,20 @@ async def write_batch(conn: Any, batch: Sequence[JournalEntry], cache: HeadCache
             replaced.append(start.hash)
     if rows.entries:
         hits = columns(rows.hits, 15)  # the 15th, approvals_needed, is $70: added after the others
+        shards = sorted({shard_of(link) for link, _, _, _ in head_rows}) if epochs is not None else []
         try:
             await bulk.run(conn, _APPEND, columns(head_rows, 4), rows.entries, rows.postings,
                            [*hits[:14], *columns(rows.configs, 3), *columns(rows.tables, 2),
                             *columns(list(rows.rounds.values()), 6), *columns(balance_rows, 3),
                             *columns(rows.decisions, 8), *columns(rows.summaries.total_rows(), 7),
                             *columns(rows.summaries.bucket_rows(), 5), replaced, hits[14],
-                            *columns(rows.approvals, 7)], CHAIN_VERSION)
-        except BaseException:
+                            *columns(rows.approvals, 7), shards,
+                            [(epochs or {}).get(s, -1) for s in shards]], CHAIN_VERSION)
+        except BaseException as e:
             for link in by_link:  # whatever happened, read the heads afresh next time
                 cache.pop(link, None)
+            if (fenced := lease_fenced(e)) is not None:
+                raise fenced from e
             raise
     cache.update(fresh)
     for link_id, written in out.written.items():  # a hit is counted once: when the ledger holds it
@@ -376,19 +385,6 @@ def journal_entries(link_id: str, rows: Iterable[tuple[int, dict[str, str]]]) ->
             out.append(JournalEntry(link_id, seq, str(fields.get("entry", "")), {}, "", fields.get("after"),
                                     f"{type(e).__name__}: {e}"))
     return out
-
-
-def decision_row(link_id: str, seq: int, decision: dict[str, Any]) -> tuple[Any, ...]:
-    """A hit decision as its hit_decisions row (the append, and audit re-deriving it); the reason as JSON, so
-    any text a caller sent, NUL included, is stored (a NUL in a text column would refuse the whole batch)."""
-    return (link_id, decision["table_id"], decision["round_id"], decision["seat"], decision["hit_id"], seq,
-            decision["status"], canonical_json(decision["reason"]))
-
-
-def approval_row(link_id: str, seq: int, approval: dict[str, Any], audit: dict[str, Any]) -> tuple[Any, ...]:
-    """A first approval as its hit_approvals row (the append, and audit re-deriving it): who, from the audit."""
-    return (link_id, approval["table_id"], approval["round_id"], approval["seat"], approval["hit_id"], seq,
-            audit["actor"])
 
 
 def identity_of(row: Any) -> str:

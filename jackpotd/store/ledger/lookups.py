@@ -38,11 +38,12 @@ class HeldConnection:
         return self._conn
 
     async def release(self) -> None:
-        """Give the connection back to the pool (quietly: it may be broken)."""
+        """Give the connection back to the pool (quietly: it may be broken; within 5 s, or the pool closes it, as for a
+        writer cut off from PostgreSQL that must stop at once)."""
         if self._conn is not None:
             conn, self._conn = self._conn, None
             with contextlib.suppress(Exception):
-                await self.pg.release(conn)
+                await self.pg.release(conn, timeout=5)
 
 
 class Lookups:

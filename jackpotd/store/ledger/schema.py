@@ -58,10 +58,12 @@ async def migrate(dsn: str) -> list[str]:
         await conn.close()
 
 
-async def connect_pool(dsn: str, size: int = 10) -> asyncpg.Pool:
+async def connect_pool(dsn: str, size: int = 10, application_name: str = "") -> asyncpg.Pool:
     """A connection pool logged in as `dsn` says: for the service, the application role, whose sessions can
-    only read and append (there is no SET ROLE to undo)."""
-    pool = await asyncpg.create_pool(dsn, min_size=1, max_size=size)
+    only read and append (there is no SET ROLE to undo). A writer's sessions carry its `application_name`, so a
+    standby can end them all should it fall silent (store/liveness.py)."""
+    settings = {"application_name": application_name} if application_name else None
+    pool = await asyncpg.create_pool(dsn, min_size=1, max_size=size, server_settings=settings)
     assert pool is not None
     return pool
 
