@@ -52,10 +52,6 @@ async def _always() -> bool:
     return True
 
 
-def _unchecked() -> None:
-    """No lease to check (a writer outside the leases: tests, tools)."""
-
-
 class LedgerWriter:
     """Background task that moves journal entries into the ledger and keeps every link's Redis honest."""
 
@@ -71,7 +67,7 @@ class LedgerWriter:
     def __init__(self, redis: RedisPools, pg: ledger.Pool, batch: int = 2000, linger: float = 0.005,
                  retention_seconds: int = 60, checkpoints: Checkpointer | None = None, clock: Clock = now_ms,
                  shards: frozenset[int] = ALL, member: int = 0, leads: Leads = _always,
-                 epochs: Mapping[int, int] | None = None, lease_check: LeaseCheck = _unchecked) -> None:
+                 epochs: Mapping[int, int] | None = None, lease_check: LeaseCheck | None = None) -> None:
         self.redis = redis
         self.shards = shards  # the writer shards whose links this writer writes (its process holds their leases)
         self.member = member  # its process's number among the writers: which heartbeat key is its
@@ -102,7 +98,8 @@ class LedgerWriter:
         self.leads = leads  # asked before a head moved past this writer's is called tampering
         self.seen = SeenFiller(redis, pg)  # each link's filter of used ids (store/seen_fill.py)
         self.epochs = epochs  # shard -> the lease epoch its process took: every append carries them (migration 019)
-        self.lease_check = lease_check  # before every append, rebuild and announcement: a woken leader stops
+        # before every append, rebuild and announcement: a woken leader stops (None: outside the leases, a tool)
+        self.lease_check: LeaseCheck = lease_check or (lambda: None)
         self.lost: str | None = None  # why the writer stopped for good: its lease is another's (LeaseFenced, expired)
 
     @property
