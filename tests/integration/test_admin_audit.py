@@ -148,10 +148,13 @@ async def test_the_app_role_cannot_change_the_trail(isolated: Isolated, sql: str
 
 
 class Context:
-    """What the interceptor asks of a call's context: its credential, and abort."""
+    """What the interceptor asks of a call's context: its credential, its deadline (none), and abort."""
 
     def __init__(self, token: str) -> None:
         self.token = token
+
+    def time_remaining(self) -> float | None:
+        return None
 
     def auth_context(self) -> dict[str, Any]:
         return {}
