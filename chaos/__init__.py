@@ -1,4 +1,2 @@
-"""The chaos harness of issue 23: network namespaces, a fault proxy, a seeded fault schedule and a history checker.
-
-`make chaos` runs a short seeded schedule; docs/OPERATIONS.md, "Chaos runs", says how to read and replay one.
-"""
+"""The chaos harness and its history checker (issue 23): faults injected Jepsen's way, and a check of what the
+tables were told against the ledger and Redis. history.py is the one codec of the clients' log."""
