@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from jackpotd.store.shards import shard_of
+
 from .net import ADDRESSES, CONTROL, in_ns
 from .proxy import ProxyControl
 
@@ -32,6 +34,7 @@ DISK_MB = 384  # PostgreSQL's tmpfs: room for the run, small enough to fill at o
 STORES = ("pg", "pgs", "vk1", "vk2")
 JACKPOTD = ("w1", "w2", "a1", "a2")
 CLOCK_ROLE = "w2"
+LINKS = ("chaos-1", "chaos-2")  # the tables' links (chaos/tables.py names them so)
 
 
 @dataclass
@@ -175,10 +178,18 @@ class Cluster:
 
     @property
     def dsn(self) -> str:
-        """The owner's DSN over both PostgreSQL proxies, read-write only (the primary)."""
-        password = quote((self.secrets / "postgres-owner.password").read_text().strip(), safe="")
+        """The owner's DSN over both PostgreSQL proxies, read-write only (the primary): migrations, the checker."""
+        return self._dsn("postgres", "postgres-owner.password")
+
+    @property
+    def app_dsn(self) -> str:
+        """The service's DSN (jackpotd_app: read and append only), as OPERATIONS.md has the roles log in."""
+        return self._dsn("jackpotd_app", "postgres-app.password")
+
+    def _dsn(self, user: str, secret_name: str) -> str:
+        password = quote((self.secrets / secret_name).read_text().strip(), safe="")
         hosts = ",".join(f"{ADDRESSES[r]}:{PG_PORT}" for r in ("pg", "pgs"))
-        return f"postgresql://postgres:{password}@{hosts}/postgres?target_session_attrs=read-write"
+        return f"postgresql://{user}:{password}@{hosts}/postgres?target_session_attrs=read-write"
 
     def redis_url(self, host: str | None = None) -> str:
         """The Valkeys' URL (the Sentinel replaces its host with the primary's)."""
@@ -186,7 +197,7 @@ class Cluster:
         return f"redis://:{password}@{host or ADDRESSES['vk1']}:{VK_PORT}/0"
 
     def _jackpotd_env(self, role: str) -> dict[str, str]:
-        env = {"JACKPOTD_REDIS_URL": self.redis_url(), "JACKPOTD_POSTGRES_DSN": self.dsn,
+        env = {"JACKPOTD_REDIS_URL": self.redis_url(), "JACKPOTD_POSTGRES_DSN": self.app_dsn,
                "JACKPOTD_REDIS_SENTINELS": f"{ADDRESSES['sen']}:{SENTINEL_PORT}",
                "JACKPOTD_REDIS_SENTINEL_PASSWORD_FILE": str(self.secrets / "sentinel.password"),
                "JACKPOTD_CHECKPOINT_KEY_FILE": str(self.secrets / "checkpoint.key"),
@@ -199,7 +210,14 @@ class Cluster:
         return env
 
     def start_jackpotd(self) -> None:
-        """Two writers, then two API replicas (TLS, client certificates required); each waited for."""
+        """The migrations as the ledger's owner, then two writers and two API replicas (TLS, client certificates
+        required) as jackpotd_app; each waited for."""
+        migrate = subprocess.run(in_ns("w1", [sys.executable, "-m", "jackpotd.cli", "migrate"]), capture_output=True,
+                                 text=True, timeout=120, env={**os.environ, **self._jackpotd_env("w1"),
+                                                              "JACKPOTD_POSTGRES_DSN": self.dsn})
+        (self.logs / "migrate.log").write_text(migrate.stdout + migrate.stderr)
+        if migrate.returncode:
+            raise RuntimeError(f"jackpotd migrate exited {migrate.returncode}:\n{migrate.stderr[-2000:]}")
         for role in JACKPOTD:
             (self.run / role / "state").mkdir(parents=True, exist_ok=True)
             address = ADDRESSES[role]
@@ -234,18 +252,19 @@ class Cluster:
                     raise RuntimeError(f"{role} has no metrics after {timeout}s; see {proc.log}") from None
                 time.sleep(0.2)
 
-    def shards(self, role: str) -> int:
-        """How many writer shards a writer holds (its jackpotd_writer_shard gauges), -1 when it does not answer."""
+    def shards(self, role: str) -> set[int]:
+        """The writer shards a writer holds (its jackpotd_writer_shard gauges); none when it does not answer."""
         try:
             text = self.metrics(role)
         except OSError:
-            return -1
-        return sum(1 for line in text.splitlines()
-                   if line.startswith("jackpotd_writer_shard{") and float(line.split()[-1]) == 1)
+            return set()
+        return {int(line.split('shard="')[1].split('"')[0]) for line in text.splitlines()
+                if line.startswith("jackpotd_writer_shard{") and float(line.split()[-1]) == 1}
 
-    def leading_writer(self) -> str:
-        """The writer holding the most shards (w1 when neither answers)."""
-        return max(("w1", "w2"), key=self.shards)
+    def leading_writer(self, links: tuple[str, ...] = LINKS) -> str:
+        """The writer holding the shards of most of the tables' links (w1 when neither answers)."""
+        wanted = [shard_of(link) for link in links]
+        return max(("w1", "w2"), key=lambda w: sum(s in self.shards(w) for s in wanted))
 
     def valkey_primary(self) -> str:
         """The Valkey role the Sentinel names primary now (vk1 when it cannot be asked)."""

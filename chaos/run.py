@@ -25,6 +25,7 @@ from . import net
 from .cluster import API_PORT, Cluster, Proc, sweep_mounts
 from .net import ADDRESSES, Network
 from .schedule import LEADER, VALKEY_PRIMARY, Fault, make
+from .summary import Window, summarize_file
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,7 @@ class Runner:
         self.cluster, self.network = cluster, network
         self.log = open(log, "a")  # noqa: SIM115 - kept for the whole run
         self.t0 = time.monotonic()
+        self.windows: list[Window] = []
 
     def say(self, text: str) -> None:
         line = f"[{time.monotonic() - self.t0:7.1f}s] {text}"
@@ -132,6 +134,7 @@ class Runner:
         for fault in schedule:
             await asyncio.sleep(max(0.0, start + fault.at - time.monotonic()))
             self.say(f"fault: {fault.describe()}")
+            began = time.time_ns() // 1_000_000
             try:
                 undo = await self.apply(fault)
             except Exception as e:  # a fault that could not be applied is logged
@@ -139,6 +142,7 @@ class Runner:
                 continue
             await asyncio.sleep(max(0.0, start + fault.at + fault.duration - time.monotonic()))
             await undo()
+            self.windows.append(Window(began, time.time_ns() // 1_000_000, fault.describe().strip()))
 
     async def quiet(self) -> None:
         """Every fault cleared: routes, partitions, pauses, the disk and the clock; dead roles started again."""
@@ -258,6 +262,8 @@ async def main_async(a: argparse.Namespace) -> int:
         network.destroy()
     lines = [f"seed {a.seed}", text, *(f"{'PASS' if v.ok else 'FAIL'} {v.name}: {v.detail}" for v in verdicts),
              f"run directory: {run}"]
+    with contextlib.suppress(OSError):
+        lines += ["what each fault did:", *summarize_file(run / "history.jsonl", runner.windows)]
     (run / "verdict.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[2:]), flush=True)
     return 0 if verdicts and all(v.ok for v in verdicts) else 1
