@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import net
-from .cluster import API_PORT, Cluster, Proc, sweep_mounts
+from .check import check
+from .cluster import API_PORT, LINKS, Cluster, Proc, sweep_mounts
 from .net import ADDRESSES, Network
 from .schedule import LEADER, VALKEY_PRIMARY, Fault, make
 from .summary import Window, summarize_file
@@ -187,14 +188,11 @@ def _running(proc: Proc) -> bool:
 
 
 async def _check(run: Path, cluster: Cluster) -> list[Verdict]:
-    """The history checker's verdicts (chaos.check, when this tree has it)."""
-    try:
-        from . import check  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return [Verdict("history checker", False, "chaos/check.py is not in this tree yet")]
+    """The history checker's verdicts (chaos/check.py) on the tables' links, against the ledger (owner's DSN)
+    and the Valkey the Sentinel names primary now, the chain against the run's signed checkpoints."""
     primary = cluster.valkey_primary()
-    report = await check.check(run / "history.jsonl", cluster.dsn, cluster.redis_url(ADDRESSES[primary]),
-                               state_dir=run / "state")
+    report = await check(run / "history.jsonl", cluster.dsn, cluster.redis_url(ADDRESSES[primary]),
+                         state_dir=run / "state", links=LINKS)
     return [Verdict(v.name, v.ok, v.detail) for v in report.verdicts]
 
 
