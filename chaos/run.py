@@ -21,11 +21,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import asyncpg
+
 from . import net
 from .check import check
 from .cluster import API_PORT, LINKS, Cluster, Proc, sweep_mounts
 from .net import ADDRESSES, Network
-from .schedule import LEADER, VALKEY_PRIMARY, Fault, make
+from .schedule import LEADER, VALKEY_PRIMARY, VALKEY_REPLICA, Fault, make
 from .summary import Window, summarize_file
 
 
@@ -59,6 +61,8 @@ class Runner:
             return self.cluster.leading_writer()
         if target == VALKEY_PRIMARY:
             return self.cluster.valkey_primary()
+        if target == VALKEY_REPLICA:
+            return "vk2" if self.cluster.valkey_primary() == "vk1" else "vk1"
         return target
 
     async def apply(self, fault: Fault) -> Callable[[], Awaitable[object]]:
@@ -80,7 +84,7 @@ class Runner:
             self.network.partition(role)
             self.say(f"partition: {role} ({ADDRESSES[role]}) cut off")
             return _now(lambda: self.network.heal(role), lambda: self.say(f"healed {role}"))
-        if fault.kind in ("partition-route", "partition-pg-standby") or fault.kind.startswith("latency-"):
+        if fault.kind in ("partition-route", "partition-replica") or fault.kind.startswith("latency-"):
             store_name, _, peer_name = fault.target.partition(">")
             store, peer = self.resolve(store_name), self.resolve(peer_name)
             address = "*" if peer == "*" else ADDRESSES[peer]
@@ -196,6 +200,24 @@ async def _check(run: Path, cluster: Cluster) -> list[Verdict]:
     return [Verdict(v.name, v.ok, v.detail) for v in report.verdicts]
 
 
+async def _dated(cluster: Cluster, began: float, ended: float) -> Verdict:
+    """Every entry of the tables' links dated within the run's true time (5 s of slack each side), whatever clock
+    jump a writer saw: an entry dated an hour off would land in the wrong quarter hour or gaming day."""
+    conn = await asyncpg.connect(cluster.dsn)
+    try:
+        row = await conn.fetchrow(
+            "SELECT count(*) AS n, count(*) FILTER (WHERE created_at < to_timestamp($2) OR created_at > "
+            "to_timestamp($3)) AS outside, min(created_at) AS first, max(created_at) AS last FROM entries "
+            "WHERE link_id = ANY($1)",
+            list(LINKS), began - 5, ended + 5)
+    finally:
+        await conn.close()
+    assert row is not None
+    return Verdict("entries-dated-within-the-run", row["outside"] == 0 and row["n"] > 0,
+                   f"{row['outside']} of {row['n']} entries dated outside the run's true time "
+                   f"(first {row['first']}, last {row['last']})")
+
+
 def _liveness(run: Path, tables: Proc) -> list[Verdict]:
     path = run / "liveness.json"
     if not path.exists():
@@ -206,7 +228,7 @@ def _liveness(run: Path, tables: Proc) -> list[Verdict]:
     return [Verdict("health SERVING within 30 s after the faults", 0 <= after <= 30,
                     f"both replicas SERVING {after} s after the quiet mark" if after >= 0 else "not within 30 s"),
             Verdict("every table plays a round after the faults", bool(rounds) and all(rounds.values()),
-                    f"{sum(rounds.values())} of {len(rounds)} tables played a whole round within 60 s")]
+                    f"{sum(rounds.values())} of {len(rounds)} tables played a whole new round within 60 s")]
 
 
 async def main_async(a: argparse.Namespace) -> int:
@@ -240,6 +262,7 @@ async def main_async(a: argparse.Namespace) -> int:
             if not tables.alive() or time.monotonic() > deadline:
                 raise RuntimeError(f"the tables did not start; {tables.log}:\n{tables.log.read_text()[-3000:]}")
             await asyncio.sleep(0.2)
+        began = time.time()
         runner.say("tables playing; the schedule starts")
         await runner.play(schedule)
         await asyncio.sleep(max(0.0, seconds - (time.monotonic() - runner.t0)) if a.full else 0)
@@ -252,6 +275,7 @@ async def main_async(a: argparse.Namespace) -> int:
         crashed = [n for n, p in cluster.procs.items() if n != "tables" and not p.alive()]
         verdicts.append(Verdict("no role exited by itself", not crashed, ", ".join(crashed) or "every role running"))
         verdicts += await _check(run, cluster)
+        verdicts.append(await _dated(cluster, began, time.time()))
     except Exception as e:  # a harness failure: a FAIL, with its reason
         runner.say(f"harness error: {type(e).__name__}: {e}")
         verdicts.append(Verdict("harness ran the schedule", False, f"{type(e).__name__}: {e}"))

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 WRITERS, APIS = ("w1", "w2"), ("a1", "a2")
 JACKPOTD = (*WRITERS, *APIS)
-LEADER, VALKEY_PRIMARY = "leader-writer", "valkey-primary"  # resolved when the fault starts
+LEADER, VALKEY_PRIMARY, VALKEY_REPLICA = "leader-writer", "valkey-primary", "valkey-replica"  # asked at the start
 KINDS = ("pause", "partition-route", "kill", "latency-200", "partition-role", "disk-full", "latency-2000",
-         "clock-jump", "partition-pg-standby")
+         "clock-jump", "partition-replica")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +49,9 @@ def _fault(rng: random.Random, kind: str, at: float) -> Fault:
                      rng.choice(["both", "both", "up", "down"]))
     if kind == "partition-role":
         return Fault(at, kind, rng.choice([LEADER, *JACKPOTD, "pg", VALKEY_PRIMARY]), rng.uniform(5, 15))
-    if kind == "partition-pg-standby":
-        return Fault(at, kind, "pg>pgs", rng.uniform(5, 15), "both")
+    if kind == "partition-replica":  # a primary cut off from its replica (the replica connects through its proxy)
+        return Fault(at, kind, rng.choice(["pg>pgs", f"{VALKEY_PRIMARY}>{VALKEY_REPLICA}"]), rng.uniform(5, 15),
+                     "both")
     if kind.startswith("latency-"):
         store = rng.choice(["pg", VALKEY_PRIMARY])
         return Fault(at, kind, f"{store}>{rng.choice([*JACKPOTD, '*'])}", rng.uniform(10, 20),
