@@ -52,9 +52,9 @@ chromium:
 ## faketime: Debian's libfaketime, which the chaos harness starts one writer under to jump its clock, installed as
 ## root when missing; not root and missing: that writer runs on the true clock and the run says so
 faketime:
-	@if [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || [ -e /usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1 ]; then :; \
+	@if [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ]; then :; \
 	elif [ "$$(id -u)" = 0 ]; then \
-		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends faketime; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libfaketime; \
 	else echo "make: libfaketime is missing and this is not root: the chaos run's clock jumps do nothing"; fi
 
 ## test: lint, type-check, check generated code, then the whole suite against real embedded servers, then a short

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sys
 import time
@@ -232,7 +233,15 @@ def _liveness(run: Path, tables: Proc) -> list[Verdict]:
 
 
 async def main_async(a: argparse.Namespace) -> int:
+    left = net.sweep() + sweep_mounts()  # first: an earlier run's tmpfs may be mounted in its directory
+    if left:
+        print(f"removed what an earlier run left: {', '.join(left)}", flush=True)
     run = Path(a.out).resolve()
+    if (run / "schedule.txt").exists():  # an earlier run's directory (make chaos reuses one per seed): start afresh
+        shutil.rmtree(run)
+    elif run.exists() and any(run.iterdir()):
+        print(f"chaos.run: --out {run} is not empty and holds no earlier run: choose another", file=sys.stderr)
+        return 2
     run.mkdir(parents=True, exist_ok=True)
     seconds = a.minutes * 60
     schedule = make(a.seed, seconds)
@@ -240,14 +249,12 @@ async def main_async(a: argparse.Namespace) -> int:
                       *(f.describe() for f in schedule)])
     print(text, flush=True)
     (run / "schedule.txt").write_text(text + "\n")
-    left = net.sweep() + sweep_mounts()
-    if left:
-        print(f"removed what an earlier run left: {', '.join(left)}", flush=True)
-    network = Network().build()
+    network = Network()
     cluster = Cluster(run)
     runner = Runner(cluster, network, run / "actions.log")
     verdicts: list[Verdict] = []
     try:
+        network.build()
         cluster.prepare()
         await asyncio.to_thread(cluster.start_stores)
         await asyncio.to_thread(cluster.start_jackpotd)
