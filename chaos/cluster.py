@@ -50,6 +50,7 @@ class Proc:
     proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> Proc:
+        """Start it in its role's namespace, in a session of its own, its output appended to its log."""
         if self.pidfile is not None:
             self.pidfile.unlink(missing_ok=True)
         with open(self.log, "ab") as out:
@@ -61,6 +62,7 @@ class Proc:
         return self
 
     def alive(self) -> bool:
+        """Whether the process (a store's helper) still runs."""
         return self.proc is not None and self.proc.poll() is None
 
     def target_pid(self) -> int | None:
@@ -111,6 +113,7 @@ class Cluster:
     """Every process of a run, under `run` (logs/, state/, creds/, pg-disk/...)."""
 
     def __init__(self, run: Path) -> None:
+        """The run's paths and each store proxy's control; nothing starts until asked."""
         self.run = run
         self.logs = run / "logs"
         self.secrets = run / "state" / "secrets"
@@ -140,6 +143,7 @@ class Cluster:
                         "--hosts", hosts, "--roles", "admin:chaos"], check=True, capture_output=True, timeout=120)
 
     def _store(self, role: str, kind: str, *extra: str) -> Proc:
+        """The helper process of one store (chaos/stores.py) in its namespace."""
         data = self.disk / "pg" / "data" if role == "pg" else self.run / role / "data"
         port = PG_PORT if kind in ("pg", "standby") else VK_PORT
         argv = [sys.executable, "-m", "chaos.stores", kind, "--dir", str(data), "--secrets", str(self.secrets),
@@ -147,6 +151,7 @@ class Cluster:
         return Proc(role, role, argv, self.logs / f"{role}.log", pidfile=self.run / f"{role}.pid")
 
     def _proxy(self, role: str, port: int) -> Proc:
+        """The fault proxy publishing a store's loopback port on its namespace's address."""
         route = f"{role}={ADDRESSES[role]}:{port}>127.0.0.1:{port}"
         sock = self.run / f"proxy-{role}.sock"
         sock.unlink(missing_ok=True)
@@ -171,6 +176,7 @@ class Cluster:
         self._add(sentinel).start().wait_pid()
 
     def _add(self, proc: Proc) -> Proc:
+        """Keep a process under its name (to signal, restart and stop it)."""
         self.procs[proc.name] = proc
         return proc
 
@@ -187,6 +193,7 @@ class Cluster:
         return self._dsn("jackpotd_app", "postgres-app.password")
 
     def _dsn(self, user: str, secret_name: str) -> str:
+        """A DSN over both PostgreSQL proxies as `user`, with its password from the secrets."""
         password = quote((self.secrets / secret_name).read_text().strip(), safe="")
         hosts = ",".join(f"{ADDRESSES[r]}:{PG_PORT}" for r in ("pg", "pgs"))
         return f"postgresql://{user}:{password}@{hosts}/postgres?target_session_attrs=read-write"
@@ -197,6 +204,7 @@ class Cluster:
         return f"redis://:{password}@{host or ADDRESSES['vk1']}:{VK_PORT}/0"
 
     def _jackpotd_env(self, role: str) -> dict[str, str]:
+        """The settings of one jackpotd role (the clock-jumped writer also gets libfaketime)."""
         env = {"JACKPOTD_REDIS_URL": self.redis_url(), "JACKPOTD_POSTGRES_DSN": self.app_dsn,
                "JACKPOTD_REDIS_SENTINELS": f"{ADDRESSES['sen']}:{SENTINEL_PORT}",
                "JACKPOTD_REDIS_SENTINEL_PASSWORD_FILE": str(self.secrets / "sentinel.password"),
@@ -239,6 +247,7 @@ class Cluster:
         return text
 
     def wait_metrics(self, role: str, timeout: float) -> None:
+        """Poll a jackpotd role's /metrics until it answers, or fail with its log's tail."""
         deadline = time.monotonic() + timeout
         while True:
             proc = self.procs[role]
@@ -309,6 +318,7 @@ class Cluster:
         return size
 
     def free_disk(self) -> None:
+        """Remove the filler files: PostgreSQL's disk has room again."""
         for filler in self.disk.glob("filler-*"):
             filler.unlink(missing_ok=True)
 
@@ -335,6 +345,7 @@ class Cluster:
 
 
 def wait_file(path: Path, timeout: float, what: str) -> None:
+    """Poll until `path` exists, or fail naming `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while not path.exists():
         if time.monotonic() > deadline:

@@ -125,6 +125,7 @@ class Route:
             self.listen = (self.listen[0], int(self.server.sockets[0].getsockname()[1]))
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One client connection: RST at once under a reset fault, else pumped both ways to the target."""
         peer = str(writer.get_extra_info("peername")[0])
         if self.faults_of(peer).reset:
             _rst(writer)
@@ -150,6 +151,7 @@ class Route:
         queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
 
         async def read() -> None:
+            """Read the source, stamping each chunk with when it is due; blackholed bytes are dropped."""
             while True:
                 try:
                     data = await source.read(CHUNK)
@@ -203,10 +205,12 @@ class Proxy:
     """The routes of one proxy process and the control socket that sets their faults."""
 
     def __init__(self, routes: list[Route]) -> None:
+        """Routes by name; the control socket is opened by `start`."""
         self.routes = {r.name: r for r in routes}
         self.control: asyncio.Server | None = None
 
     async def start(self, control_path: str | None = None) -> Proxy:
+        """Listen on every route, and on the control socket when given."""
         for route in self.routes.values():
             await route.start()
         if control_path is not None:
@@ -240,6 +244,7 @@ class Proxy:
         return {"ok": True}
 
     async def _serve_control(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Answer one control connection's JSON lines, one answer a line."""
         try:
             while line := await reader.readline():
                 try:
@@ -254,6 +259,7 @@ class Proxy:
             writer.close()
 
     async def close(self) -> None:
+        """Stop the control socket and every route."""
         if self.control is not None:
             self.control.close()
         for route in self.routes.values():
@@ -264,9 +270,11 @@ class ProxyControl:
     """The harness's side of a proxy's control socket: one JSON line out, one back."""
 
     def __init__(self, path: str) -> None:
+        """The control socket's path."""
         self.path = path
 
     async def call(self, message: Mapping[str, Any], timeout: float = 5) -> dict[str, Any]:
+        """Send one message and return the answer; RuntimeError with the proxy's reason when refused."""
         reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(self.path), timeout)
         try:
             writer.write(json.dumps(message).encode() + b"\n")
@@ -283,6 +291,7 @@ class ProxyControl:
         await self.call({"op": "set", "route": route, "peer": peer, "faults": faults})
 
     async def clear(self, route: str = ANY, peer: str = ANY) -> None:
+        """Clear the faults of `route` (or every route) for `peer` (or every client address)."""
         await self.call({"op": "clear", "route": route, "peer": peer})
 
 
@@ -298,6 +307,7 @@ def parse_route(text: str) -> Route:
 
 
 async def _main(args: argparse.Namespace) -> None:
+    """Serve the routes until SIGTERM or Ctrl-C."""
     proxy = await Proxy(args.route).start(args.control)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -310,6 +320,7 @@ async def _main(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    """The command line: `python -m chaos.proxy`."""
     p = argparse.ArgumentParser(prog="python -m chaos.proxy", description=__doc__)
     p.add_argument("--control", required=True, help="the control socket's path (JSON lines)")
     p.add_argument("--route", action="append", type=parse_route, required=True,

@@ -45,12 +45,14 @@ class Runner:
     """Plays a schedule on a cluster, logging each action with its time."""
 
     def __init__(self, cluster: Cluster, network: Network, log: Path) -> None:
+        """A runner of `cluster` on `network`, logging to `log` (and stdout)."""
         self.cluster, self.network = cluster, network
         self.log = open(log, "a")  # noqa: SIM115 - kept for the whole run
         self.t0 = time.monotonic()
         self.windows: list[Window] = []
 
     def say(self, text: str) -> None:
+        """Print and log one timed line."""
         line = f"[{time.monotonic() - self.t0:7.1f}s] {text}"
         print(line, flush=True)
         self.log.write(line + "\n")
@@ -99,6 +101,7 @@ class Runner:
                 self.say(f"blackhole {fault.detail}: {store} for {peer}")
 
             async def clear() -> None:
+                """Clear the route's fault for that peer."""
                 await c.proxies[store].clear(store, address)
                 self.say(f"cleared {store} for {peer}")
 
@@ -108,6 +111,7 @@ class Runner:
             self.say(f"disk full under PostgreSQL ({taken // 1_000_000} MB filler, topped up while it lasts)")
 
             async def keep_full() -> None:
+                """Top the disk up every 0.1 s while the fault lasts."""
                 while True:
                     await asyncio.sleep(0.1)
                     c.fill_disk()
@@ -115,6 +119,7 @@ class Runner:
             filling = asyncio.create_task(keep_full())
 
             async def free() -> None:
+                """Stop topping up and free the disk."""
                 filling.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await filling
@@ -129,6 +134,7 @@ class Runner:
         raise ValueError(f"unknown fault kind {fault.kind!r}")
 
     def _restart(self, role: str) -> None:
+        """Restart a killed role, logging a failure instead of raising it."""
         try:
             self.cluster.restart(role)
             self.say(f"restarted {role}")
@@ -136,6 +142,7 @@ class Runner:
             self.say(f"restart of {role} FAILED: {e}")
 
     async def play(self, schedule: list[Fault]) -> None:
+        """Apply each fault at its offset and end it after its duration, recording its window."""
         start = time.monotonic()
         for fault in schedule:
             await asyncio.sleep(max(0.0, start + fault.at - time.monotonic()))
@@ -174,6 +181,7 @@ def _now(*actions: Callable[[], object]) -> Callable[[], Awaitable[object]]:
     """Quick, blocking undo steps as the one awaitable `play` expects."""
 
     async def done() -> object:
+        """Run the steps."""
         for action in actions:
             action()
         return None
@@ -182,6 +190,7 @@ def _now(*actions: Callable[[], object]) -> Callable[[], Awaitable[object]]:
 
 
 def _running(proc: Proc) -> bool:
+    """Whether a store's server (its pid file's process) still exists."""
     pid = proc.target_pid()
     if pid is None:
         return False
@@ -220,6 +229,7 @@ async def _dated(cluster: Cluster, began: float, ended: float) -> Verdict:
 
 
 def _liveness(run: Path, tables: Proc) -> list[Verdict]:
+    """The liveness verdicts from the tables' liveness.json."""
     path = run / "liveness.json"
     if not path.exists():
         code = tables.proc.poll() if tables.proc else None
@@ -233,6 +243,7 @@ def _liveness(run: Path, tables: Proc) -> list[Verdict]:
 
 
 async def main_async(a: argparse.Namespace) -> int:
+    """One whole run: network, processes, schedule, quiet phase, verdicts; the exit status."""
     left = net.sweep() + sweep_mounts()  # first: an earlier run's tmpfs may be mounted in its directory
     if left:
         print(f"removed what an earlier run left: {', '.join(left)}", flush=True)
@@ -299,6 +310,7 @@ async def main_async(a: argparse.Namespace) -> int:
 
 
 def main() -> None:
+    """The command line: root only; Ctrl-C or SIGTERM still removes everything the run made."""
     p = argparse.ArgumentParser(prog="python -m chaos.run", description=__doc__)
     p.add_argument("--seed", type=int, default=23)
     p.add_argument("--minutes", type=float, default=2.0, help="length of the chaos phase (default 2)")

@@ -95,6 +95,7 @@ def sentinel(data_dir: Path, bind: str, port: int, master: str, secrets: Path) -
 
 
 def main() -> None:
+    """Start one store, record its pid, and live until it exits or SIGTERM stops it in order."""
     p = argparse.ArgumentParser(prog="python -m chaos.stores", description=__doc__)
     p.add_argument("kind", choices=["pg", "standby", "valkey", "sentinel"])
     p.add_argument("--dir", type=Path, required=True, help="the server's data directory")

@@ -47,6 +47,7 @@ class Table:
     """One table: its channel, its deck's seed, and its log."""
 
     def __init__(self, name: str, link: str, channel: grpc.aio.Channel, recorder: Recorder, seed: int) -> None:
+        """A table playing on `link` through `channel`, its deck seeded with `seed`."""
         self.name, self.link = name, link
         self.stub = table_pb2_grpc.TableServiceStub(channel)
         self.recorder = recorder
@@ -103,6 +104,7 @@ class Table:
         return settled is not None
 
     async def play(self, until: Callable[[], bool], pace: float) -> None:
+        """Play rounds until `until()` says stop."""
         while not until():
             await self.play_round()
             await asyncio.sleep(pace)
@@ -154,6 +156,7 @@ async def serving(channel: grpc.aio.Channel) -> bool:
 
 
 async def run(a: argparse.Namespace) -> None:
+    """Set the links up, play every table until the quiet mark, then check liveness."""
     creds = Path(a.creds)
     ca = (creds / "ca.pem").read_bytes()
     override = [("grpc.ssl_target_name_override", a.apis[0].rsplit(":", 1)[0]),
@@ -161,6 +164,7 @@ async def run(a: argparse.Namespace) -> None:
     target = "ipv4:" + ",".join(a.apis)
 
     def channel(who: str, *, one: str | None = None) -> grpc.aio.Channel:
+        """A TLS channel presenting `who`'s certificate, to both replicas (or `one`)."""
         pem = creds / ("tables" if who.startswith("t") else "roles") / who
         return open_channel(one or target, ca=ca, cert=pem.with_suffix(".pem").read_bytes(),
                             key=pem.with_suffix(".key").read_bytes(), options=override)
@@ -182,6 +186,7 @@ async def run(a: argparse.Namespace) -> None:
     replicas = [channel("admin-chaos", one=api) for api in a.apis]
 
     async def health() -> None:  # from the quiet mark, while the rounds in progress finish
+        """Poll both replicas' health until SERVING, for 30 s from the quiet mark."""
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if all([await serving(c) for c in replicas]):
@@ -195,6 +200,7 @@ async def run(a: argparse.Namespace) -> None:
     ends = quiet_mono + 60  # a whole new round by then, the rounds in progress at the quiet mark finished first
 
     async def one_round(t: Table) -> bool:
+        """Play rounds until one is answered whole, or the liveness deadline."""
         while time.monotonic() < ends:
             if await asyncio.wait_for(t.play_round(), max(1.0, ends - time.monotonic())):
                 return True
@@ -209,6 +215,7 @@ async def run(a: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    """The command line: `python -m chaos.tables`."""
     p = argparse.ArgumentParser(prog="python -m chaos.tables", description=__doc__)
     p.add_argument("--apis", nargs="+", required=True, help="the API replicas' host:port")
     p.add_argument("--creds", required=True, help="the credentials directory (jackpotd certs)")

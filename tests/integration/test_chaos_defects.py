@@ -59,6 +59,7 @@ async def relay(servers: Servers, isolated: Isolated) -> AsyncIterator[tuple[Pro
                                        "PostgreSQL keeps its shards' leases, so its links stall for the whole cut")
 async def test_a_writer_cut_off_from_valkey_gives_its_shards_up(isolated: Isolated, tmp_path: Path,
                                                                  relay: tuple[Proxy, list[str]]) -> None:
+    """Finding C: the writer of a link's shard loses Valkey (not PostgreSQL); the other must take the shard over."""
     proxy, urls = relay
     writers = [ServerProcess(free_port(), tmp_path / f"writer-{n}.log", redis_url=url, dsn=isolated.dsn,
                              metrics_port=free_port(), command="writer") for n, url in enumerate(urls, 1)]

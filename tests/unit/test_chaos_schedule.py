@@ -12,11 +12,13 @@ from chaos.summary import Window, longest_gap_ms, summarize
 
 
 def test_the_same_seed_replays_the_same_schedule() -> None:
+    """One seed, one schedule; another seed, another."""
     assert make(11, 120) == make(11, 120)
     assert make(11, 120) != make(12, 120)
 
 
 def test_faults_follow_one_another_inside_the_phase() -> None:
+    """Faults start 5 s in, stay 2 s apart and end inside the phase."""
     for seed in range(50):
         faults = make(seed, 600)
         assert faults and faults[0].at >= 5
@@ -26,11 +28,13 @@ def test_faults_follow_one_another_inside_the_phase() -> None:
 
 
 def test_a_long_run_goes_through_every_kind_and_a_short_one_through_most() -> None:
+    """Ten minutes cover every kind; make chaos's two minutes too."""
     assert {f.kind for f in make(101, 600)} == set(KINDS)
     assert {f.kind for f in make(461, 120)} == set(KINDS)  # make chaos's default seed
 
 
 def test_the_summary_measures_each_links_longest_stall() -> None:
+    """The longest stretch without an ack, the window's ends counting as edges."""
     assert longest_gap_ms([1_000, 2_000, 9_000], 0, 10_000) == 7_000
     assert longest_gap_ms([], 0, 10_000) == 10_000
     call = Call("t1", "chaos-1", "t1", "CommitWagers", "r")

@@ -24,17 +24,21 @@ class Rig:
 
     @property
     def port(self) -> int:
+        """The proxy's listening port."""
         return self.proxy.routes["echo"].listen[1]
 
     async def connect(self, source: str = "127.0.0.1") -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A connection to the proxy from `source`."""
         return await asyncio.open_connection("127.0.0.1", self.port, local_addr=(source, 0))
 
 
 @pytest.fixture
 async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
+    """An echo server on loopback behind a one-route proxy with a control socket."""
     received: list[bytes] = []
 
     async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Echo every byte back, recording what arrived."""
         try:
             while data := await reader.read(65536):
                 received.append(data)
@@ -57,6 +61,7 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
 
 
 async def _round_trip(rig: Rig, payload: bytes = b"ping", source: str = "127.0.0.1") -> float:
+    """Send `payload` from `source` and read it back; the seconds it took."""
     reader, writer = await rig.connect(source)
     try:
         start = time.monotonic()
@@ -69,10 +74,12 @@ async def _round_trip(rig: Rig, payload: bytes = b"ping", source: str = "127.0.0
 
 
 async def test_bytes_pass_unchanged_without_faults(rig: Rig) -> None:
+    """Without faults the proxy is a plain relay, 200 kB included."""
     assert await _round_trip(rig, b"x" * 200_000) < 2
 
 
 async def test_latency_delays_each_direction_and_clears(rig: Rig) -> None:
+    """Latency up plus down delays a round trip by their sum; clearing it removes it."""
     await rig.control.set("echo", latency_up_ms=150, latency_down_ms=100, jitter_ms=20)
     assert await _round_trip(rig) >= 0.25
     await rig.control.clear("echo")
@@ -80,6 +87,7 @@ async def test_latency_delays_each_direction_and_clears(rig: Rig) -> None:
 
 
 async def test_a_stall_holds_bytes_until_cleared(rig: Rig) -> None:
+    """A stall holds bytes before the server; cleared, they arrive."""
     reader, writer = await rig.connect()
     await rig.control.set("echo", stall=True)
     writer.write(b"held")
@@ -93,6 +101,7 @@ async def test_a_stall_holds_bytes_until_cleared(rig: Rig) -> None:
 
 
 async def test_a_reset_rsts_open_and_new_connections(rig: Rig) -> None:
+    """A reset RSTs the open connection and every new one until cleared."""
     reader, writer = await rig.connect()
     writer.write(b"a")
     assert await asyncio.wait_for(reader.readexactly(1), 5) == b"a"
@@ -109,6 +118,7 @@ async def test_a_reset_rsts_open_and_new_connections(rig: Rig) -> None:
 
 
 async def test_a_bandwidth_limit_paces_the_bytes(rig: Rig) -> None:
+    """100 kB/s paces 40 kB each way over 0.35 s or more."""
     await rig.control.set("echo", bandwidth=100_000)
     took = await _round_trip(rig, b"y" * 40_000)  # 40 kB up and back at 100 kB/s each way
     assert took >= 0.35
@@ -117,6 +127,7 @@ async def test_a_bandwidth_limit_paces_the_bytes(rig: Rig) -> None:
 
 
 async def test_a_one_way_blackhole_drops_bytes_and_keeps_the_connection(rig: Rig) -> None:
+    """A blackhole drops one way's bytes and keeps the connection open for later."""
     reader, writer = await rig.connect()
     await rig.control.set("echo", blackhole="down")  # the server gets them, the client hears nothing back
     writer.write(b"lost")
@@ -141,6 +152,7 @@ async def test_a_one_way_blackhole_drops_bytes_and_keeps_the_connection(rig: Rig
 
 
 async def test_faults_apply_per_client_address(rig: Rig) -> None:
+    """A fault for 127.0.0.2 leaves 127.0.0.1's connections alone."""
     await rig.control.set("echo", "127.0.0.2", stall=True)
     assert await _round_trip(rig, source="127.0.0.1") < 1  # another client is not touched
     with pytest.raises(TimeoutError):
@@ -150,6 +162,7 @@ async def test_faults_apply_per_client_address(rig: Rig) -> None:
 
 
 async def test_bad_control_messages_name_what_is_wrong(rig: Rig) -> None:
+    """A bad control message is refused naming the field and value, and changes nothing."""
     with pytest.raises(RuntimeError, match="latency_up_ms must be a non-negative integer, not -1"):
         await rig.control.set("echo", latency_up_ms=-1)
     with pytest.raises(RuntimeError, match=r"unknown fault field\(s\) \['lag'\]"):
@@ -160,5 +173,6 @@ async def test_bad_control_messages_name_what_is_wrong(rig: Rig) -> None:
 
 
 def test_routes_parse_from_the_command_line() -> None:
+    """--route NAME=HOST:PORT>HOST:PORT."""
     route = parse_route("pg=10.213.0.10:5432>127.0.0.1:40000")
     assert (route.name, route.listen, route.target) == ("pg", ("10.213.0.10", 5432), ("127.0.0.1", 40000))
