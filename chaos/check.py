@@ -23,7 +23,8 @@ from jackpotd.store.redis_errors import WrongTopology
 from jackpotd.store.redis_pools import RedisPools
 
 from . import history as codec
-from .verdicts import ChainAudit, Entry, Link, RedisLink, Report, Verdict, decide
+from .report import Report, Verdict
+from .verdicts import ChainAudit, Entry, Link, RedisLink, decide
 
 __all__ = ["Report", "Verdict", "check", "main"]
 
@@ -95,15 +96,19 @@ async def check(history: Path, dsn: str, redis_url: str, *, state_dir: Path | No
                 master: str = "", cluster: bool = False) -> Report:
     """Every invariant of the run whose clients logged `history`, against the ledger at `dsn` and the Redis
     at `redis_url` (or the primary `sentinels` name for `master`, or a cluster). `links`: only these (default:
-    every link the ledger or the log names); `state_dir`: check the chain against its signed checkpoints."""
+    every link the ledger, the log or Redis names); `state_dir`: check the chain against its signed checkpoints."""
     events, problems = codec.load(history)
     named = {e.call.link for e in events}
     redis = await RedisPools.open(redis_url, sentinels, master, cluster=cluster)
-    conn = await asyncpg.connect(dsn)
+    try:
+        conn = await asyncpg.connect(dsn)
+    except BaseException:
+        await redis.close()
+        raise
     try:
         await _caught_up(conn, redis, links, catch_up_s)
         async with conn.transaction(isolation="repeatable_read", readonly=True):  # one snapshot of the ledger
-            wanted = sorted(set(links) if links is not None else {*await _heads(conn), *named})
+            wanted = sorted(set(links) if links is not None else {*await _heads(conn), *named, *await redis.links()})
             ledger = await _ledger(conn, wanted)
             live = {k: s for k, s in (await _redis_state(redis, wanted)).items() if k in wanted}
             anchored, anchor_problems, keyed = _anchors(state_dir)

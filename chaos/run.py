@@ -19,7 +19,6 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
@@ -28,17 +27,9 @@ from . import net
 from .check import check
 from .cluster import API_PORT, LINKS, Cluster, Proc, sweep_mounts
 from .net import ADDRESSES, Network
+from .report import Report, Verdict
 from .schedule import LEADER, VALKEY_PRIMARY, VALKEY_REPLICA, Fault, make
 from .summary import Window, summarize_file
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """One invariant's result (the shape of chaos.check's)."""
-
-    name: str
-    ok: bool
-    detail: str
 
 
 class Runner:
@@ -207,7 +198,7 @@ async def _check(run: Path, cluster: Cluster) -> list[Verdict]:
     primary = cluster.valkey_primary()
     report = await check(run / "history.jsonl", cluster.dsn, cluster.redis_url(ADDRESSES[primary]),
                          state_dir=run / "state", links=LINKS)
-    return [Verdict(v.name, v.ok, v.detail) for v in report.verdicts]
+    return report.verdicts
 
 
 async def _dated(cluster: Cluster, began: float, ended: float) -> Verdict:
@@ -300,13 +291,13 @@ async def main_async(a: argparse.Namespace) -> int:
     finally:
         await asyncio.to_thread(cluster.stop_all)
         network.destroy()
-    lines = [f"seed {a.seed}", text, *(f"{'PASS' if v.ok else 'FAIL'} {v.name}: {v.detail}" for v in verdicts),
-             f"run directory: {run}"]
+    report = Report(verdicts)
+    lines = [f"seed {a.seed}", text, report.render(), f"run directory: {run}"]
     with contextlib.suppress(OSError):
         lines += ["what each fault did:", *summarize_file(run / "history.jsonl", runner.windows)]
     (run / "verdict.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[2:]), flush=True)
-    return 0 if verdicts and all(v.ok for v in verdicts) else 1
+    return 0 if verdicts and report.ok else 1
 
 
 def main() -> None:

@@ -4,16 +4,17 @@ when it fails, the first few offending items in words a person can act on. chaos
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
 from jackpotd.auth.identity import Role
 from jackpotd.service.commands import Request
 
 from .history import Abandon, Ack, Call, Error, Event, Send
+from .report import SHOWN, Report, Verdict, verdict
 
-SHOWN = 5  # offending items a verdict names; the rest are counted
 KIND_OF_OP: Mapping[str, str] = {"CommitWagers": "commit", "SettleRound": "settle", "VoidRound": "void"}
 
 # The invariants, by the names the verdicts carry (the harness adds its own liveness verdict).
@@ -22,34 +23,10 @@ EXACTLY_ONCE = "acknowledged-exactly-once"
 SEQUENCES = "sequences-contiguous"
 BALANCES = "reply-balances-match-ledger"
 HELD_STATE = "no-answer-from-unheld-state"
+REAL_TIME = "real-time-order"
 AT_MOST_ONCE = "unacknowledged-at-most-once"
 REDIS = "redis-not-ahead-of-ledger"
 CHAIN = "hash-chain-and-anchors"
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """One invariant's result: `detail` gives counts, and on failure the first offending items."""
-
-    name: str
-    ok: bool
-    detail: str
-
-
-@dataclass(slots=True)
-class Report:
-    """Every invariant's verdict (the harness appends its own); ok only when all hold."""
-
-    verdicts: list[Verdict] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """Whether every invariant holds."""
-        return all(v.ok for v in self.verdicts)
-
-    def render(self) -> str:
-        """One line per invariant: `PASS|FAIL <name>: <detail>`."""
-        return "\n".join(f"{'PASS' if v.ok else 'FAIL'} {v.name}: {v.detail}" for v in self.verdicts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,15 +72,13 @@ class ChainAudit:
 def stored_request_id(call: Call) -> str:
     """The request id as the ledger stores it: scoped to its caller, the table (`table:<table>:<request_id>`), by
     jackpotd's own Request.key. The one place the checker maps a logged id to the stored form."""
-    return Request(call.request_id, {}, f"{Role.TABLE.value}:{call.table}").key
+    return _scoped(call.table, call.request_id)
 
 
-def _verdict(name: str, bad: Sequence[str], summary: str) -> Verdict:
-    """PASS with the summary, or FAIL naming the first SHOWN offending items and counting the rest."""
-    if not bad:
-        return Verdict(name, True, summary)
-    more = f"; ... and {len(bad) - SHOWN} more" if len(bad) > SHOWN else ""
-    return Verdict(name, False, f"{len(bad)} problem(s) ({summary}): {'; '.join(bad[:SHOWN])}{more}")
+@cache
+def _scoped(table: str, request_id: str) -> str:
+    """Request.key of a table's request id (cached: a long run logs each id several times)."""
+    return Request(request_id, {}, f"{Role.TABLE.value}:{table}").key
 
 
 def _who(call: Call) -> str:
@@ -157,7 +132,7 @@ def well_formed(events: Sequence[Event], problems: Sequence[str]) -> Verdict:
             sent.add((*key, e.attempt))
         elif isinstance(e, Error | Ack) and (*key, e.attempt) not in sent:
             bad.append(f"{_who(c)} attempt {e.attempt}: answered but never logged as sent")
-    return _verdict(WELL_FORMED, bad, f"{len(events)} events, {len(first)} request ids")
+    return verdict(WELL_FORMED, bad, f"{len(events)} events, {len(first)} request ids")
 
 
 def _acks(events: Iterable[Event]) -> dict[tuple[str, str], list[Ack]]:
@@ -185,7 +160,7 @@ def exactly_once(acks: Mapping[tuple[str, str], list[Ack]], ledger: _Ledger) -> 
         elif len(said) == 1 and said[0] != seqs[0]:
             bad.append(f"{_who(call)} was told sequence {said} but the ledger holds it at {seqs[0]}")
     n = sum(map(len, acks.values()))
-    return _verdict(EXACTLY_ONCE, bad, f"{len(acks)} acknowledged requests ({n} acks) checked against the ledger")
+    return verdict(EXACTLY_ONCE, bad, f"{len(acks)} acknowledged requests ({n} acks) checked against the ledger")
 
 
 def sequences(links: Sequence[Link], acks: Mapping[tuple[str, str], list[Ack]], ledger: _Ledger) -> Verdict:
@@ -195,7 +170,7 @@ def sequences(links: Sequence[Link], acks: Mapping[tuple[str, str], list[Ack]], 
     for link in links:
         seqs = sorted(e.seq for e in link.entries)
         if seqs != list(range(1, len(seqs) + 1)):
-            doubled = sorted({s for s in seqs if seqs.count(s) > 1}) if len(set(seqs)) < len(seqs) else []
+            doubled = sorted(s for s, n in Counter(seqs).items() if n > 1)
             missing = sorted(set(range(1, max(seqs, default=0) + 1)) - set(seqs))
             bad.append(f"link {link.link_id}: sequences {'reused ' + str(doubled[:SHOWN]) if doubled else ''}"
                        f"{' ' if doubled and missing else ''}{'skipped ' + str(missing[:SHOWN]) if missing else ''}")
@@ -213,7 +188,7 @@ def sequences(links: Sequence[Link], acks: Mapping[tuple[str, str], list[Ack]], 
                 bad.append(f"{_who(a.call)} was told sequence {a.sequence}, above the ledger's head "
                            f"{'(no such link)' if head is None else head}")
     entries = sum(len(link.entries) for link in links)
-    return _verdict(SEQUENCES, bad, f"{len(links)} links, {entries} entries, {len(told)} acknowledged sequences")
+    return verdict(SEQUENCES, bad, f"{len(links)} links, {entries} entries, {len(told)} acknowledged sequences")
 
 
 def _differs(told: Mapping[str, int], held: Mapping[str, int]) -> dict[str, tuple[int, int]]:
@@ -235,7 +210,7 @@ def balances(acks: Mapping[tuple[str, str], list[Ack]], ledger: _Ledger) -> Verd
             if wrong := _differs(a.pools, held):
                 said = ", ".join(f"{p} told {t} µ¢, ledger {h} µ¢" for p, (t, h) in wrong.items())
                 bad.append(f"{_who(a.call)} attempt {a.attempt} at sequence {a.sequence}: {said}")
-    return _verdict(BALANCES, bad, f"{checked} replies' pools compared with the ledger after their entry")
+    return verdict(BALANCES, bad, f"{checked} replies' pools compared with the ledger after their entry")
 
 
 def held_state(acks: Mapping[tuple[str, str], list[Ack]], ledger: _Ledger) -> Verdict:
@@ -274,7 +249,40 @@ def held_state(acks: Mapping[tuple[str, str], list[Ack]], ledger: _Ledger) -> Ve
             if a.pools and not ever_held(link, a.pools):
                 bad.append(f"{_who(c)} attempt {a.attempt} was told pools {dict(a.pools)} µ¢, which match no "
                            f"state of link {link}'s ledger")
-    return _verdict(HELD_STATE, bad, f"{n} acks traced to a ledger entry and state")
+    return verdict(HELD_STATE, bad, f"{n} acks traced to a ledger entry and state")
+
+
+def real_time(events: Iterable[Event], ledger: _Ledger) -> Verdict:
+    """The link's total order agrees with real time: a request acknowledged before another was first sent has the
+    lower sequence (its entry existed before the other request did). The clients share one clock (the harness's
+    host); a request never acknowledged but in the ledger counts as the later one."""
+    first_send: dict[tuple[str, str], tuple[int, Call]] = {}
+    first_ack: dict[tuple[str, str], int] = {}
+    for e in events:
+        key = (e.call.link, stored_request_id(e.call))
+        if isinstance(e, Send) and (key not in first_send or e.at_ms < first_send[key][0]):
+            first_send[key] = (e.at_ms, e.call)
+        elif isinstance(e, Ack):
+            first_ack[key] = min(e.at_ms, first_ack.get(key, e.at_ms))
+    by_link: dict[str, list[tuple[int, str]]] = defaultdict(list)  # (seq, stored id) of each logged request held
+    for key in first_send:
+        seqs = ledger.by_request.get(key, [])
+        if len(seqs) == 1:
+            by_link[key[0]].append((seqs[0], key[1]))
+    bad: list[str] = []
+    pairs = 0
+    for link, held in by_link.items():
+        earliest: tuple[int, int, str] | None = None  # (ack ms, seq, id) of the first-acked of the later sequences
+        for seq, rid in sorted(held, reverse=True):
+            sent, call = first_send[link, rid]
+            pairs += 1
+            if earliest is not None and earliest[0] < sent:
+                later = first_send[link, earliest[2]][1]
+                bad.append(f"{_who(later)} was acknowledged at {earliest[0]} ms with sequence {earliest[1]}, before "
+                           f"{_who(call)} was first sent at {sent} ms, yet that one holds the lower sequence {seq}")
+            if (link, rid) in first_ack and (earliest is None or first_ack[link, rid] < earliest[0]):
+                earliest = (first_ack[link, rid], seq, rid)
+    return verdict(REAL_TIME, bad, f"{pairs} requests in the ledger ordered against the acks before them")
 
 
 def at_most_once(events: Iterable[Event], acks: Mapping[tuple[str, str], list[Ack]], ledger: _Ledger) -> Verdict:
@@ -293,7 +301,7 @@ def at_most_once(events: Iterable[Event], acks: Mapping[tuple[str, str], list[Ac
         if len(seqs) > 1:
             bad.append(f"{_who(call)}, never acknowledged, is in the ledger {len(seqs)} times, at sequences {seqs}")
     gave_up = sum(a for _, a in open_.values())
-    return _verdict(AT_MOST_ONCE, bad, f"{len(open_)} requests never acknowledged ({gave_up} abandoned), "
+    return verdict(AT_MOST_ONCE, bad, f"{len(open_)} requests never acknowledged ({gave_up} abandoned), "
                                        f"{landed} of them in the ledger once")
 
 
@@ -316,7 +324,7 @@ def redis_not_ahead(links: Sequence[Link], redis: Mapping[str, RedisLink], ledge
                 said = ", ".join(f"{p} Redis {r} µ¢, ledger {h} µ¢" for p, (r, h) in wrong.items())
                 bad.append(f"link {link_id} at sequence {head}: {said}")
     missing = len({link.link_id for link in links} - set(redis))
-    return _verdict(REDIS, bad, f"{equal} links at the ledger's head with its balances, {behind} behind "
+    return verdict(REDIS, bad, f"{equal} links at the ledger's head with its balances, {behind} behind "
                                 f"(rebuilt on next use), {missing} absent from Redis")
 
 
@@ -328,7 +336,7 @@ def chain(audits: Mapping[str, ChainAudit], anchor_problems: Sequence[str], anch
     entries = sum(a.entries for a in audits.values())
     marks = sum(a.checkpoints for a in audits.values())
     how = f"against {marks} signed checkpoints" if anchored else "against itself only (no checkpoint key given)"
-    return _verdict(CHAIN, bad, f"{len(audits)} links, {entries} entries, chain verified {how}")
+    return verdict(CHAIN, bad, f"{len(audits)} links, {entries} entries, chain verified {how}")
 
 
 def decide(events: Sequence[Event], history_problems: Sequence[str], links: Sequence[Link],
@@ -343,6 +351,7 @@ def decide(events: Sequence[Event], history_problems: Sequence[str], links: Sequ
         sequences(links, acks, ledger),
         balances(acks, ledger),
         held_state(acks, ledger),
+        real_time(events, ledger),
         at_most_once(events, acks, ledger),
         redis_not_ahead(links, redis, ledger),
         chain(audits, anchor_problems, anchored),

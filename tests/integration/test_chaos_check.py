@@ -18,7 +18,7 @@ import grpc
 
 from chaos import history as h
 from chaos import verdicts as v
-from chaos.check import check, main
+from chaos.check import Report, Verdict, check, main
 from jackpotd.api.gen.jackpot.v1 import table_pb2
 
 from ..conftest import Isolated, unique
@@ -64,7 +64,7 @@ async def _play(c: Client, rec: h.Recorder, link: str, tables: list[str]) -> Non
         rec.abandon(gone, 1)
 
 
-def _by_name(report: v.Report) -> dict[str, v.Verdict]:
+def _by_name(report: Report) -> dict[str, Verdict]:
     return {x.name: x for x in report.verdicts}
 
 
@@ -88,7 +88,7 @@ async def test_the_checker_passes_a_true_history_and_fails_a_tampered_one(isolat
         report = await check(log, isolated.dsn, p.valkey.url, state_dir=state)
         assert report.ok, report.render()
         verdicts = _by_name(report)
-        assert set(verdicts) == {v.WELL_FORMED, v.EXACTLY_ONCE, v.SEQUENCES, v.BALANCES, v.HELD_STATE,
+        assert set(verdicts) == {v.WELL_FORMED, v.EXACTLY_ONCE, v.SEQUENCES, v.BALANCES, v.HELD_STATE, v.REAL_TIME,
                                  v.AT_MOST_ONCE, v.REDIS, v.CHAIN}
         assert verdicts[v.EXACTLY_ONCE].detail.startswith("12 acknowledged requests (14 acks)")
         assert "2 requests never acknowledged (2 abandoned), 0 of them in the ledger" in verdicts[v.AT_MOST_ONCE].detail

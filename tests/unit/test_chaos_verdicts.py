@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import itertools
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from chaos import verdicts as v
 from chaos.history import OPS, Abandon, Ack, Call, Error, Event, Send
+from chaos.report import Report
 
 # Each corruption is tried on fewer worlds than the consistent case: a world costs a few ms to draw, and the
 # verdict that must catch it does not depend on the world's size.
@@ -30,7 +32,7 @@ class World:
     redis: dict[str, v.RedisLink] = field(default_factory=dict)
     audits: dict[str, v.ChainAudit] = field(default_factory=dict)
 
-    def report(self) -> v.Report:
+    def report(self) -> Report:
         return v.decide(self.events, [], self.links, self.redis, self.audits)
 
     def failed(self) -> set[str]:
@@ -51,42 +53,53 @@ class World:
         self.links[i] = replace(link, entries=entries, head=link.head if head is None else head)
 
 
+POOL_SETS = (("MAJOR",), ("MINOR",), ("MAJOR", "MINOR"), ("MAJOR", "MINOR", "RESERVE"), ("RESERVE",))
+FATES = ("ack", "ack", "twice", "abandon", "lost")
+# One operation of a link: (an operator's entry?, which table, op, pools moved, by how much, failed tries, fate).
+# Drawn as one tuple per operation, so a world costs few draws (hypothesis's health check times generation).
+OPERATIONS = st.tuples(st.integers(0, 5), st.integers(0, 2), st.sampled_from(OPS), st.sampled_from(POOL_SETS),
+                       st.integers(-5_000_000, 5_000_000), st.integers(0, 2), st.sampled_from(FATES))
+
+
 @st.composite
 def worlds(draw: st.DrawFn) -> World:
     """Links fed by tables whose calls fail, retry, are answered (sometimes twice, a replayed retry) or abandoned
     (applied or not), with operators' entries between them; the ledger and Redis agree with what was told."""
     w = World()
-    for n in range(draw(st.integers(1, 3))):
+    clock = itertools.count(1)  # one call after another: each event a ms after the one before
+    for n in range(draw(st.integers(1, 2))):
         link = f"L{n}"
-        tables = [f"T{n}-{t}" for t in range(draw(st.integers(1, 3)))]
         state: dict[str, int] = {}
         entries: list[v.Entry] = []
-        for k in range(draw(st.integers(1, 20))):
-            moved = {p: state.get(p, 0) + draw(st.integers(-5_000_000, 5_000_000))
-                     for p in draw(st.sets(st.sampled_from((*SHOWN_POOLS, "RESERVE")), min_size=1))}
-            if k and draw(st.integers(0, 5)) == 0:  # an operator's entry (funding): no table was told of it
+        for k, (admin, t, op, pools, delta, failed, fate) in enumerate(draw(st.lists(OPERATIONS, min_size=1,
+                                                                                        max_size=12))):
+            moved = {p: state.get(p, 0) + delta * (i + 1) for i, p in enumerate(pools)}
+            if k and admin == 0:  # an operator's entry (funding): no table was told of it
                 state |= moved
                 entries.append(v.Entry(len(entries) + 1, f"admin:ops:f{n}-{k}", "h", "fund", posted=moved))
                 continue
-            table = draw(st.sampled_from(tables))
-            call = Call(f"client-{table}", link, table, draw(st.sampled_from(OPS)), f"req-{n}-{k}", f"round-{k}")
-            fate = "ack" if k == 0 else draw(st.sampled_from(["ack", "ack", "twice", "abandon", "lost"]))
+            table = f"T{n}-{t}"
+            call = Call(f"client-{table}", link, table, op, f"req-{n}-{k}", f"round-{k}")
+            fate = "ack" if k == 0 else fate
             attempt = 1
-            for _ in range(draw(st.integers(0, 2))):
-                w.events += [Send(1, call, attempt), Error(2, call, attempt, "UNAVAILABLE", "busy")]
+            for _ in range(failed):
+                w.events.append(Send(next(clock), call, attempt))
+                w.events.append(Error(next(clock), call, attempt, "UNAVAILABLE", "busy"))
                 attempt += 1
-            w.events.append(Send(3, call, attempt))
+            w.events.append(Send(next(clock), call, attempt))
             if fate != "lost":
                 state |= moved
                 entries.append(v.Entry(len(entries) + 1, v.stored_request_id(call), "h",
                                        v.KIND_OF_OP[call.op], table, call.round_id, moved))
             told = {p: state.get(p, 0) for p in SHOWN_POOLS}
             if fate in ("ack", "twice"):
-                w.events.append(Ack(4, call, attempt, len(entries), told))
+                w.events.append(Ack(next(clock), call, attempt, len(entries), told))
             if fate == "twice":  # the answer was lost on its way; the retry is answered from the stored reply
-                w.events += [Send(5, call, attempt + 1), Ack(6, call, attempt + 1, len(entries), told)]
+                w.events.append(Send(next(clock), call, attempt + 1))
+                w.events.append(Ack(next(clock), call, attempt + 1, len(entries), told))
             if fate in ("abandon", "lost"):
-                w.events += [Error(7, call, attempt, "DEADLINE_EXCEEDED", "slow"), Abandon(8, call, attempt)]
+                w.events.append(Error(next(clock), call, attempt, "DEADLINE_EXCEEDED", "slow"))
+                w.events.append(Abandon(next(clock), call, attempt))
         w.links.append(v.Link(link, len(entries), entries))
         w.redis[link] = v.RedisLink(len(entries), dict(state))
         w.audits[link] = v.ChainAudit(len(entries), 0, [])
@@ -98,7 +111,7 @@ def test_a_consistent_history_passes_every_invariant(w: World) -> None:
     report = w.report()
     assert report.ok, report.render()
     assert [x.name for x in report.verdicts] == [v.WELL_FORMED, v.EXACTLY_ONCE, v.SEQUENCES, v.BALANCES,
-                                                 v.HELD_STATE, v.AT_MOST_ONCE, v.REDIS, v.CHAIN]
+                                                 v.HELD_STATE, v.REAL_TIME, v.AT_MOST_ONCE, v.REDIS, v.CHAIN]
     assert all(line.startswith("PASS ") for line in report.render().splitlines())
 
 
@@ -212,6 +225,7 @@ def test_redis_ahead_of_the_ledger_or_apart_from_it_is_caught(w: World, data: st
     assert ("ahead of the ledger's head" if ahead else "MAJOR Redis") in w.report().render()
 
 
+@CORRUPTED
 @given(worlds())
 def test_redis_behind_the_ledger_is_counted_not_failed(w: World) -> None:
     w.redis = {k: v.RedisLink(0, {}) for k in w.redis}
@@ -260,3 +274,39 @@ def test_the_verdicts_are_a_functional_core() -> None:
     assert "jackpotd" in imported  # the check sees imports at all
     assert not imported & {"asyncpg", "redis", "hiredis", "grpc", "os", "pathlib", "socket", "subprocess", "asyncio",
                            "io"}, imported
+
+
+@CORRUPTED
+@given(worlds(), st.data())
+def test_a_head_that_is_not_the_last_entry_is_caught(w: World, data: st.DataObject) -> None:
+    i = data.draw(st.integers(0, len(w.links) - 1))
+    link = w.links[i]
+    head = link.head + data.draw(st.sampled_from([-1, 1]))
+    w.set_link(i, list(link.entries), head=head)
+    assert v.SEQUENCES in w.failed()
+    assert f"link {link.link_id}: head {head} but the last entry is {link.head}" in w.report().render()
+
+
+def test_a_log_that_contradicts_itself_is_not_well_formed() -> None:
+    call = Call("c", "L", "T", "CommitWagers", "r1", "round-1")
+    entry = v.Entry(1, v.stored_request_id(call), "h", "commit", "T", "round-1", {"MAJOR": 5})
+    events: list[Event] = [Send(1, call, 1), Ack(2, call, 1, 1, {"MAJOR": 5}), Ack(3, call, 2, 1, {"MAJOR": 5}),
+                           Send(4, replace(call, op="VoidRound"), 3)]
+    w = World(events, [v.Link("L", 1, [entry])], {"L": v.RedisLink(1, {"MAJOR": 5})}, {"L": v.ChainAudit(1, 0, [])})
+    assert w.failed() == {v.WELL_FORMED}
+    detail = next(x.detail for x in w.report().verdicts if x.name == v.WELL_FORMED)
+    assert "attempt 2: answered but never logged as sent" in detail
+    assert "is logged as CommitWagers r1" in detail and "and as VoidRound r1" in detail
+
+
+@CORRUPTED
+@given(worlds(), st.data())
+def test_an_order_that_contradicts_real_time_is_caught(w: World, data: st.DataObject) -> None:
+    acked = sorted({(e.call.link, e.sequence, e.call.request_id) for e in w.events if isinstance(e, Ack)})
+    pairs = [(a, b) for a, b in itertools.combinations(acked, 2) if a[0] == b[0] and a[2] != b[2]]
+    assume(pairs)
+    _, (_, high, later) = data.draw(st.sampled_from(pairs))
+    # the later request's whole exchange moved before everything: it was acknowledged before the first was sent
+    w.events = [replace(e, at_ms=0) if e.call.request_id == later else e for e in w.events]
+    assert w.failed() == {v.REAL_TIME}
+    assert f"{later} (" in w.report().render() and f"with sequence {high}, before" in w.report().render()
