@@ -30,7 +30,7 @@ from .proxy import ProxyControl
 
 PG_PORT, VK_PORT, SENTINEL_PORT, API_PORT, METRICS_PORT = 5432, 6379, 26379, 50051, 9464
 FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1")  # Debian's, for threaded processes
-DISK_MB = 384  # PostgreSQL's tmpfs: room for the run, small enough to fill at once
+DISK_MB = 1024  # PostgreSQL's tmpfs: room for a 10-minute run's ledger and WAL; filled with fallocate at once
 STORES = ("pg", "pgs", "vk1", "vk2")
 JACKPOTD = ("w1", "w2", "a1", "a2")
 CLOCK_ROLE = "w2"

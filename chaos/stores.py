@@ -23,6 +23,9 @@ from jackpotd.embedded.secrets import read_secret
 from jackpotd.embedded.valkey import _binary
 
 REPLICATION_HBA = "host    replication  postgres  127.0.0.1/32  scram-sha-256\n"
+# WAL kept small on the size-limited disk, so only the full-disk fault fills it (a long run otherwise keeps
+# 5 minutes of WAL, filled the disk and left a killed PostgreSQL no room for crash recovery)
+WAL = "# chaos harness\nmax_wal_size = '128MB'\nmin_wal_size = '32MB'\ncheckpoint_timeout = '30s'\n"
 
 
 class ReplicatedPostgres(EmbeddedPostgres):
@@ -30,10 +33,13 @@ class ReplicatedPostgres(EmbeddedPostgres):
     through the fault proxy (which connects from loopback)."""
 
     def _lock_down(self, bin_dir: Path, pgdata: str, fds: tuple[int, ...], uid: int | None, gid: int | None) -> None:
-        """The project's lock-down, then the replication line."""
+        """The project's lock-down, then the replication line and the WAL's bounds."""
         super()._lock_down(bin_dir, pgdata, fds, uid, gid)
         hba = self.data_dir / "pg_hba.conf"
         hba.write_text(hba.read_text() + REPLICATION_HBA)
+        auto = self.data_dir / "postgresql.auto.conf"
+        if WAL not in auto.read_text():
+            auto.write_text(auto.read_text() + WAL)
 
 
 def _server_ids() -> tuple[int | None, int | None]:
