@@ -66,7 +66,7 @@ test: install system-account chromium faketime proto-check lint typecheck deploy
 ## chaos: as root, the chaos harness (chaos/, docs/OPERATIONS.md "Chaos runs"): network namespaces, fault proxies
 ## before every store, two writers, two API replicas and six tables under a seeded fault schedule, then the history
 ## checker; about 3 minutes. Replay a seed: make chaos CHAOS_SEED=7; a longer one: CHAOS_MINUTES=10. Not root: skipped
-CHAOS_SEED ?= 461
+CHAOS_SEED ?= 591
 CHAOS_MINUTES ?= 2
 CHAOS_OUT ?= /tmp/jackpotd-chaos
 chaos: install system-account faketime

@@ -4,7 +4,8 @@ replicas over TLS, and what the faults do to them (pause, kill -9 and restart, a
 
 Every role reaches every store through the store's proxy, so each (store, role) pair can be faulted alone: the
 proxy knows the role by its address. PostgreSQL's data directory is on a size-limited tmpfs the harness mounts
-(`disk`), so a file can fill it. One writer runs under libfaketime (`clock_role`), its offset in a file.
+(`disk`), so a file can fill it. A writer and an API replica run under libfaketime (`CLOCK_ROLES`), each with
+its offset in a file.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1")  # Debi
 DISK_MB = 1024  # PostgreSQL's tmpfs: room for a 10-minute run's ledger and WAL; filled with fallocate at once
 STORES = ("pg", "pgs", "vk1", "vk2")
 JACKPOTD = ("w1", "w2", "a1", "a2")
-CLOCK_ROLE = "w2"
+CLOCK_ROLES = ("w2", "a2")  # started under libfaketime, each with an offset file of its own
+ROOT = Path(__file__).resolve().parents[1]  # the checkout: its chaos package, wherever the run starts
 LINKS = ("chaos-1", "chaos-2")  # the tables' links (chaos/tables.py names them so)
 
 
@@ -57,7 +59,9 @@ class Proc:
             out.write(f"---- {time.strftime('%H:%M:%S')} start {' '.join(self.argv)}\n".encode())
             out.flush()
             self.proc = subprocess.Popen(in_ns(self.role, self.argv), stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-                                         env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"},
+                                         env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1",
+                                              "PYTHONPATH": os.pathsep.join(filter(None, [
+                                                  str(ROOT), os.environ.get("PYTHONPATH", "")]))},
                                          start_new_session=True)
         return self
 
@@ -119,7 +123,6 @@ class Cluster:
         self.secrets = run / "state" / "secrets"
         self.creds = run / "creds"
         self.disk = run / "pg-disk"
-        self.clock_file = run / "faketime-offset"
         self.procs: dict[str, Proc] = {}
         self.proxies = {role: ProxyControl(str(run / f"proxy-{role}.sock")) for role in STORES}
 
@@ -136,7 +139,8 @@ class Cluster:
             path = self.secrets / name
             path.write_text(secrets.token_hex(24) + "\n")
             path.chmod(0o600)
-        self.clock_file.write_text("+0\n")
+        for role in CLOCK_ROLES:
+            self.clock_file(role).write_text("+0\n")
         tables = ",".join(f"t{n}" for n in range(1, 7))
         hosts = ",".join(ADDRESSES[r] for r in ("a1", "a2"))
         subprocess.run([sys.executable, "-m", "jackpotd.cli", "certs", "--out", str(self.creds), "--tables", tables,
@@ -204,7 +208,7 @@ class Cluster:
         return f"redis://:{password}@{host or ADDRESSES['vk1']}:{VK_PORT}/0"
 
     def _jackpotd_env(self, role: str) -> dict[str, str]:
-        """The settings of one jackpotd role (the clock-jumped writer also gets libfaketime)."""
+        """The settings of one jackpotd role (the clock-jumped ones also get libfaketime)."""
         env = {"JACKPOTD_REDIS_URL": self.redis_url(), "JACKPOTD_POSTGRES_DSN": self.app_dsn,
                "JACKPOTD_REDIS_SENTINELS": f"{ADDRESSES['sen']}:{SENTINEL_PORT}",
                "JACKPOTD_REDIS_SENTINEL_PASSWORD_FILE": str(self.secrets / "sentinel.password"),
@@ -212,8 +216,8 @@ class Cluster:
                "JACKPOTD_CHECKPOINT_DIR": str(self.run / "state" / "checkpoints"),
                "JACKPOTD_AUTH_KEY_FILE": str(self.creds / "auth.key"),
                "JACKPOTD_STATE_DIR": str(self.run / role / "state")}
-        if role == CLOCK_ROLE and FAKETIME.exists():
-            env |= {"LD_PRELOAD": str(FAKETIME), "FAKETIME_TIMESTAMP_FILE": str(self.clock_file),
+        if role in CLOCK_ROLES and FAKETIME.exists():
+            env |= {"LD_PRELOAD": str(FAKETIME), "FAKETIME_TIMESTAMP_FILE": str(self.clock_file(role)),
                     "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
         return env
 
@@ -322,12 +326,17 @@ class Cluster:
         for filler in self.disk.glob("filler-*"):
             filler.unlink(missing_ok=True)
 
-    def jump_clock(self, seconds: int) -> None:
-        """Move the clock-jumped writer's wall clock by `seconds` from now on (libfaketime reads the file at
-        each call); 0 puts it back."""
-        tmp = self.clock_file.with_suffix(".tmp")
+    def clock_file(self, role: str) -> Path:
+        """The libfaketime offset file of a clock-jumped role."""
+        return self.run / f"faketime-{role}"
+
+    def jump_clock(self, role: str, seconds: int) -> None:
+        """Move a clock-jumped role's wall clock by `seconds` from now on (libfaketime reads the file at each
+        call); 0 puts it back."""
+        path = self.clock_file(role)
+        tmp = path.with_suffix(".tmp")
         tmp.write_text(f"{seconds:+d}\n")
-        os.replace(tmp, self.clock_file)
+        os.replace(tmp, path)
 
     # ---- teardown --------------------------------------------------------------------------------------------
 
@@ -368,4 +377,4 @@ def sweep_mounts() -> list[str]:
     return left
 
 
-__all__ = ["CLOCK_ROLE", "CONTROL", "Cluster", "Proc", "sweep_mounts"]
+__all__ = ["CLOCK_ROLES", "CONTROL", "Cluster", "Proc", "sweep_mounts"]

@@ -25,7 +25,8 @@ import asyncpg
 
 from . import net
 from .check import check
-from .cluster import API_PORT, LINKS, Cluster, Proc, sweep_mounts
+from .cluster import API_PORT, CLOCK_ROLES, LINKS, Cluster, Proc, sweep_mounts
+from .history import Ack, Send, load
 from .net import ADDRESSES, Network
 from .report import Report, Verdict
 from .schedule import LEADER, VALKEY_PRIMARY, VALKEY_REPLICA, Fault, make
@@ -119,9 +120,9 @@ class Runner:
 
             return free
         if fault.kind == "clock-jump":
-            c.jump_clock(int(fault.detail))
+            c.jump_clock(fault.target, int(fault.detail))
             self.say(f"clock of {fault.target} jumped {fault.detail} s")
-            return _now(lambda: c.jump_clock(0), lambda: self.say(f"clock of {fault.target} back"))
+            return _now(lambda: c.jump_clock(fault.target, 0), lambda: self.say(f"clock of {fault.target} back"))
         raise ValueError(f"unknown fault kind {fault.kind!r}")
 
     def _restart(self, role: str) -> None:
@@ -160,7 +161,8 @@ class Runner:
         for proc in c.procs.values():
             proc.signal(signal.SIGCONT)
         c.free_disk()
-        c.jump_clock(0)
+        for role in CLOCK_ROLES:
+            c.jump_clock(role, 0)
         for name, proc in c.procs.items():
             if not proc.alive() or (proc.pidfile is not None and not _running(proc)):
                 self.say(f"quiet: {name} was not running: restarting it")
@@ -201,22 +203,33 @@ async def _check(run: Path, cluster: Cluster) -> list[Verdict]:
     return report.verdicts
 
 
-async def _dated(cluster: Cluster, began: float, ended: float) -> Verdict:
-    """Every entry of the tables' links dated within the run's true time (5 s of slack each side), whatever clock
-    jump a writer saw: an entry dated an hour off would land in the wrong quarter hour or gaming day."""
+async def _dated(cluster: Cluster, history: Path) -> Verdict:
+    """Every acknowledged call's entry dated between its first send and its acknowledgement (2 s of slack each
+    side; every namespace shares the host's true clock), whatever clock jump a writer or replica saw: an entry
+    dated off would land in the wrong quarter hour or gaming day."""
+    events, _ = load(history)
+    first: dict[str, int] = {}
+    acked: dict[str, int] = {}
+    for e in events:
+        if isinstance(e, Send):
+            first.setdefault(e.call.request_id, e.at_ms)
+        elif isinstance(e, Ack):
+            acked[e.call.request_id] = e.at_ms
     conn = await asyncpg.connect(cluster.dsn)
     try:
-        row = await conn.fetchrow(
-            "SELECT count(*) AS n, count(*) FILTER (WHERE created_at < to_timestamp($2) OR created_at > "
-            "to_timestamp($3)) AS outside, min(created_at) AS first, max(created_at) AS last FROM entries "
-            "WHERE link_id = ANY($1)",
-            list(LINKS), began - 5, ended + 5)
+        rows = await conn.fetch("SELECT request_id, (extract(epoch FROM created_at) * 1000)::bigint AS ms "
+                                "FROM entries WHERE link_id = ANY($1)", list(LINKS))
     finally:
         await conn.close()
-    assert row is not None
-    return Verdict("entries-dated-within-the-run", row["outside"] == 0 and row["n"] > 0,
-                   f"{row['outside']} of {row['n']} entries dated outside the run's true time "
-                   f"(first {row['first']}, last {row['last']})")
+    dated = {str(r["request_id"]).rsplit(":", 1)[-1]: int(r["ms"]) for r in rows}
+    slack = 2_000
+    off = [(dated[rid] - first[rid] if dated[rid] < first[rid] else dated[rid] - acked[rid], rid)
+           for rid in acked if rid in dated and not first[rid] - slack <= dated[rid] <= acked[rid] + slack]
+    far = max(off, key=lambda o: abs(o[0]), default=None)
+    worst = f"; worst {far[0] / 1000:+.1f} s ({far[1]})" if far else ""
+    return Verdict("entries-dated-within-their-call", not off and bool(acked),
+                   f"{len(off)} of {len(acked)} acknowledged calls' entries dated outside their call's send..ack "
+                   f"window (2 s slack){worst}")
 
 
 def _liveness(run: Path, tables: Proc) -> list[Verdict]:
@@ -271,7 +284,6 @@ async def main_async(a: argparse.Namespace) -> int:
             if not tables.alive() or time.monotonic() > deadline:
                 raise RuntimeError(f"the tables did not start; {tables.log}:\n{tables.log.read_text()[-3000:]}")
             await asyncio.sleep(0.2)
-        began = time.time()
         runner.say("tables playing; the schedule starts")
         await runner.play(schedule)
         await asyncio.sleep(max(0.0, seconds - (time.monotonic() - runner.t0)) if a.full else 0)
@@ -284,7 +296,7 @@ async def main_async(a: argparse.Namespace) -> int:
         crashed = [n for n, p in cluster.procs.items() if n != "tables" and not p.alive()]
         verdicts.append(Verdict("no role exited by itself", not crashed, ", ".join(crashed) or "every role running"))
         verdicts += await _check(run, cluster)
-        verdicts.append(await _dated(cluster, began, time.time()))
+        verdicts.append(await _dated(cluster, run / "history.jsonl"))
     except Exception as e:  # a harness failure: a FAIL, with its reason
         runner.say(f"harness error: {type(e).__name__}: {e}")
         verdicts.append(Verdict("harness ran the schedule", False, f"{type(e).__name__}: {e}"))

@@ -59,7 +59,7 @@ def _fault(rng: random.Random, kind: str, at: float) -> Fault:
     if kind == "disk-full":
         return Fault(at, kind, "pg", rng.uniform(8, 12))
     if kind == "clock-jump":
-        return Fault(at, kind, "w2", rng.uniform(15, 25), rng.choice(["+3600", "-3600"]))
+        return Fault(at, kind, rng.choice(["w2", "a2"]), rng.uniform(15, 25), rng.choice(["+3600", "-3600"]))
     raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
 
 
