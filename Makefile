@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install system-account chromium faketime run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-export bench-big-round bench-rebuild bench-replicas bench-cluster bench-naive audit clean
+.PHONY: install system-account chromium faketime chaos chaos-long run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-export bench-big-round bench-rebuild bench-replicas bench-cluster bench-naive audit clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -49,26 +49,47 @@ chromium:
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; \
 	else echo "make: /usr/bin/chromium is missing and this is not root: the browser tests will be skipped"; fi
 
-## faketime: Debian's libfaketime for the clock-jump test (tests/integration/test_clock_jumps.py), installed as root
-## when missing; not root and missing: that test skips, saying so
+## faketime: Debian's libfaketime, for the clock-jump test (tests/integration/test_clock_jumps.py) and the chaos
+## harness's clock jumps, installed as root when missing; not root and missing: that test skips and the jumps do nothing
 faketime:
 	@if [ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ]; then :; \
 	elif [ "$$(id -u)" = 0 ]; then \
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libfaketime; \
-	else echo "make: libfaketime is missing and this is not root: the clock-jump test will be skipped"; fi
+	else echo "make: libfaketime is missing and this is not root: the clock-jump test skips, chaos jumps do nothing"; fi
 
-## test: lint, type-check, check generated code, then the whole suite against real embedded servers
+## test: lint, type-check, check generated code, then the whole suite against real embedded servers, then a short
+## seeded chaos run (make chaos)
 test: install system-account chromium faketime proto-check lint typecheck deploy-check
 	$(BIN)/python -m pytest -q
+	$(MAKE) chaos
+
+## chaos: as root, the chaos harness (chaos/, docs/OPERATIONS.md "Chaos runs"): network namespaces, fault proxies
+## before every store, two writers, two API replicas and six tables under a seeded fault schedule, then the history
+## checker; about 3 minutes. Replay a seed: make chaos CHAOS_SEED=7; a longer one: CHAOS_MINUTES=10. Not root: skipped
+CHAOS_SEED ?= 591
+CHAOS_MINUTES ?= 2
+CHAOS_OUT ?= /tmp/jackpotd-chaos
+chaos: install system-account faketime
+	@if [ "$$(id -u)" = 0 ]; then \
+		$(BIN)/python -m chaos.run --seed $(CHAOS_SEED) --minutes $(CHAOS_MINUTES) --out $(CHAOS_OUT)/seed-$(CHAOS_SEED); \
+	else echo "make chaos: needs root (network namespaces, a tmpfs mount): skipped"; fi
+
+## chaos-long: by hand, 30 minutes: three seeds of 10 minutes each (CHAOS_SEEDS to choose them); stops at the first
+## seed with a FAIL, whose run directory it names
+CHAOS_SEEDS ?= 101 202 303
+chaos-long: install system-account faketime
+	@for seed in $(CHAOS_SEEDS); do \
+		$(BIN)/python -m chaos.run --seed $$seed --minutes 10 --full --out $(CHAOS_OUT)/long-$$seed || exit 1; \
+	done
 
 unit: install
 	$(BIN)/python -m pytest -q tests/unit
 
 lint: install
-	$(BIN)/ruff check jackpotd clients tests bench scripts  # clients: clients/table, clients/signage, clients/finance, clients/floor and clients/console
+	$(BIN)/ruff check jackpotd clients tests bench scripts chaos  # clients: clients/table, clients/signage, clients/finance, clients/floor and clients/console
 
 typecheck: install
-	$(BIN)/mypy jackpotd clients/table/jackpot_table clients/signage/jackpot_signage clients/finance/jackpot_finance clients/floor/jackpot_floor clients/console/jackpot_console
+	$(BIN)/mypy jackpotd clients/table/jackpot_table clients/signage/jackpot_signage clients/finance/jackpot_finance clients/floor/jackpot_floor clients/console/jackpot_console chaos
 
 ## deploy-check: validate deploy/ offline (Kubernetes and Compose schemas; settings, ports and metrics against
 ## the code): scripts/check_deploy.py
