@@ -39,6 +39,21 @@ ROOT = Path(__file__).resolve().parents[1]  # the checkout: its chaos package, w
 LINKS = ("chaos-1", "chaos-2")  # the tables' links (chaos/tables.py names them so)
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (from /proc: children, their children ...)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rpartition(")")[2].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
 @dataclass
 class Proc:
     """One process of the harness, in its role's namespace, its output in `log`."""
@@ -78,14 +93,18 @@ class Proc:
         return self.proc.pid if self.alive() and self.proc is not None else None
 
     def signal(self, sig: signal.Signals) -> bool:
-        """Send `sig` to the target's process group; False when there is none."""
+        """Send `sig` to the target's process group and every process under it (each PostgreSQL backend makes
+        itself a session leader of its own: the group alone would pause the postmaster, not the backends serving
+        the writers); False when there is none."""
         pid = self.target_pid()
         if pid is None:
             return False
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, sig)
-            return True
-        return False
+        sent = False
+        for target in [pid, *descendants(pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                (os.killpg if target == pid else os.kill)(target, sig)
+                sent = True
+        return sent
 
     def stop(self, timeout: float = 20) -> None:
         """SIGCONT then SIGTERM (a helper stops its server in order), SIGKILL after `timeout`."""
