@@ -36,6 +36,7 @@ from .store.leader import LeadingWriter, WriterLease
 from .store.ledger import PostgresLedger, leases
 from .store.ledger.report_port import PostgresReports
 from .store.liveness import Liveness, holder_name
+from .store.redis_cutoff import RedisCutoff
 from .store.redis_pools import RedisPools
 from .store.shards import describe, shard_of
 from .store.writer import LedgerWriter
@@ -76,6 +77,8 @@ def _leading_writer(settings: Settings, stores: Stores, clock: Clock, holder: st
                     "or a rewrite of it while jackpotd is stopped cannot be told at start (OPERATIONS.md, Anchors)")
     liveness = Liveness(stores.dsn, settings.writer_lease_seconds, holder)
     lease = WriterLease(stores.dsn, liveness)
+    cutoff = RedisCutoff(stores.redis.ping, stores.pg, holder, settings.writer_lease_seconds)
+    liveness.redis_silent = cutoff.redis_silent
 
     def writer(shards: frozenset[int], member: int) -> LedgerWriter:
         return LedgerWriter(stores.redis, stores.pg, linger=settings.group_commit_ms / 1000,
@@ -91,7 +94,7 @@ def _leading_writer(settings: Settings, stores: Stores, clock: Clock, holder: st
                                         epochs={s: lease.epochs[s] for s in shards}, check=liveness.check):
             log.info("recovery: link %s %s", a.link_id, a.said)
 
-    return LeadingWriter(lease, writer, recover)
+    return LeadingWriter(lease, writer, recover, cutoff)
 
 
 def with_default_anchor_key(settings: Settings, *, create: bool) -> Settings:

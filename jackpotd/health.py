@@ -96,12 +96,40 @@ def unled(shard: int, states: leases.LeaseStates | None) -> str:
                  "no other ledger writer is running to take it over")
         return f"the writer lease of its shard {shard} is held by {lease.holder}, which {silent} " \
                f"(paused, or cut off from PostgreSQL?); {taker}"
+    if lease.holder is not None and deaf_s(lease) > LIVE_WITHIN_S:
+        reaching = sorted(states.reaching - {lease.holder})  # alive in PostgreSQL, cut off from its Redis
+        then = (f"it gives it up to writer {reaching[0]}, whose Redis answers, once the lease time has passed"
+                if reaching else "no other live writer reaches Redis, so it keeps it (nobody could do better)")
+        return f"no ledger writer writes its shard {shard} now: {lease.holder} holds its lease (epoch {lease.epoch}) " \
+               f"but has not heard its Redis for {lease.redis_silent_s:.0f} s (cut off from Redis?); {then}"
     if lease.holder is not None:  # alive, taking it (recovering its links), or failing before its first heartbeat
         return f"no ledger writer writes its shard {shard} now: {lease.holder} holds its lease (epoch {lease.epoch}) " \
                "and is taking it over"
     if others:
         return f"no ledger writer holds its shard {shard} now (writer {others[0]} is taking it over)"
     return f"no ledger writer holds its shard {shard} now, and none is running to take it over"
+
+
+def deaf_s(lease: leases.ShardLease) -> float:
+    """How long its holder had not heard its Redis when it last renewed (0: not known): the renewal's own transit
+    to PostgreSQL cancels out, so a slow PostgreSQL is not taken for a silent Redis."""
+    if lease.redis_silent_s is None or lease.silent_s is None:
+        return 0.0
+    return lease.redis_silent_s - lease.silent_s
+
+
+def cut_off(states: leases.LeaseStates | None) -> list[str]:
+    """Why no writer's heartbeat reaches Redis while a holder of shards is alive in PostgreSQL: it does not hear its
+    Redis (and, no other live writer reaching it, keeps its shards: store/redis_cutoff.py)."""
+    if states is None:
+        return []
+    silent: dict[str, float] = {}
+    for lease in states.shards.values():
+        if lease.holder is not None and lease.holder in states.live and deaf_s(lease) > LIVE_WITHIN_S:
+            silent[lease.holder] = lease.redis_silent_s or 0.0
+    return [f"ledger writer cut off from Redis: {holder} holds writer leases but has not heard its Redis for "
+            f"{seconds:.0f} s; no other live writer reaches Redis, so it keeps them (nobody could do better)"
+            for holder, seconds in sorted(silent.items())]
 
 
 async def _redis_links(redis: HealthStore, timeout: float) -> list[str]:
@@ -131,6 +159,7 @@ async def check(redis: HealthStore, pg: ledger.Pool, known_links: Sequence[str] 
             reasons.append(f"ledger writer heartbeat unreadable: {_describe(writer_r)}")
     elif writer_r is None:
         reasons.append(f"ledger writer: no heartbeat in the last {HEARTBEAT_TTL_MS / 1000:g} s")
+        reasons += cut_off(states)
     current = set() if isinstance(links_r, BaseException) else set(links_r)
     if isinstance(writer_r, WritersHealth):
         problems = dict(writer_r.problems)

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 
@@ -25,11 +25,13 @@ from ..metrics import WRITER_LEADER, WRITER_SHARDS
 from . import keys
 from .ledger import leases
 from .liveness import KEEPALIVES, Liveness
+from .redis_cutoff import RedisCutoff
 from .shards import SHARDS, describe
 from .throttle import Throttled
 from .writer import LedgerWriter
 
 log = logging.getLogger("jackpotd.leader")
+T = TypeVar("T")
 
 # Advisory lock keys: 4242 migrations, 4243 VerifyLedger. LEASE_KEY alone (the bigint form) was the single writer
 # lease of earlier versions: every writer now holds it shared, so an older writer and a newer one never both write.
@@ -68,6 +70,7 @@ class WriterLease:
         self.shards: frozenset[int] = frozenset()
         self.epochs: dict[int, int] = {}  # each shard held -> the epoch this process took it at
         self._complain = Throttled(log).warn  # for what is tried several times a second
+        self._unanswered: asyncio.Future[Any] | None = None  # a question on the lease connection left to finish
 
     async def _join(self) -> asyncpg.Connection:
         """The lease connection, joined as a member: on a primary (a standby's lock guards nothing it writes),
@@ -106,7 +109,7 @@ class WriterLease:
             if self.liveness is not None:
                 if not self.liveness.fresh():
                     raise NotNow(self.liveness.why_not())
-                ended = await leases.end_silent(conn, self.holder, self.liveness.lease_s, self.CHECK_TIMEOUT)
+                ended = await self._asked(leases.end_silent(conn, self.holder, self.liveness.lease_s, None))
                 for holder in sorted({e.holder for e in ended}):
                     its = [e for e in ended if e.holder == holder]
                     log.warning("writer %s has not renewed its lease for %.1f s (paused, or cut off from PostgreSQL?): "
@@ -114,9 +117,9 @@ class WriterLease:
                                 its[0].silent_s, ", ".join(str(e.pid) for e in its))
             # a lock taken by a query whose answer was lost (a timeout) is held but not known: nobody writes its
             # shard, so let it go (its writer is not this process's, which writes only self.shards)
-            mine = {int(r[0]) for r in await conn.fetch(MINE, SHARD_KEY, timeout=self.CHECK_TIMEOUT)}
+            mine = {int(r[0]) for r in await self._asked(conn.fetch(MINE, SHARD_KEY))}
             await self._unlock(conn, frozenset(mine) - self.shards)
-            members = int(await conn.fetchval(MEMBERS, MEMBER_KEY, timeout=self.CHECK_TIMEOUT))
+            members = int(await self._asked(conn.fetchval(MEMBERS, MEMBER_KEY)))
             share = math.ceil(SHARDS / max(1, members))
             held = self.shards
             if len(held) > share:  # another writer joined: keep the lowest, give the rest back
@@ -127,8 +130,8 @@ class WriterLease:
             for shard in sorted(range(SHARDS), key=lambda s: (s - start) % SHARDS):
                 if len(taken) >= share:
                     break
-                if shard not in taken and await conn.fetchval("SELECT pg_try_advisory_lock($1::int, $2::int)",
-                                                              SHARD_KEY, shard, timeout=self.CHECK_TIMEOUT) \
+                if shard not in taken and await self._asked(conn.fetchval(
+                        "SELECT pg_try_advisory_lock($1::int, $2::int)", SHARD_KEY, shard)) \
                         and await self._take_epoch(conn, shard):
                     taken.add(shard)
             self.shards = frozenset(taken)
@@ -148,10 +151,10 @@ class WriterLease:
         refuses the appends of any earlier holder. An append in flight holds the row: after LOCK_TIMEOUT_MS the
         shard is let go (and asked again at the next poll), naming the sessions in the way."""
         try:
-            self.epochs[shard] = await leases.take_epoch(conn, shard, self.holder, self.CHECK_TIMEOUT)
+            self.epochs[shard] = await self._asked(leases.take_epoch(conn, shard, self.holder, None))
             return True
         except asyncpg.LockNotAvailableError:
-            held = await leases.blockers(conn, self.CHECK_TIMEOUT)
+            held = await self._asked(leases.blockers(conn, None))
             log.warning("writer leases: shard %d's epoch is locked by %s (an append in flight); letting it go and "
                         "asking again", shard, ", ".join(f"pid {p} ({name or 'no name'})" for p, name in held)
                         or "a session that has just finished")
@@ -173,25 +176,52 @@ class WriterLease:
     async def _unlock(self, conn: asyncpg.Connection, shards: frozenset[int]) -> None:
         """Release the shards' locks, however many times this session took each (advisory locks count)."""
         for shard in sorted(shards):
-            while await conn.fetchval("SELECT pg_advisory_unlock($1::int, $2::int)", SHARD_KEY, shard,
-                                      timeout=self.CHECK_TIMEOUT):
+            while await self._asked(conn.fetchval("SELECT pg_advisory_unlock($1::int, $2::int)", SHARD_KEY, shard)):
                 pass
 
-    async def held(self) -> bool:
-        """Whether this session still holds every shard it believes it holds (a PostgreSQL restart or failover
-        ends the leases)."""
+    async def _asked(self, query: Awaitable[T]) -> T:
+        """A question on the lease connection, awaited CHECK_TIMEOUT seconds at most but never cancelled (it is left
+        to finish): asyncpg closes a connection whose timed-out query is still being cancelled, and its locks with it.
+        While one is unanswered, the next is not asked (TimeoutError)."""
+        task = asyncio.ensure_future(query)
+        if self._unanswered is not None and not self._unanswered.done():
+            task.cancel()  # not yet sent: nothing of it reaches PostgreSQL
+            raise TimeoutError("an earlier question on the lease connection is unanswered")
+        done, _ = await asyncio.wait([task], timeout=self.CHECK_TIMEOUT)
+        if not done:
+            self._unanswered = task
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # its outcome is nobody's now
+            raise TimeoutError(f"no answer within {self.CHECK_TIMEOUT:g} s")
+        return task.result()
+
+    async def why_lost(self) -> str | None:
+        """Why the shards this session believes it holds are no longer its own (None: they are, or cannot be
+        confirmed while its liveness stands: a check that timed out is not a lease lost, and PostgreSQL's epoch
+        check refuses whatever is appended after a takeover)."""
         if self.conn is None or self.conn.is_closed():
-            return False
+            return "its lease connection is closed (PostgreSQL restarted, failed over, or ended the session?)"
         try:
-            mine = {int(r[0]) for r in await self.conn.fetch(MINE, SHARD_KEY, timeout=self.CHECK_TIMEOUT)}
-        except Exception:
-            return False
-        return self.shards <= mine
+            mine = {int(r[0]) for r in await self._asked(self.conn.fetch(MINE, SHARD_KEY))}
+        except Exception as e:
+            liveness = self.liveness
+            if liveness is None or self.conn.is_closed() or not liveness.fresh():
+                return f"the lease check failed ({type(e).__name__}: {e})"
+            self._complain(f"writer leases: the lease check did not answer within {self.CHECK_TIMEOUT:g} s "
+                           f"({type(e).__name__}); the lease stands for {liveness.lease_s - liveness.silent_s():.1f} s "
+                           "more without a renewal")
+            return None
+        gone = self.shards - mine
+        return f"the lock of shards {describe(gone)} is gone (PostgreSQL restarted or failed over?)" if gone else None
+
+    async def held(self) -> bool:
+        """Whether this session still holds every shard it believes it holds, or cannot tell while its liveness
+        stands (`why_lost`)."""
+        return await self.why_lost() is None
 
     async def release(self) -> None:
         """Give every lease up (closing the connection frees the locks)."""
         conn, self.conn, self.member, self.shards = self.conn, None, None, frozenset()
-        self.epochs = {}
+        self.epochs, self._unanswered = {}, None  # (a question left unanswered fails with its connection)
         if conn is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(conn.close(), 5)
@@ -212,8 +242,10 @@ class LeadingWriter:
     BACKOFF_MAX = 8.0  # seconds between attempts to lead after failures in a row
     STOP_WAIT = 10.0  # seconds stop() waits for the loop before cancelling it
 
-    def __init__(self, lease: WriterLease, make_writer: MakeWriter, recover: Recover) -> None:
+    def __init__(self, lease: WriterLease, make_writer: MakeWriter, recover: Recover,
+                 cutoff: RedisCutoff | None = None) -> None:
         self.lease = lease
+        self.cutoff = cutoff  # gives the shards up when its Redis is silent and another's is not
         self.make_writer = make_writer
         self.recover = recover
         self.writer: LedgerWriter | None = None
@@ -234,6 +266,8 @@ class LeadingWriter:
         """Take this process's share at once (so an all-in-one `serve` recovers before it serves); then watch the
         leases and shares in the background. Never raises: a failure to lead now is retried there."""
         liveness = self.lease.liveness
+        if self.cutoff is not None:
+            self.cutoff.start()
         if liveness is not None:  # renewed once first, so a lone `serve` leads before it serves
             await liveness.renew()
             self._renewing = asyncio.create_task(liveness.run(self._renewed_till_stopped), name="writer-liveness")
@@ -255,6 +289,8 @@ class LeadingWriter:
     async def _rebalance(self) -> None:
         """Hold this process's share: give back what others should write, take what nobody writes, and restart
         the writer when its shards change."""
+        if self.writer is None and self.cutoff is not None and not await self.cutoff.may_claim():
+            return  # aside: it gave its shards up, cut off from its Redis
         wanted = await self.lease.claim()
         if wanted is None or (self.writer is not None and wanted == self.writer.shards and self.writer.alive):
             return
@@ -310,10 +346,11 @@ class LeadingWriter:
                         await self._step_down(graceful=False)
                     liveness.rejoin()
                     await liveness.renew()  # at once: a standby again, and able to take its share
-                elif self.writer is not None and not await self.lease.held():
-                    log.error("a writer lease is lost (PostgreSQL restarted, failed over, or cannot be reached?): "
-                              "stopping the writer at once")
+                elif self.writer is not None and (gone := await self.lease.why_lost()) is not None:
+                    log.error("a writer lease is lost: %s; stopping the writer at once", gone)
                     await self._step_down(graceful=False)
+                elif self.writer is not None and self.cutoff is not None and await self.cutoff.leading() is not None:
+                    await self._step_down(graceful=False)  # cut off from its Redis: another writer's answers
                 elif self.writer is not None and not self.writer.alive:
                     lost = self.writer.lost is not None  # said already, in one line, by the writer
                     log.error("the ledger writer stopped: giving its leases up%s", " at once" if lost else "")
@@ -345,3 +382,5 @@ class LeadingWriter:
                     await asyncio.wait_for(renewing, 5)
             if self.lease.liveness is not None:
                 await self.lease.liveness.close()
+            if self.cutoff is not None:
+                await self.cutoff.close()

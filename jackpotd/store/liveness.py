@@ -12,6 +12,7 @@ import os
 import secrets
 import socket
 import time
+from collections.abc import Callable
 
 import asyncpg
 
@@ -57,6 +58,8 @@ class Liveness:
         self._rejoin = True  # holding nothing: the next renewal may revive a row PostgreSQL finds silent
         self._conn: asyncpg.Connection | None = None
         self._complain = Throttled(log, every=10.0).warn
+        # seconds since this process last heard its Redis, told PostgreSQL with each renewal (store/redis_cutoff.py)
+        self.redis_silent: Callable[[], float | None] = lambda: None
 
     def fresh(self) -> bool:
         """Whether this process may write now: renewed within the lease time, by its monotonic clock (which keeps
@@ -96,7 +99,8 @@ class Liveness:
             if self._conn is None or self._conn.is_closed():
                 self._conn = await asyncpg.connect(self.dsn, timeout=min(5.0, self.lease_s), server_settings={
                     **KEEPALIVES, "application_name": self.application_name})
-            ok = await leases.renew(self._conn, self.holder, self.lease_s, self._rejoin, timeout=self.lease_s / 2)
+            ok = await leases.renew(self._conn, self.holder, self.lease_s, self._rejoin, timeout=self.lease_s / 2,
+                                    redis_silent_s=self.redis_silent())
         except Exception as e:
             silent = "" if self.renewed_at is None else f" after {self.silent_s():.1f} s of silence"
             self._complain(f"writer lease: renewing {self.holder} failed{silent} ({type(e).__name__}: {e}); "

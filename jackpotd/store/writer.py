@@ -144,9 +144,8 @@ class LedgerWriter:
         return self._task is not None and not self._task.done()
 
     async def stop(self, graceful: bool = True) -> None:
-        """Stop after the current pass (within STOP_WAIT seconds, else mid-pass), announcing what it appended:
-        a writer handing its shards to another must not leave a commit in flight behind it. Not `graceful` (its
-        lease is lost, another may be writing already): at once."""
+        """Stop after the current pass (within STOP_WAIT s, else mid-pass), announcing what it appended. Not
+        `graceful` (lease lost, cut off from Redis): at once, announcing nothing (the poller finds it in the ledger)."""
         self._stopping = True
         if self._task:
             try:
@@ -156,8 +155,9 @@ class LedgerWriter:
                 self._task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await self._task
-        with contextlib.suppress(Exception):  # else the watchers' poller finds them in the ledger
-            await self._announce()
+        if graceful:  # a Redis that does not answer would hold the shards' leases 5 s more
+            with contextlib.suppress(Exception):  # else the watchers' poller finds them in the ledger
+                await self._announce()
         await self.heads.flush(force=True)
         await self._held.release()
         await self.seen.stop()

@@ -45,6 +45,9 @@ class FakeLease:
     async def held(self) -> bool:
         return not self.lost
 
+    async def why_lost(self) -> str | None:
+        return "the test took it" if self.lost else None
+
     async def release(self) -> None:
         self.shards = frozenset()
         self.lost = False
