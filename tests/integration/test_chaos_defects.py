@@ -55,8 +55,6 @@ async def relay(servers: Servers, isolated: Isolated) -> AsyncIterator[tuple[Pro
         await proxy.close()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 23 chaos finding C: a writer cut off from Valkey but not from "
-                                       "PostgreSQL keeps its shards' leases, so its links stall for the whole cut")
 async def test_a_writer_cut_off_from_valkey_gives_its_shards_up(isolated: Isolated, tmp_path: Path,
                                                                  relay: tuple[Proxy, list[str]]) -> None:
     """Finding C: the writer of a link's shard loses Valkey (not PostgreSQL); the other must take the shard over."""
