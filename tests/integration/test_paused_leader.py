@@ -14,64 +14,22 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from jackpotd.embedded import free_port
 from jackpotd.metrics import WRITER_FENCED
 from jackpotd.store import ledger
 from jackpotd.store.leader import WriterLease
 from jackpotd.store.ledger import leases
-from jackpotd.store.shards import ALL, SHARDS, shard_of
+from jackpotd.store.shards import ALL, shard_of
 
 from ..conftest import Isolated, unique
 from .checks import assert_consistent
 from .conftest import open_private
 from .harness import Client, eventually, while_unavailable
-from .load import Tally, run_table
+from .load import Tally
 from .process import ServerProcess
 from .relay import Relay
 from .test_ledger_writer import funding
 from .test_recovery import new_link
-
-REPLACED_WITHIN = 10.0  # the issue's bound: a silent leader's shards are written by another within this
-
-
-def link_in(shards: set[int], prefix: str) -> str:
-    """A new link id whose writer shard is one of `shards`."""
-    while shard_of(link := unique(prefix)) not in shards:
-        pass
-    return link
-
-
-async def new_link_in(client: Client, shards: set[int], tables: int) -> tuple[str, list[str]]:
-    """A funded link in one of `shards`, with its tables."""
-    link = link_in(shards, "paused")
-    await client.create_link(link, resets={"MAJOR": 1_000_000, "MINOR": 100_000})
-    await client.fund(link, "MAJOR", 2_000_000)
-    await client.fund(link, "MINOR", 200_000)
-    names = [unique(f"t{i}") for i in range(tables)]
-    for t in names:
-        await client.register(t, link)
-    return link, names
-
-
-def role(isolated: Isolated, tmp_path: Path, command: str, n: int, dsn: str = "", lease_s: float | None = None,
-         workers: int | None = None) -> ServerProcess:
-    """A jackpotd process on the test's stores, logged in as the locked-down application role."""
-    env = {} if lease_s is None else {"JACKPOTD_WRITER_LEASE_SECONDS": str(lease_s)}
-    return ServerProcess(free_port(), tmp_path / f"{command}-{n}.log", redis_url=isolated.redis_url,
-                         dsn=dsn or isolated.app_dsn, metrics_port=free_port(), command=command,
-                         workers=(0 if command == "grpc" else workers), env=env)
-
-
-def _start(processes: list[ServerProcess]) -> None:
-    for p in processes:
-        p.start()
-
-
-def _ended(processes: list[ServerProcess]) -> None:
-    for p in processes:
-        if p.proc is not None and p.proc.poll() is None:
-            p.proc.send_signal(signal.SIGCONT)  # a stopped process does not die of SIGKILL until it runs
-            p.kill9()
+from .writers import REPLACED_WITHIN, end_all, halves, link_in, new_link_in, playing, role, share
 
 
 def other_holder(p: ServerProcess) -> str:
@@ -146,19 +104,14 @@ async def test_a_paused_writer_is_replaced_within_10_s_and_fenced(isolated: Isol
     api = role(isolated, tmp_path, "grpc", 1)
     client = None
     try:
-        await asyncio.to_thread(_start, [writers[0]])
-        await eventually(lambda: writers[0].shards() == ALL, 30, "the first writer writes every shard")
-        await asyncio.to_thread(_start, [writers[1], api])
-        await eventually(lambda: len(writers[0].shards()) == len(writers[1].shards()) == SHARDS // 2, 30,
-                         "the writers share the shards")
+        await share(writers[0], writers[1], api)
         client = await Client.connect(api.target, isolated.dsn, isolated.redis_url)
         link, tables = await new_link_in(client, writers[0].shards(), 3)
         paused, other = writers
         shard = shard_of(link)
         held = await client.pg.fetchrow("SELECT epoch, holder FROM writer_leases WHERE shard = $1", shard)
         tally = Tally()
-        play = [asyncio.create_task(run_table(api.target, t, 40, tally, seed=n, hit_every=4))
-                for n, t in enumerate(tables)]
+        play = playing(api.target, tables, 40, tally)
         await eventually(lambda: len(tally.answers) >= 20, 60, "the tables are playing")
         assert paused.proc is not None
         paused.proc.send_signal(signal.SIGSTOP)
@@ -187,12 +140,11 @@ async def test_a_paused_writer_is_replaced_within_10_s_and_fenced(isolated: Isol
         await asyncio.wait_for(asyncio.gather(*play), 180)
         await assert_consistent(client.pg, client.redis, link, tally)
         # the woken writer rejoins and takes its share again, at new epochs
-        await eventually(lambda: len(paused.shards()) == len(other.shards()) == SHARDS // 2, 30,
-                         "the woken writer takes its share again")
+        await eventually(lambda: halves(paused, other), 30, "the woken writer takes its share again")
     finally:
         if client is not None:
             await client.close()
-        await asyncio.to_thread(_ended, [*writers, api])
+        await asyncio.to_thread(end_all, [*writers, api])
 
 
 async def test_a_paused_serve_is_replaced_by_a_standing_writer(isolated: Isolated, tmp_path: Path) -> None:
@@ -204,18 +156,13 @@ async def test_a_paused_serve_is_replaced_by_a_standing_writer(isolated: Isolate
     writer = role(isolated, tmp_path, "writer", 2, lease_s=3)
     client = None
     try:
-        await asyncio.to_thread(_start, [serve])
-        await eventually(lambda: serve.shards() == ALL, 30, "serve writes every shard")
-        await asyncio.to_thread(_start, [writer])
-        await eventually(lambda: len(serve.shards()) == len(writer.shards()) == SHARDS // 2, 30,
-                         "serve and the writer share the shards")
+        await share(serve, writer, first_is="serve", both_are="serve and the writer")
         client = await Client.connect(serve.target, isolated.dsn, isolated.redis_url)
         link, tables = await new_link_in(client, serve.shards(), 2)
         shard = shard_of(link)
         held = await client.pg.fetchval("SELECT epoch FROM writer_leases WHERE shard = $1", shard)
         tally = Tally()
-        play = [asyncio.create_task(run_table(serve.target, t, 30, tally, seed=n, hit_every=4))
-                for n, t in enumerate(tables)]
+        play = playing(serve.target, tables, 30, tally)
         await eventually(lambda: len(tally.answers) >= 15, 60, "the tables are playing")
         assert serve.proc is not None
         serve.proc.send_signal(signal.SIGSTOP)  # the supervisor only: its worker goes on taking calls
@@ -235,7 +182,7 @@ async def test_a_paused_serve_is_replaced_by_a_standing_writer(isolated: Isolate
     finally:
         if client is not None:
             await client.close()
-        await asyncio.to_thread(_ended, [serve, writer])
+        await asyncio.to_thread(end_all, [serve, writer])
 
 
 async def test_a_partitioned_writer_is_replaced_and_fenced(isolated: Isolated, tmp_path: Path) -> None:
@@ -251,18 +198,13 @@ async def test_a_partitioned_writer_is_replaced_and_fenced(isolated: Isolated, t
     api = role(isolated, tmp_path, "grpc", 1)
     client = None
     try:
-        await asyncio.to_thread(_start, [cut_off])
-        await eventually(lambda: cut_off.shards() == ALL, 30, "the first writer writes every shard")
-        await asyncio.to_thread(_start, [other, api])
-        await eventually(lambda: len(cut_off.shards()) == len(other.shards()) == SHARDS // 2, 30,
-                         "the writers share the shards")
+        await share(cut_off, other, api)
         client = await Client.connect(api.target, isolated.dsn, isolated.redis_url)
         link, tables = await new_link_in(client, cut_off.shards(), 2)
         shard = shard_of(link)
         held = await client.pg.fetchval("SELECT epoch FROM writer_leases WHERE shard = $1", shard)
         tally = Tally()
-        play = [asyncio.create_task(run_table(api.target, t, 30, tally, seed=n, hit_every=4))
-                for n, t in enumerate(tables)]
+        play = playing(api.target, tables, 30, tally)
         await eventually(lambda: len(tally.answers) >= 15, 60, "the tables are playing")
         relay.cut()
         cut_at = time.monotonic()
@@ -280,12 +222,11 @@ async def test_a_partitioned_writer_is_replaced_and_fenced(isolated: Isolated, t
         assert (await refused_with(isolated, shard, held)).held == held
         await asyncio.wait_for(asyncio.gather(*play), 180)
         await assert_consistent(client.pg, client.redis, link, tally)
-        await eventually(lambda: len(cut_off.shards()) == len(other.shards()) == SHARDS // 2, 30,
-                         "the healed writer takes its share again")
+        await eventually(lambda: halves(cut_off, other), 30, "the healed writer takes its share again")
     finally:
         if client is not None:
             await client.close()
-        await asyncio.to_thread(_ended, [cut_off, other, api])
+        await asyncio.to_thread(end_all, [cut_off, other, api])
         await relay.close()
 
 

@@ -12,14 +12,14 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from jackpotd.store import ledger
-from jackpotd.store.shards import ALL, SHARDS
+from jackpotd.store.shards import ALL
 
 from ..conftest import Isolated
 from .checks import assert_consistent
 from .harness import Client, eventually
-from .load import Tally, run_table
+from .load import Tally
 from .relay import Relay
-from .test_paused_leader import REPLACED_WITHIN, _ended, _start, new_link_in, role
+from .writers import REPLACED_WITHIN, end_all, halves, new_link_in, playing, role, share, start_all
 
 SLOW_FOR_S = 7.0  # how long the writer's PostgreSQL is 1.5 s away each way
 LEASE_S = 3  # the writers' lease time here (the default is 5 s): give-up after 3 s of silence, 6 s cool-down
@@ -51,16 +51,11 @@ async def test_a_writer_cut_off_from_redis_gives_its_shards_to_one_that_reaches_
     api = role(isolated, tmp_path, "grpc", 1)
     client = None
     try:
-        await asyncio.to_thread(_start, [cut])
-        await eventually(lambda: cut.shards() == ALL, 30, "the first writer writes every shard")
-        await asyncio.to_thread(_start, [other, api])
-        await eventually(lambda: len(cut.shards()) == len(other.shards()) == SHARDS // 2, 30,
-                         "the writers share the shards")
+        await share(cut, other, api)
         client = await Client.connect(api.target, isolated.dsn, isolated.redis_url)
         link, tables = await new_link_in(client, cut.shards(), 2)
         tally = Tally()
-        play = [asyncio.create_task(run_table(api.target, t, 30, tally, seed=n, hit_every=4))
-                for n, t in enumerate(tables)]
+        play = playing(api.target, tables, 30, tally)
         await eventually(lambda: len(tally.answers) >= 10, 60, "the tables are playing")
         relay.cut()
         cut_at = time.monotonic()
@@ -76,8 +71,7 @@ async def test_a_writer_cut_off_from_redis_gives_its_shards_to_one_that_reaches_
             assert cut.shards() == set()
         finally:
             relay.heal()
-        await eventually(lambda: len(cut.shards()) == len(other.shards()) == SHARDS // 2, 30,
-                         "the healed writer takes its share again")
+        await eventually(lambda: halves(cut, other), 30, "the healed writer takes its share again")
         assert "this writer claims its share again: its Redis answers again" in cut.log.read_text()
         await asyncio.wait_for(asyncio.gather(*play), 180)
         await assert_consistent(client.pg, client.redis, link, tally)
@@ -100,7 +94,7 @@ async def test_a_writer_cut_off_from_redis_gives_its_shards_to_one_that_reaches_
     finally:
         if client is not None:
             await client.close()
-        await asyncio.to_thread(_ended, [cut, other, api])
+        await asyncio.to_thread(end_all, [cut, other, api])
         await relay.close()
 
 
@@ -115,14 +109,13 @@ async def test_a_slow_postgresql_is_not_a_lost_lease(isolated: Isolated, tmp_pat
     api = role(isolated, tmp_path, "grpc", 1)
     client = None
     try:
-        await asyncio.to_thread(_start, [writer, api])
+        await asyncio.to_thread(start_all, [writer, api])
         await eventually(lambda: writer.shards() == ALL, 30, "the writer writes every shard")
         client = await Client.connect(api.target, isolated.dsn, isolated.redis_url)
         link, tables = await new_link_in(client, ALL, 2)
         before = await client.pg.fetch("SELECT shard, epoch, holder FROM writer_leases ORDER BY shard")
         tally = Tally()
-        play = [asyncio.create_task(run_table(api.target, t, 25, tally, seed=n, hit_every=4))
-                for n, t in enumerate(tables)]
+        play = playing(api.target, tables, 25, tally)
         await eventually(lambda: len(tally.answers) >= 10, 60, "the tables are playing")
         relay.delay(1.5)
         delayed_at = time.monotonic()
@@ -144,5 +137,5 @@ async def test_a_slow_postgresql_is_not_a_lost_lease(isolated: Isolated, tmp_pat
     finally:
         if client is not None:
             await client.close()
-        await asyncio.to_thread(_ended, [writer, api])
+        await asyncio.to_thread(end_all, [writer, api])
         await relay.close()
