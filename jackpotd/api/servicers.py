@@ -12,9 +12,6 @@ from google.protobuf.message import Message
 from ..auth.guard import CALLER
 from ..domain.errors import InvalidInput
 from ..domain.ids import require_id
-from ..domain.paytable import PaytableEntry
-from ..domain.pools import PoolSpec
-from ..domain.rates import RateSet
 from ..domain.rounds import NoHand, PackedHands, PackedWagers, SeatHand, Wager
 from ..service import admin_requests, results
 from ..service import commands as c
@@ -30,6 +27,15 @@ from .gen.jackpot.v1 import (
     display_pb2_grpc,
     table_pb2,
     table_pb2_grpc,
+)
+from .link_requests import (
+    link_config_of,
+    paytable_entries_of,
+    pools_of,
+    rates_of,
+    set_rates_of,
+    table_of,
+    update_link_of,
 )
 
 Ctx = grpc.aio.ServicerContext[Any, Any]
@@ -225,15 +231,6 @@ class DisplayServicer(display_pb2_grpc.DisplayServiceServicer):
                                           hit=hit_of(u.hit), tables=tables_of(u.tables))
 
 
-def pools_of(items: Sequence[admin_pb2.PoolConfig]) -> tuple[PoolSpec, ...]:
-    return tuple(admin_requests.pool_spec(p.pool, p.reset_cents, p.cap_cents if p.HasField("cap_cents") else None,
-                                          p.overflow_to) for p in items)
-
-
-def rates_of(r: admin_pb2.Rates, approval_ref: str) -> RateSet:
-    return admin_requests.rate_set({x.pool: x.ppm for x in r.pools}, r.retained_ppm, r.effective_at_ms, approval_ref)
-
-
 class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     """Supervisors and administrators (API.md AdminService)."""
 
@@ -248,32 +245,25 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         return admin_pb2.LinkResponse(link_id=done.link_id, sequence=done.seq, config_version=done.seq)
 
     async def CreateLink(self, request: admin_pb2.CreateLinkRequest, context: Ctx) -> admin_pb2.LinkResponse:
-        config = admin_requests.new_link(
-            request.link_id, request.mode, request.wager_amount_cents, pools_of(request.pools),
-            rates_of(request.rates, request.audit.approval_ref), request.games, request.verification_threshold_cents,
-            request.gaming_day_start, request.time_zone, request.dual_approval_threshold_cents)
+        config = link_config_of(request)
         req, audit = audited(request)
         return await self._change(c.CreateLink(req, config, audit))
 
     async def UpdateLink(self, request: admin_pb2.UpdateLinkRequest, context: Ctx) -> admin_pb2.LinkResponse:
-        threshold = request.verification_threshold_cents if request.HasField("verification_threshold_cents") else None
-        dual = request.dual_approval_threshold_cents if request.HasField("dual_approval_threshold_cents") else None
         req, audit = audited(request)
-        return await self._change(c.UpdateLink(req, request.link_id, request.wager_amount_cents,
-                                               pools_of(request.pools), threshold, audit, dual))
+        return await self._change(update_link_of(request, req, audit))
 
     async def SetRates(self, request: admin_pb2.SetRatesRequest, context: Ctx) -> admin_pb2.LinkResponse:
         req, audit = audited(request)
-        return await self._change(c.SetRates(req, request.link_id, {x.pool: x.ppm for x in request.rates.pools},
-                                             request.rates.retained_ppm, request.rates.effective_at_ms, audit))
+        return await self._change(set_rates_of(request, req, audit))
 
     async def SetPaytable(self, request: admin_pb2.SetPaytableRequest, context: Ctx) -> admin_pb2.LinkResponse:
-        entries = [PaytableEntry(e.hand, e.pool, e.min_cents, e.percent_ppm, e.resets_pool) for e in request.entries]
+        entries = paytable_entries_of(request.entries)
         req, audit = audited(request)
         return await self._change(c.SetPaytable(req, request.link_id, request.game, entries, audit))
 
     async def RegisterTable(self, request: admin_pb2.RegisterTableRequest, context: Ctx) -> admin_pb2.LinkResponse:
-        table = admin_requests.table_config(request.table_id, request.game, request.seats)
+        table = table_of(request)
         req, audit = audited(request)
         return await self._change(c.RegisterTable(req, request.link_id, table, audit))
 
