@@ -106,3 +106,15 @@ class ReportServicer(report_pb2_grpc.ReportServiceServicer):
             pending_hits=report_hits(v.pending),
             pools=[report_pb2.PoolLiability(pool=p.pool, hidden=p.hidden, balance_ucents=p.balance_uc,
                                             reset_cents=p.reset_cents) for p in v.pools])
+
+    async def GetMath(self, request: report_pb2.GetMathRequest, context: Ctx) -> report_pb2.MathInputs:
+        v = await self.reports.math(request.link_id)
+        return report_pb2.MathInputs(
+            link_id=v.link_id, config_json=v.config_json, config_sha256=v.config_sha256,
+            config_version=v.config_version, at_ms=v.at_ms, sequence=v.seq,
+            balances=[report_pb2.MathBalance(pool=pool, ucents=uc) for pool, uc in v.balances_uc.items()],
+            games=[report_pb2.GameMath(
+                game=g.game, hands=[report_pb2.HandCount(hand=h, count=n, total=t) for h, n, t in g.hands],
+                hands_method=g.method, expected_ucents_numerator=str(g.expected_uc.numerator),
+                expected_ucents_denominator=str(g.expected_uc.denominator), rtp_ppm=g.rtp_ppm,
+                break_even_pool=g.break_even_pool, break_even_cents=g.break_even_cents) for g in v.games])

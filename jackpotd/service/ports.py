@@ -208,6 +208,7 @@ class LiabilityData:
     pools: Mapping[str, int]  # µ¢
     pending_uc: int  # what pending_payouts holds
     pending: Sequence[HitRecord]
+    config_version: int = 0  # the config's version: the sequence of the entry that made it (GetMath)
 
 
 @dataclass(frozen=True, slots=True)

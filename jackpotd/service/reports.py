@@ -22,6 +22,7 @@ from ..domain.pools import VISIBLE
 from ..domain.rates import RateSet, rate_set_of
 from ..domain.reconciliation import Reconciliation, reconcile
 from .export_columns import ExportedColumns
+from .math_inputs import MathView, math_view
 from .ports import AuditReport, ExportedEntry, HitRecord, ReportStore
 
 DAY_MS = 86_400_000
@@ -210,3 +211,10 @@ class ReportQueries:
         shortfall = sum(max(0, cents - floor_cents(data.pools.get(pool, 0))) for pool, cents in minimum.items())
         return LiabilityView(link_id, data.seq, data.at_ms, pools, data.pending, data.pending_uc,
                              sum(p.reset_cents for p in config.pools if p.name in resets), shortfall)
+
+    async def math(self, link_id: str) -> MathView:
+        """GetMath (issue 24): the link's config, its version and every pool's balance, as the ledger holds them
+        now (one snapshot of it, as liability's)."""
+        require_id("link_id", link_id)
+        data = await self.store.liability(link_id)
+        return math_view(data, _config(link_id, data.config))

@@ -240,7 +240,8 @@ def round_of(entry: str) -> tuple[str, str]:
 async def liability(pool: asyncpg.Pool, link_id: str) -> LiabilityData:
     """What the pools owe players now, as the ledger holds it: balances, the hits awaiting verification."""
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-        config = await latest_config(conn, link_id)
+        current = await conn.fetchrow(CURRENT_CONFIG, link_id)
+        config = None if current is None else str(current["config"])
         head = await conn.fetchrow("SELECT l.last_seq, e.created_at FROM links l LEFT JOIN entries e "
                                    "ON e.link_id = l.link_id AND e.seq = l.last_seq WHERE l.link_id = $1", link_id)
         balances = {r["account"]: int(r["balance_uc"]) for r in await conn.fetch(
@@ -250,4 +251,5 @@ async def liability(pool: asyncpg.Pool, link_id: str) -> LiabilityData:
     seq = 0 if head is None else int(head["last_seq"])
     at = 0 if head is None or head["created_at"] is None else ms_of(head["created_at"])
     pools = {a[len(POOL_PREFIX):]: v for a, v in balances.items() if a.startswith(POOL_PREFIX)}
-    return LiabilityData(link_id, config, seq, at, pools, balances.get(PENDING_PAYOUTS, 0), pending)
+    return LiabilityData(link_id, config, seq, at, pools, balances.get(PENDING_PAYOUTS, 0), pending,
+                         0 if current is None else int(current["version"]))

@@ -907,3 +907,177 @@ class Liability(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Liability: _TypeAlias = Liability  # noqa: Y015
+
+@_typing.final
+class GetMathRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LINK_ID_FIELD_NUMBER: _builtins.int
+    link_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        link_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["link_id", b"link_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetMathRequest: _TypeAlias = GetMathRequest  # noqa: Y015
+
+@_typing.final
+class MathBalance(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    POOL_FIELD_NUMBER: _builtins.int
+    UCENTS_FIELD_NUMBER: _builtins.int
+    pool: _builtins.str
+    ucents: _builtins.int
+    def __init__(
+        self,
+        *,
+        pool: _builtins.str = ...,
+        ucents: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["pool", b"pool", "ucents", b"ucents"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MathBalance: _TypeAlias = MathBalance  # noqa: Y015
+
+@_typing.final
+class HandCount(_message.Message):
+    """How many of the game's `total` equally likely hands (C(52,5) = 2,598,960 five-card hands; hold'em bonus: C(52,7)
+    = 133,784,560 seven-card deals, a seat's best five) are of this hand.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HAND_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    hand: _builtins.str
+    count: _builtins.int
+    total: _builtins.int
+    def __init__(
+        self,
+        *,
+        hand: _builtins.str = ...,
+        count: _builtins.int = ...,
+        total: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "hand", b"hand", "total", b"total"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HandCount: _TypeAlias = HandCount  # noqa: Y015
+
+@_typing.final
+class GameMath(_message.Message):
+    """One game's exact figures for one seat's jackpot wager at the link's balances now (docs/RULES.md, DOMAIN.md)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_FIELD_NUMBER: _builtins.int
+    HANDS_FIELD_NUMBER: _builtins.int
+    HANDS_METHOD_FIELD_NUMBER: _builtins.int
+    EXPECTED_UCENTS_NUMERATOR_FIELD_NUMBER: _builtins.int
+    EXPECTED_UCENTS_DENOMINATOR_FIELD_NUMBER: _builtins.int
+    RTP_PPM_FIELD_NUMBER: _builtins.int
+    BREAK_EVEN_POOL_FIELD_NUMBER: _builtins.int
+    BREAK_EVEN_CENTS_FIELD_NUMBER: _builtins.int
+    game: _builtins.str
+    hands_method: _builtins.str
+    """how the counts were made (enumeration, combinatorics)"""
+    expected_ucents_numerator: _builtins.str
+    """the expected payout per wager, in µ¢, as an exact fraction in lowest terms: decimal digits, because with a
+    large pool the numerator passes int64
+    """
+    expected_ucents_denominator: _builtins.str
+    rtp_ppm: _builtins.int
+    """expected payout / wager, in ppm, floored"""
+    break_even_pool: _builtins.str
+    """the pool whose balance the return grows with ("" when none does)"""
+    break_even_cents: _builtins.int
+    """that pool's balance at which the return reaches 100%; absent: never"""
+    @_builtins.property
+    def hands(self) -> _containers.RepeatedCompositeFieldContainer[Global___HandCount]:
+        """every hand of the game, in the engine's order"""
+
+    def __init__(
+        self,
+        *,
+        game: _builtins.str = ...,
+        hands: _abc.Iterable[Global___HandCount] | None = ...,
+        hands_method: _builtins.str = ...,
+        expected_ucents_numerator: _builtins.str = ...,
+        expected_ucents_denominator: _builtins.str = ...,
+        rtp_ppm: _builtins.int = ...,
+        break_even_pool: _builtins.str = ...,
+        break_even_cents: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_break_even_cents", b"_break_even_cents", "break_even_cents", b"break_even_cents"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_break_even_cents", b"_break_even_cents", "break_even_cents", b"break_even_cents", "break_even_pool", b"break_even_pool", "expected_ucents_denominator", b"expected_ucents_denominator", "expected_ucents_numerator", b"expected_ucents_numerator", "game", b"game", "hands", b"hands", "hands_method", b"hands_method", "rtp_ppm", b"rtp_ppm"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__break_even_cents: _TypeAlias = _typing.Literal["break_even_cents"]  # noqa: Y015
+    _WhichOneofArgType__break_even_cents: _TypeAlias = _typing.Literal["_break_even_cents", b"_break_even_cents"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__break_even_cents) -> _WhichOneofReturnType__break_even_cents | None: ...
+
+Global___GameMath: _TypeAlias = GameMath  # noqa: Y015
+
+@_typing.final
+class MathInputs(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LINK_ID_FIELD_NUMBER: _builtins.int
+    CONFIG_JSON_FIELD_NUMBER: _builtins.int
+    CONFIG_SHA256_FIELD_NUMBER: _builtins.int
+    CONFIG_VERSION_FIELD_NUMBER: _builtins.int
+    BALANCES_FIELD_NUMBER: _builtins.int
+    AT_MS_FIELD_NUMBER: _builtins.int
+    SEQUENCE_FIELD_NUMBER: _builtins.int
+    GAMES_FIELD_NUMBER: _builtins.int
+    link_id: _builtins.str
+    config_json: _builtins.str
+    """jackpotd.canonical JSON of the config (LinkConfig.to_dict): sorted keys"""
+    config_sha256: _builtins.str
+    """hex SHA-256 of config_json's UTF-8 bytes"""
+    config_version: _builtins.int
+    """the config's version: the sequence of the entry that made it"""
+    at_ms: _builtins.int
+    """when the entry at `sequence` was made"""
+    sequence: _builtins.int
+    @_builtins.property
+    def balances(self) -> _containers.RepeatedCompositeFieldContainer[Global___MathBalance]:
+        """every pool of the config, RESERVE included, as of `sequence`"""
+
+    @_builtins.property
+    def games(self) -> _containers.RepeatedCompositeFieldContainer[Global___GameMath]:
+        """each game with a paytable on the link"""
+
+    def __init__(
+        self,
+        *,
+        link_id: _builtins.str = ...,
+        config_json: _builtins.str = ...,
+        config_sha256: _builtins.str = ...,
+        config_version: _builtins.int = ...,
+        balances: _abc.Iterable[Global___MathBalance] | None = ...,
+        at_ms: _builtins.int = ...,
+        sequence: _builtins.int = ...,
+        games: _abc.Iterable[Global___GameMath] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["at_ms", b"at_ms", "balances", b"balances", "config_json", b"config_json", "config_sha256", b"config_sha256", "config_version", b"config_version", "games", b"games", "link_id", b"link_id", "sequence", b"sequence"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MathInputs: _TypeAlias = MathInputs  # noqa: Y015

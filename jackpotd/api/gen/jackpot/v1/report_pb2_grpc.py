@@ -63,6 +63,11 @@ class ReportServiceStub:
                 request_serializer=jackpot_dot_v1_dot_report__pb2.GetLiabilityRequest.SerializeToString,
                 response_deserializer=jackpot_dot_v1_dot_report__pb2.Liability.FromString,
                 _registered_method=True)
+        self.GetMath = channel.unary_unary(
+                '/jackpot.v1.ReportService/GetMath',
+                request_serializer=jackpot_dot_v1_dot_report__pb2.GetMathRequest.SerializeToString,
+                response_deserializer=jackpot_dot_v1_dot_report__pb2.MathInputs.FromString,
+                _registered_method=True)
 
 
 class ReportServiceServicer:
@@ -113,6 +118,15 @@ class ReportServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetMath(self, request, context):
+        """What jackpot-math needs to certify a running link (issue 24): its configuration as the ledger holds it, in
+        the canonical JSON the tool hashes, every pool's balance (RESERVE included), and each game's exact figures at
+        those balances (hand counts, the jackpot wager's expected payout and return, the break-even balance).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ReportServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -140,6 +154,11 @@ def add_ReportServiceServicer_to_server(servicer, server):
                     servicer.GetLiability,
                     request_deserializer=jackpot_dot_v1_dot_report__pb2.GetLiabilityRequest.FromString,
                     response_serializer=jackpot_dot_v1_dot_report__pb2.Liability.SerializeToString,
+            ),
+            'GetMath': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetMath,
+                    request_deserializer=jackpot_dot_v1_dot_report__pb2.GetMathRequest.FromString,
+                    response_serializer=jackpot_dot_v1_dot_report__pb2.MathInputs.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -281,6 +300,33 @@ class ReportService:
             '/jackpot.v1.ReportService/GetLiability',
             jackpot_dot_v1_dot_report__pb2.GetLiabilityRequest.SerializeToString,
             jackpot_dot_v1_dot_report__pb2.Liability.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetMath(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/jackpot.v1.ReportService/GetMath',
+            jackpot_dot_v1_dot_report__pb2.GetMathRequest.SerializeToString,
+            jackpot_dot_v1_dot_report__pb2.MathInputs.FromString,
             options,
             channel_credentials,
             insecure,

@@ -57,6 +57,11 @@ class ReportServiceStub:
     """What the pools owe players now: their balances, the hits awaiting verification, and the reset values the
     operator must fund beyond RESERVE.
     """
+    GetMath: _grpc.UnaryUnaryMultiCallable[_report_pb2.GetMathRequest, _report_pb2.MathInputs]
+    """What jackpot-math needs to certify a running link (issue 24): its configuration as the ledger holds it, in
+    the canonical JSON the tool hashes, every pool's balance (RESERVE included), and each game's exact figures at
+    those balances (hand counts, the jackpot wager's expected payout and return, the break-even balance).
+    """
 
 @_typing.type_check_only
 class ReportServiceAsyncStub(ReportServiceStub):
@@ -86,6 +91,11 @@ class ReportServiceAsyncStub(ReportServiceStub):
     GetLiability: _aio.UnaryUnaryMultiCallable[_report_pb2.GetLiabilityRequest, _report_pb2.Liability]  # type: ignore[assignment]
     """What the pools owe players now: their balances, the hits awaiting verification, and the reset values the
     operator must fund beyond RESERVE.
+    """
+    GetMath: _aio.UnaryUnaryMultiCallable[_report_pb2.GetMathRequest, _report_pb2.MathInputs]  # type: ignore[assignment]
+    """What jackpot-math needs to certify a running link (issue 24): its configuration as the ledger holds it, in
+    the canonical JSON the tool hashes, every pool's balance (RESERVE included), and each game's exact figures at
+    those balances (hand counts, the jackpot wager's expected payout and return, the break-even balance).
     """
 
 class ReportServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -143,6 +153,17 @@ class ReportServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_report_pb2.Liability, _abc.Awaitable[_report_pb2.Liability]]:
         """What the pools owe players now: their balances, the hits awaiting verification, and the reset values the
         operator must fund beyond RESERVE.
+        """
+
+    @_abc_1.abstractmethod
+    def GetMath(
+        self,
+        request: _report_pb2.GetMathRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_report_pb2.MathInputs, _abc.Awaitable[_report_pb2.MathInputs]]:
+        """What jackpot-math needs to certify a running link (issue 24): its configuration as the ledger holds it, in
+        the canonical JSON the tool hashes, every pool's balance (RESERVE included), and each game's exact figures at
+        those balances (hand counts, the jackpot wager's expected payout and return, the break-even balance).
         """
 
 def add_ReportServiceServicer_to_server(servicer: ReportServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
