@@ -86,10 +86,10 @@ unit: install
 	$(BIN)/python -m pytest -q tests/unit
 
 lint: install
-	$(BIN)/ruff check jackpotd clients tests bench scripts chaos  # clients: clients/table, clients/signage, clients/finance, clients/floor and clients/console
+	$(BIN)/ruff check jackpotd clients tests bench scripts chaos  # clients: clients/table, clients/signage, clients/finance, clients/floor, clients/console and clients/math
 
 typecheck: install
-	$(BIN)/mypy jackpotd clients/table/jackpot_table clients/signage/jackpot_signage clients/finance/jackpot_finance clients/floor/jackpot_floor clients/console/jackpot_console chaos
+	$(BIN)/mypy jackpotd clients/table/jackpot_table clients/signage/jackpot_signage clients/finance/jackpot_finance clients/floor/jackpot_floor clients/console/jackpot_console clients/math/jackpot_math chaos
 
 ## deploy-check: validate deploy/ offline (Kubernetes and Compose schemas; settings, ports and metrics against
 ## the code): scripts/check_deploy.py
