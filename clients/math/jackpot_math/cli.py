@@ -145,7 +145,7 @@ def served(args: argparse.Namespace, channel_factory: ChannelFactory | None) -> 
         except ValueError as e:
             raise BadInput(str(e)) from None
         channel_factory = lambda target: role_channel(credential, target)  # noqa: E731
-    return asyncio.run(read_link(channel_factory(args.target), args.target, args.link, args.timeout))
+    return asyncio.run(read_link(channel_factory, args.target, args.link, args.timeout))
 
 
 class Progress:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -66,8 +66,11 @@ def served_link(inputs: report_pb2.MathInputs, target: str) -> ServedLink:
     return ServedLink(config, {b.pool: b.ucents for b in inputs.balances}, source, inputs)
 
 
-async def read_link(channel: grpc.aio.Channel, target: str, link_id: str, timeout: float) -> ServedLink:
-    """GetMath on `channel` as a ServedLink; Unreachable when jackpotd does not answer, Refused when it refuses."""
+async def read_link(channel_factory: Callable[[str], grpc.aio.Channel], target: str, link_id: str,
+                    timeout: float) -> ServedLink:
+    """GetMath on a channel to `target` (opened here, on the running loop) as a ServedLink; Unreachable when
+    jackpotd does not answer, Refused when it refuses."""
+    channel = channel_factory(target)
     try:
         inputs = await fetch_math(report_pb2_grpc.ReportServiceStub(channel), link_id, timeout)
     except grpc.aio.AioRpcError as e:
