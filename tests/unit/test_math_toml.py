@@ -14,7 +14,7 @@ from google.protobuf.json_format import ParseDict
 from jackpot_math import cli
 from jackpot_math.link_toml import PlayFlags, link_of, load_link, play_of_flags
 from jackpot_math.toml_shape import BadInput
-from jackpot_math.what_if import proposed
+from jackpot_math.what_if import load_change, proposed
 
 from jackpotd.api.gen.jackpot.v1 import admin_pb2
 from jackpotd.api.link_requests import link_config_of
@@ -202,3 +202,10 @@ def test_a_bad_change_is_named(change: dict[str, Any], message: str) -> None:
     with pytest.raises(BadInput) as e:
         proposed(config, change, NOW)
     assert message in str(e.value)
+
+
+def test_the_rates_change_example_applies_to_the_split_example() -> None:
+    config = load_link(EXAMPLES / "split.toml").config
+    new = load_change(EXAMPLES / "rates-change.toml", config, NOW)
+    assert new.rate_sets[-1].version == 2 and new.rate_sets[-1].pools_ppm["MAJOR"] == 250_000
+    assert new.pool_spec("MAJOR").reset_cents == 2_000_000 and new.wager_cents == config.wager_cents
