@@ -3,12 +3,17 @@ brute force through the engine's own evaluators (every C(52, n) hand; hold'em by
 
 from __future__ import annotations
 
+from collections import Counter
 from fractions import Fraction
+from itertools import combinations
 from math import comb
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jackpotd.domain import hands as h
+from jackpotd.domain.cards import rank_of, suit_of
 from jackpotd.domain.errors import InvalidInput
 from jackpotd.odds.hand_odds import SEVEN_CARD_TOTAL, enumerated_counts, hand_odds
 
@@ -80,3 +85,30 @@ def test_bad_input_is_named() -> None:
     with pytest.raises(InvalidInput) as bad:
         hand_odds(h.THREE_CARD).probability(h.ROYAL_FLUSH)
     assert bad.value.field == "category" and bad.value.value == h.ROYAL_FLUSH
+
+
+@st.composite
+def flush_hands(draw: st.DrawFn) -> list[int]:
+    """Seven cards with 5 to 7 of one suit (rare among random hands: about 3%)."""
+    suit = draw(st.integers(0, 3))
+    k = draw(st.integers(5, 7))
+    suited = [r * 4 + suit for r in draw(st.lists(st.integers(0, 12), min_size=k, max_size=k, unique=True))]
+    others = [c for c in range(52) if suit_of(c) != suit]
+    return suited + draw(st.lists(st.sampled_from(others), min_size=7 - k, max_size=7 - k, unique=True))
+
+
+@settings(max_examples=300)
+@given(st.lists(st.integers(0, 51), min_size=7, max_size=7, unique=True) | flush_hands())
+def test_a_seven_card_hand_is_decided_as_the_counting_assumes(cards: list[int]) -> None:
+    """The claims _seven_card counts by: with 5+ cards of a suit the hand is its suited cards' best five (royal,
+    straight flush or flush); without, it is its ranks' hand whatever the suits (here: suits dealt round)."""
+    by_suit = Counter(suit_of(c) for c in cards)
+    suit, most = by_suit.most_common(1)[0]
+    category = h.best_of_seven(cards)
+    if most >= 5:
+        suited = [c for c in cards if suit_of(c) == suit]
+        best = min((h.category5(*five) for five in combinations(suited, 5)), key=h.FIVE_CARD_ORDER.index)
+        assert category == best and category in (h.ROYAL_FLUSH, h.STRAIGHT_FLUSH, h.FLUSH)
+    else:
+        ranks = sorted(rank_of(c) for c in cards)
+        assert category == h.best_of_seven([r * 4 + i % 4 for i, r in enumerate(ranks)])
