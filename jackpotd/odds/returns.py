@@ -174,6 +174,7 @@ def break_even(config: LinkConfig, game: str, balances_uc: Mapping[str, int]) ->
     at_reset = return_at(config, game, _with(balances, pool, config.pool_spec(pool).reset_cents)).rtp
 
     def pays(cents: int) -> bool:
+        """The wager returns 100% or more with the pool at `cents`."""
         return return_at(config, game, _with(balances, pool, cents)).rtp >= 1
 
     if not pays(_MAX_CENTS):
