@@ -7,8 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
+from ..domain import hands as h
 from ..domain.link import LinkConfig
+from ..domain.money import PPM
 from ..odds.config_digest import config_json, config_sha256
+from ..odds.hand_odds import hand_odds
+from ..odds.returns import break_even, return_at
 from .ports import LiabilityData
 
 
@@ -53,3 +57,20 @@ def math_view(data: LiabilityData, config: LinkConfig) -> MathView:
     """The view of the ledger's read (the games' figures are added by the caller, off the event loop)."""
     return MathView(data.link_id, config, config_json(config), config_sha256(config), data.config_version,
                     balances_of(config, data.pools), data.seq, data.at_ms)
+
+
+def game_figures(config: LinkConfig, balances_uc: Mapping[str, int]) -> tuple[GameFigures, ...]:
+    """Each game with a paytable on the link, in the engine's order of games: its exact hand counts, one seat's
+    expected payout at the config's pools' balances (jackpotd.odds.returns, closed form), and its break-even.
+    Pure; exact hand counts are cached after a game's first (combinatorics: milliseconds)."""
+    balances = {p.name: balances_uc.get(p.name, 0) for p in config.pools}
+    out = []
+    for game in (g for g in h.GAMES if g in config.paytables):
+        odds = hand_odds(game)
+        at = return_at(config, game, balances)
+        even = break_even(config, game, balances)
+        rtp = at.rtp
+        out.append(GameFigures(game, tuple((hand, n, odds.total) for hand, n in odds.counts.items()), odds.method,
+                               at.expected_uc, rtp.numerator * PPM // rtp.denominator, even.pool or "",
+                               even.balance_cents))
+    return tuple(out)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -22,7 +22,7 @@ from ..domain.pools import VISIBLE
 from ..domain.rates import RateSet, rate_set_of
 from ..domain.reconciliation import Reconciliation, reconcile
 from .export_columns import ExportedColumns
-from .math_inputs import MathView, math_view
+from .math_inputs import MathView, game_figures, math_view
 from .ports import AuditReport, ExportedEntry, HitRecord, ReportStore
 
 DAY_MS = 86_400_000
@@ -217,4 +217,6 @@ class ReportQueries:
         now (one snapshot of it, as liability's)."""
         require_id("link_id", link_id)
         data = await self.store.liability(link_id)
-        return math_view(data, _config(link_id, data.config))
+        view = math_view(data, _config(link_id, data.config))
+        # exact figures are pure but not free (a break-even is a search over cents): off the event loop
+        return replace(view, games=await asyncio.to_thread(game_figures, view.config, view.balances_uc))

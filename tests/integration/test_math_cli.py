@@ -9,6 +9,7 @@ import asyncio
 import hashlib
 import json
 import tomllib
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from jackpotd.api.gen.jackpot.v1 import admin_pb2, report_pb2
 from jackpotd.auth.identity import Role
 from jackpotd.embedded import free_port
 from jackpotd.odds.config_digest import config_json, config_sha256
+from jackpotd.odds.returns import break_even, return_at
 
 from ..conftest import unique
 from .harness import AUDIT, Client, rid, token
@@ -63,6 +65,19 @@ async def test_get_math_serves_the_files_config_its_hash_version_and_balances(cl
         (p, ledger.get(f"pool:{p}", 0)) for p in ("MAJOR", "MINOR", "RESERVE")]
     assert served.balances[0].ucents >= 1_000_000 * UC  # funded, plus three wagers' contributions
     assert served.sequence >= version and served.at_ms > 0
+    # the exact figures at these balances: jackpotd.odds's, as the tool computes them from the file
+    balances = {b.pool: b.ucents for b in served.balances}
+    [game] = served.games
+    assert game.game == "caribbean-stud"
+    counts = {x.hand: (x.count, x.total) for x in game.hands}
+    assert counts["royal_flush"] == (4, 2_598_960) and counts["flush"] == (5_108, 2_598_960)
+    exact = return_at(config, "caribbean-stud", balances)
+    expected = Fraction(int(game.expected_ucents_numerator), int(game.expected_ucents_denominator))
+    assert expected == exact.expected_uc
+    assert game.rtp_ppm == exact.rtp.numerator * 1_000_000 // exact.rtp.denominator
+    even = break_even(config, "caribbean-stud", balances)
+    assert (game.break_even_pool, game.HasField("break_even_cents")) == ("MAJOR", even.balance_cents is not None)
+    assert game.break_even_cents == (even.balance_cents or 0)
 
 
 @pytest.mark.parametrize(("link_id", "code"), [("", grpc.StatusCode.INVALID_ARGUMENT),

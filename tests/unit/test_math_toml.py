@@ -209,3 +209,15 @@ def test_the_rates_change_example_applies_to_the_split_example() -> None:
     new = load_change(EXAMPLES / "rates-change.toml", config, NOW)
     assert new.rate_sets[-1].version == 2 and new.rate_sets[-1].pools_ppm["MAJOR"] == 250_000
     assert new.pool_spec("MAJOR").reset_cents == 2_000_000 and new.wager_cents == config.wager_cents
+
+
+def test_odds_prints_the_exact_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["odds", "--game", "caribbean-stud", "--game", "holdem-bonus"]) == 0
+    out = capsys.readouterr().out
+    assert "caribbean-stud: 2,598,960 equally likely hands" in out
+    assert "holdem-bonus: 133,784,560 equally likely hands" in out
+    rows = {tuple(line.split()[:2]) for line in out.splitlines() if line.startswith("  ")}
+    for hand, count in (("royal_flush", "4"), ("straight_flush", "36"), ("four_of_a_kind", "624"),
+                        ("full_house", "3,744"), ("flush", "5,108"), ("royal_flush", "4,324")):
+        assert (hand, count) in rows
+    assert "1 in 649,740" in out

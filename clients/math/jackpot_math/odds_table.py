@@ -14,7 +14,8 @@ def odds_text(games: Sequence[str]) -> str:
     out: list[str] = []
     for game in games:
         odds = hand_odds(game)
-        out.append(f"{game}: {odds.total:,} equally likely hands ({odds.method})")
+        out.append(f"{game}: {odds.total:,} equally likely hands")
+        out.append(f"  counted by {odds.method}")
         width = max(len(c) for c in odds.counts)
         out.append(f"  {'hand':<{width}}  {'count':>13}  {'probability':>13}  odds")
         for category, count in odds.counts.items():
