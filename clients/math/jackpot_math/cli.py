@@ -18,7 +18,7 @@ from tqdm import tqdm
 from jackpotd.auth.client import role_channel
 from jackpotd.auth.credentials import CredentialsMissing, add_credential_flags, credential_flags, role_credential
 from jackpotd.domain import hands as h
-from jackpotd.domain.errors import InvalidInput
+from jackpotd.domain.errors import DomainError, InvalidInput
 from jackpotd.domain.ids import ID_GRAMMAR, require_id
 from jackpotd.odds.play import Play
 
@@ -123,6 +123,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     for flag in ("days", "paths"):
         if getattr(args, flag) < 1:
             raise BadInput(f"--{flag}={getattr(args, flag)}: must be 1 or more")
+    if args.seed < 0:
+        raise BadInput(f"--seed={args.seed}: must be 0 or more")
     if args.timeout <= 0:
         raise BadInput(f"--timeout={args.timeout}: must be more than 0 seconds")
     return args
@@ -149,21 +151,15 @@ def served(args: argparse.Namespace, channel_factory: ChannelFactory | None) -> 
 
 
 class Progress:
-    """A tqdm bar on standard error (hidden when that is not a terminal) fed by the simulation's progress(n),
-    n being the rounds done so far by the simulation under way (a what-if runs two: the second starts again
-    from 0, and the bar goes on from where the first ended)."""
+    """A tqdm bar on standard error (hidden when that is not a terminal) fed by the simulation's progress(n), n
+    being the rounds just done (an increment; a what-if's two simulations share the bar)."""
 
     def __init__(self, total: int) -> None:
         self.bar = tqdm(total=total, desc="simulating", unit=" rounds", unit_scale=True, file=sys.stderr,
                         disable=None, leave=False)
-        self.before = 0  # rounds of the simulations already ended
-        self.last = 0
 
     def __call__(self, done: int) -> None:
-        if done < self.last:  # another simulation has begun
-            self.before += self.last
-        self.last = done
-        self.bar.update(max(0, self.before + done - self.bar.n))
+        self.bar.update(done)
 
     def close(self) -> None:
         self.bar.close()
@@ -188,6 +184,8 @@ def certify(args: argparse.Namespace, link: LinkFile | ServedLink, flags: PlayFl
         certificate = build_certificate(link.config, link.source, play, link.balances_uc, days=args.days,
                                         paths=args.paths, seed=args.seed, simulate=simulate, progress=bar,
                                         proposed=proposed)
+    except DomainError as e:  # a figure the math refuses for this configuration, named
+        raise BadInput(f"cannot certify link {link.config.link_id}: {e}") from None
     finally:
         if bar is not None:
             bar.close()
