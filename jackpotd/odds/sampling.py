@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from ..domain import hands as h
 from ..domain.paytable import Paytable
-from ._published_odds import hand_odds
+from .hand_odds import hand_odds
 
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float64]

@@ -28,7 +28,7 @@ from .play import Play
 from .sampling import HitRounds, Sampler, draw_hit_rounds, game_draw, sampler
 from .sim_stats import Band, PathResult, Simulation, summarise
 
-__all__ = ["Band", "Simulation", "rounds_of", "simulate"]
+__all__ = ["Band", "PathSpec", "Simulation", "path_spec", "rounds_of", "run_path", "simulate"]
 
 MAX_DAYS = 36_500
 MAX_PATHS = 10_000
@@ -36,7 +36,7 @@ HOURS_PER_DAY = 24
 
 
 @dataclass(frozen=True, slots=True)
-class _Spec:
+class PathSpec:
     """Everything one path needs, picklable for a worker process: the link, its play and the samplers."""
 
     config: LinkConfig
@@ -59,7 +59,7 @@ def _newest(config: LinkConfig) -> RateSet:
     return max(config.rate_sets, key=lambda r: (r.effective_at_ms, r.version))
 
 
-def _spec(config: LinkConfig, play: Play, days: int, balances_uc: Mapping[str, int] | None) -> _Spec:
+def path_spec(config: LinkConfig, play: Play, days: int, balances_uc: Mapping[str, int] | None) -> PathSpec:
     """The checked specification of a run; bad input raises InvalidInput naming the field and its value."""
     if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
         raise InvalidInput("days", days, f"must be a whole number of days from 1 to {MAX_DAYS:,}")
@@ -77,7 +77,7 @@ def _spec(config: LinkConfig, play: Play, days: int, balances_uc: Mapping[str, i
     for table in paytables:
         samplers.append(sampler(game_draw(table), play.tables[table.game], offset, play.seats_filled))
         offset += play.tables[table.game]
-    return _Spec(config, _newest(config), paytables, tuple(samplers), play.seats_filled,
+    return PathSpec(config, _newest(config), paytables, tuple(samplers), play.seats_filled,
                  rounds_of(play, 1), days, tuple((n, start[n]) for n in names))
 
 
@@ -95,7 +95,7 @@ def simulate(config: LinkConfig, play: Play, *, days: int = 365, paths: int = 20
         raise InvalidInput("paths", paths, f"must be a whole number of paths from 1 to {MAX_PATHS:,}")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise InvalidInput("workers", workers, "must be a whole number of processes, 1 or more")
-    spec = _spec(config, play, days, balances_uc)
+    spec = path_spec(config, play, days, balances_uc)
     children = np.random.SeedSequence(seed).spawn(paths)
     n = min(paths, workers or os.cpu_count() or 1, os.cpu_count() or 1)
     if n == 1:
@@ -116,7 +116,7 @@ def simulate(config: LinkConfig, play: Play, *, days: int = 365, paths: int = 20
                      categories=categories, elapsed_s=time.perf_counter() - t0, method=_method(spec))
 
 
-def run_path(spec: _Spec, seq: np.random.SeedSequence, progress: Callable[[int], None] | None) -> PathResult:
+def run_path(spec: PathSpec, seq: np.random.SeedSequence, progress: Callable[[int], None] | None) -> PathResult:
     """One path: its hit rounds drawn at once, then the money moved round by round by the engine; the pools'
     conservation is checked to the µ¢ (FailedPrecondition if the engine ever broke it)."""
     rng = np.random.default_rng(seq)
@@ -181,7 +181,7 @@ def run_path(spec: _Spec, seq: np.random.SeedSequence, progress: Callable[[int],
                       hits_by_game, int((drawn.count >= 2).sum()), len(drawn.count), wagers, wagers * wager)
 
 
-def _rounds(spec: _Spec, drawn: HitRounds) -> Iterator[tuple[int, int, tuple[Hit, ...]]]:
+def _rounds(spec: PathSpec, drawn: HitRounds) -> Iterator[tuple[int, int, tuple[Hit, ...]]]:
     """Each hit round as (round number, game index, its hits): a lone hit is a tuple built once per seat and hand."""
     width = max(1, *(len(s.draw.categories) for s in spec.samplers))
     seats = spec.seats
@@ -199,7 +199,7 @@ def _rounds(spec: _Spec, drawn: HitRounds) -> Iterator[tuple[int, int, tuple[Hit
             yield at, g, tuple(cache[k][0] for k in keys[first:first + count])
 
 
-def _check(spec: _Spec, balances: Mapping[str, int], wagers: int, paid: int, funding: int, payouts: int,
+def _check(spec: PathSpec, balances: Mapping[str, int], wagers: int, paid: int, funding: int, payouts: int,
            hits: int) -> None:
     """Conservation: what the pools gained is what the wagers put in (w × ppm µ¢ each) plus the operator's funding
     less what was paid, to the µ¢; and every drawn hit was paid."""
@@ -212,7 +212,7 @@ def _check(spec: _Spec, balances: Mapping[str, int], wagers: int, paid: int, fun
         raise FailedPrecondition("simulation.payouts", payouts, f"{hits} hits were drawn but not all were paid")
 
 
-def _method(spec: _Spec) -> str:
+def _method(spec: PathSpec) -> str:
     """How the run was made and what it leaves out, for the certificate."""
     games = ", ".join(f"{s.draw.game} ({s.tables} tables)" for s in spec.samplers)
     return (
