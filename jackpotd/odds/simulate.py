@@ -106,10 +106,14 @@ def simulate(config: LinkConfig, play: Play, *, days: int = 365, paths: int = 20
         with ProcessPoolExecutor(n, mp_context=context) as pool:
             futures = {pool.submit(run_path, spec, child, None): i for i, child in enumerate(children)}
             by_path: dict[int, PathResult] = {}
-            for future in as_completed(futures):
-                by_path[futures[future]] = future.result()
-                if progress is not None:
-                    progress(spec.rounds_per_day * days)
+            try:
+                for future in as_completed(futures):
+                    by_path[futures[future]] = future.result()
+                    if progress is not None:
+                        progress(spec.rounds_per_day * days)
+            except BaseException:  # a failed path (or an interrupt) stops the paths not yet started
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
         results = [by_path[i] for i in range(paths)]
     categories = {s.draw.game: s.draw.categories for s in spec.samplers}
     return summarise(results, seed=seed, days=days, play=play, pools=[name for name, _ in spec.start],
