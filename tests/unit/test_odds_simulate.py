@@ -89,7 +89,10 @@ def test_a_path_does_not_depend_on_how_many_run_nor_on_the_processes() -> None:
     for i in range(2):
         assert plain(one_path(config, SMALL, 2, i, 2)) == plain(one_path(config, SMALL, 2, i, 4))
     here = simulate(config, SMALL, days=2, paths=4, seed=3, workers=1)
-    assert without_clock(simulate(config, SMALL, days=2, paths=4, seed=3, workers=2)) == without_clock(here)
+    done: list[int] = []
+    pooled = simulate(config, SMALL, days=2, paths=4, seed=3, workers=2, progress=done.append)
+    assert without_clock(pooled) == without_clock(here)
+    assert done == [rounds_of(SMALL, 2)] * 4  # a path at a time from the pool
 
 
 @pytest.mark.parametrize("config", [split_link(), combined_link(), split_link(1_200_000, 110_000)],
