@@ -20,7 +20,7 @@ from jackpotd.auth.credentials import CredentialsMissing, add_credential_flags, 
 from jackpotd.domain import hands as h
 from jackpotd.domain.errors import DomainError, InvalidInput
 from jackpotd.domain.ids import ID_GRAMMAR, require_id
-from jackpotd.odds.play import Play
+from jackpotd.odds.simulate import rounds_of
 
 from .link_toml import LinkFile, PlayFlags, load_link, play_of_flags
 from .served import ROLES, Refused, ServedLink, Unreachable, read_link
@@ -165,11 +165,6 @@ class Progress:
         self.bar.close()
 
 
-def rounds_of(play: Play, days: int, paths: int) -> int:
-    """The rounds a simulation of `days` on `paths` paths plays (the progress bar's total)."""
-    return days * 24 * sum(play.rounds_per_hour(g) for g in play.games) * paths
-
-
 def certify(args: argparse.Namespace, link: LinkFile | ServedLink, flags: PlayFlags) -> int:
     """Build, write and summarise the certificate (D2's build_certificate, render_html, text_summary)."""
     from .certificate import build_certificate
@@ -179,7 +174,7 @@ def certify(args: argparse.Namespace, link: LinkFile | ServedLink, flags: PlayFl
     play = play_of_flags(link.config, play_flags(args, flags))
     proposed = None if args.what_if is None else load_change(args.what_if, link.config, int(time.time() * 1000))
     simulate = not args.no_simulation
-    bar = Progress(rounds_of(play, args.days, args.paths) * (2 if proposed else 1)) if simulate else None
+    bar = Progress(args.paths * rounds_of(play, args.days) * (2 if proposed else 1)) if simulate else None
     try:
         certificate = build_certificate(link.config, link.source, play, link.balances_uc, days=args.days,
                                         paths=args.paths, seed=args.seed, simulate=simulate, progress=bar,
