@@ -1,0 +1,198 @@
+"""Long-run figures of a link (jackpotd/odds/long_run.py): closed forms, a brute-force discrete chain, conservation."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from jackpotd.domain import hands as h
+from jackpotd.domain.link import LinkConfig
+from jackpotd.domain.money import PPM, UC_PER_CENT
+from jackpotd.domain.paytable import Paytable, PaytableEntry, default_paytable
+from jackpotd.domain.pools import COMBINED, JACKPOT, MAJOR, MINOR, RESERVE, SPLIT, PoolSpec
+from jackpotd.domain.rates import RateSet
+from jackpotd.odds.long_run import LongRun, PoolLongRun, long_run_of, pool_long_run
+from jackpotd.odds.play import Play
+from jackpotd.odds.stationary import Jump, PoolModel
+
+STUD = h.CARIBBEAN_STUD
+# Published counts of the paying hands (part A enumerates them; these stand in until it lands).
+COUNTS: Mapping[str, tuple[int, Mapping[str, int]]] = {
+    STUD: (2_598_960, {h.ROYAL_FLUSH: 4, h.STRAIGHT_FLUSH: 36, h.FOUR_OF_A_KIND: 624, h.FULL_HOUSE: 3_744,
+                       h.FLUSH: 5_108}),
+    h.HOLDEM_BONUS: (133_784_560, {h.ROYAL_FLUSH: 4_324, h.STRAIGHT_FLUSH: 37_260, h.FOUR_OF_A_KIND: 224_848,
+                                   h.FULL_HOUSE: 3_473_184, h.FLUSH: 4_047_644}),
+    h.THREE_CARD: (22_100, {h.STRAIGHT_FLUSH: 48, h.THREE_OF_A_KIND: 52}),
+}
+P_ROYAL = Fraction(4, 2_598_960)
+C_UC = 20 * UC_PER_CENT  # MAJOR's 20¢ of a $1 wager
+
+
+def probabilities(config: LinkConfig, play: Play) -> dict[tuple[str, str], Fraction]:
+    """Per wager: the game's share of the play times the published probability of each paying hand."""
+    out: dict[tuple[str, str], Fraction] = {}
+    for game, share in play.mix().items():
+        total, counts = COUNTS[game]
+        for category in config.paytable(game).entries:
+            out[(game, category)] = share * Fraction(counts[category], total)
+    return out
+
+
+def split_link(minor_ppm: int = 75_000, major_cap: int | None = None, games: tuple[str, ...] = (STUD,)) -> LinkConfig:
+    """The DOMAIN default split link: $1 wager, MAJOR 20% (reset $10,000), MINOR (reset $1,000), RESERVE 2.5%."""
+    rates = RateSet({MAJOR: 200_000, MINOR: minor_ppm, RESERVE: 25_000}, PPM - 225_000 - minor_ppm)
+    return LinkConfig("L", SPLIT, 100, (PoolSpec(MAJOR, 1_000_000, major_cap), PoolSpec(MINOR, 100_000),
+                                         PoolSpec(RESERVE)),
+                      (rates,), {g: default_paytable(g, SPLIT) for g in games})
+
+
+def combined_link() -> LinkConfig:
+    """The DOMAIN default combined link: one JACKPOT (reset $10,000) takes MAJOR's and MINOR's 27.5%."""
+    return LinkConfig("C", COMBINED, 100, (PoolSpec(JACKPOT, 1_000_000), PoolSpec(RESERVE)),
+                      (RateSet({JACKPOT: 275_000, RESERVE: 25_000}, 700_000),),
+                      {STUD: default_paytable(STUD, COMBINED)})
+
+
+def royal_only(cap_cents: int | None = None) -> LinkConfig:
+    """A combined link whose only entry is a 100% royal with a $5,000 minimum below its $10,000 reset."""
+    table = Paytable(STUD, {h.ROYAL_FLUSH: PaytableEntry(h.ROYAL_FLUSH, JACKPOT, 500_000, PPM)})
+    return LinkConfig("R", COMBINED, 100, (PoolSpec(JACKPOT, 1_000_000, cap_cents), PoolSpec(RESERVE)),
+                      (RateSet({JACKPOT: 200_000, RESERVE: 25_000}, 775_000),), {STUD: table})
+
+
+def stud(config: LinkConfig) -> LongRun:
+    return long_run_of(config, probabilities(config, Play({STUD: 20}, 6, 60)))
+
+
+def pool(run: LongRun, name: str) -> PoolLongRun:
+    return next(p for p in run.pools if p.pool == name)
+
+
+def rel(x: float, y: float) -> float:
+    return abs(x - y) / abs(y)
+
+
+def test_royal_only_pool_is_reset_plus_a_geometric_run_of_contributions() -> None:
+    run = stud(royal_only())
+    jp = pool(run, JACKPOT)
+    p, r = float(P_ROYAL), 1_000_000 * UC_PER_CENT
+    assert jp.recurrent and jp.at_cap == 0 and jp.overflow_per_wager_uc == 0
+    assert rel(jp.mean_balance_uc, r + C_UC / p) < 1e-4  # E[B] = R + c/p
+    for q, got in ((0.05, jp.p5_uc), (0.50, jp.p50_uc), (0.95, jp.p95_uc), (0.99, jp.p99_uc)):
+        assert rel(got, r - C_UC / p * math.log(1 - q)) < 1e-4  # P(B > x) = exp(−p(x − R)/c)
+    assert rel(jp.paid_per_wager_uc, p * (r + C_UC / p)) < 1e-4
+    assert rel(jp.reset_per_wager_uc, p * r) < 1e-4  # every royal empties it
+    assert jp.shortfall_per_wager_uc == 0  # the balance never falls below the $5,000 minimum
+    assert rel(run.rtp, p * (r + C_UC / p) / (100 * UC_PER_CENT)) < 1e-4
+    assert run.tolerance < 1e-6
+
+
+def test_a_capped_pool_sits_at_its_cap_as_often_as_the_closed_form_says() -> None:
+    p, r = float(P_ROYAL), 1_000_000 * UC_PER_CENT
+    cap_cents = 1_000_000 + round(2 * C_UC / p / UC_PER_CENT)
+    jp = pool(stud(royal_only(cap_cents)), JACKPOT)
+    expected = math.exp(-p * (cap_cents * UC_PER_CENT - r) / C_UC)  # P(at cap) = exp(−p(C − R)/c)
+    assert rel(jp.at_cap, expected) < 1e-4
+    assert rel(jp.overflow_per_wager_uc, C_UC * expected) < 1e-4
+    assert jp.p99_uc == cap_cents * UC_PER_CENT  # the atom (13.5%) holds the top percentiles
+
+
+def brute_force_chain(p_royal: float, p_sf: float, reset: int, sf_min: int, states: int,
+                      wagers: int) -> dict[str, float]:
+    """The discrete chain itself, 1¢ a wager on a grid of whole cents, power-iterated wager by wager from an empty
+    start: royal takes everything; a straight flush pays the greater of `sf_min` and 10% (to the nearest cent);
+    both reset to `reset`. Returns per-wager figures in cents."""
+    x = np.arange(states)
+    sf_pay = np.maximum(sf_min, (x + 5) // 10)
+    sf_left = np.maximum(x - sf_pay, 0)
+    after_sf = np.minimum(np.maximum(sf_left, reset) + 1, states - 1)  # then the next wager's 1¢
+    targets = np.concatenate([np.minimum(x + 1, states - 1), after_sf])
+    dist = np.zeros(states, dtype=np.float64)
+    dist[reset + 1] = 1.0
+    miss = 1 - p_royal - p_sf
+    for _ in range(wagers):
+        moved = np.bincount(targets, np.concatenate([miss * dist, p_sf * dist]), states)
+        moved[reset + 1] += p_royal * dist.sum()
+        dist = moved.astype(np.float64)
+    assert dist[-100:].sum() < 1e-9  # the grid holds the law
+    return {"mean": float(dist @ x), "paid": float(dist @ (p_royal * x + p_sf * sf_pay)),
+            "reset": float(dist @ (p_royal * reset + p_sf * np.maximum(reset - sf_left, 0))),
+            "p50": float(x[np.searchsorted(np.cumsum(dist), 0.5)])}
+
+
+def test_royal_and_a_ten_percent_straight_flush_match_a_brute_force_discrete_chain() -> None:
+    p_royal, p_sf, reset, sf_min = 1 / 1000, 1 / 250, 1_000, 150
+    chain = brute_force_chain(p_royal, p_sf, reset, sf_min, states=16_000, wagers=8_000)
+    model = PoolModel(float(UC_PER_CENT), float(reset * UC_PER_CENT), None,
+                      (Jump(p_royal, 0.0, 1.0, True), Jump(p_sf, float(sf_min * UC_PER_CENT), 0.1, True)))
+    got, residual = pool_long_run("MAJOR", model)
+    assert residual < 1e-6
+    assert rel(got.mean_balance_uc / UC_PER_CENT, chain["mean"]) < 1e-3
+    assert rel(got.paid_per_wager_uc / UC_PER_CENT, chain["paid"]) < 1e-3
+    assert rel(got.reset_per_wager_uc / UC_PER_CENT, chain["reset"]) < 1e-3
+    assert abs(got.p50_uc / UC_PER_CENT - chain["p50"]) <= 2  # cents: the chain's median is a whole cent
+
+
+def test_the_default_minor_pool_is_reset_by_almost_every_hit() -> None:
+    run = stud(split_link())
+    minor = pool(run, MINOR)
+    c = 75_000 * 100
+    fixed = sum(Fraction(n, 2_598_960) * cents * UC_PER_CENT
+                for n, cents in ((624, 50_000), (3_744, 15_000), (5_108, 10_000)))
+    assert minor.recurrent and minor.shortfall_per_wager_uc == 0
+    assert rel(minor.paid_per_wager_uc, float(fixed)) < 1e-9  # ≈ 53.27¢ a wager: fixed payouts only
+    assert c < minor.paid_per_wager_uc
+    assert rel(minor.reset_per_wager_uc, minor.paid_per_wager_uc - c) < 1e-6  # resets fund the difference
+    assert 100_000 * UC_PER_CENT <= minor.p5_uc < minor.p50_uc < minor.p95_uc < 110_000 * UC_PER_CENT
+
+
+def test_a_minor_pool_whose_contributions_beat_its_payouts_is_transient() -> None:
+    run = stud(split_link(minor_ppm=600_000))
+    minor = pool(run, MINOR)
+    fixed = float(sum(Fraction(n, 2_598_960) * cents * UC_PER_CENT
+                      for n, cents in ((624, 50_000), (3_744, 15_000), (5_108, 10_000))))
+    assert not minor.recurrent
+    assert (minor.p5_uc, minor.p50_uc, minor.p95_uc, minor.p99_uc, minor.mean_balance_uc) == (-1, -1, -1, -1, -1)
+    assert rel(minor.growth_per_wager_uc, 60 * UC_PER_CENT - fixed) < 1e-12
+    assert minor.reset_per_wager_uc == 0 and rel(minor.paid_per_wager_uc, fixed) < 1e-12
+    assert pool(run, MAJOR).recurrent and pool(run, MAJOR).growth_per_wager_uc == 0
+
+
+@pytest.mark.parametrize("config", [split_link(), combined_link(), split_link(major_cap=5_000_000)],
+                         ids=["split", "combined", "split-capped"])
+def test_every_pool_conserves_what_goes_in_and_out(config: LinkConfig) -> None:
+    run = stud(config)
+    rates = config.rate_sets[-1]
+    reserve_in = float(100 * rates.pools_ppm[RESERVE])
+    draws = shortfalls = 0.0
+    for p in run.pools:
+        c = 100 * rates.pools_ppm[p.pool]
+        balance = c - p.overflow_per_wager_uc + p.reset_per_wager_uc + p.shortfall_per_wager_uc - p.paid_per_wager_uc
+        assert abs(balance) < 1e-6 * c, p
+        draws += p.reset_per_wager_uc
+        shortfalls += p.shortfall_per_wager_uc
+        reserve_in += p.overflow_per_wager_uc  # every default cap overflows to RESERVE
+    assert run.reserve_in_per_wager_uc == pytest.approx(reserve_in, rel=1e-12)
+    assert run.reserve_out_per_wager_uc == pytest.approx(min(draws, reserve_in), rel=1e-12)
+    assert run.operator_per_wager_uc == pytest.approx(shortfalls + max(0.0, draws - reserve_in), rel=1e-12)
+    assert run.rtp == pytest.approx(sum(p.paid_per_wager_uc for p in run.pools) / (100 * UC_PER_CENT), rel=1e-12)
+    assert 0 <= run.tolerance < 1e-6
+    assert "conservation residual" in run.method
+
+
+def test_a_mixed_play_weighs_each_game_by_its_share_of_the_wagers() -> None:
+    games = (STUD, h.HOLDEM_BONUS, h.THREE_CARD)
+    config = split_link(games=games)
+    play = Play({STUD: 2, h.HOLDEM_BONUS: 1, h.THREE_CARD: 1}, 6, 60)
+    mixed = long_run_of(config, probabilities(config, play), bins=10_000)
+    alone = {g: long_run_of(config, probabilities(config, Play({g: 1}, 6, 60)), bins=10_000) for g in games}
+    # MINOR pays fixed amounts only: its payouts per wager mix linearly, 2:1:1
+    expected = (2 * pool(alone[STUD], MINOR).paid_per_wager_uc + pool(alone[h.HOLDEM_BONUS], MINOR).paid_per_wager_uc
+                + pool(alone[h.THREE_CARD], MINOR).paid_per_wager_uc) / 4
+    assert rel(pool(mixed, MINOR).paid_per_wager_uc, expected) < 1e-9
+    assert pool(alone[h.THREE_CARD], MAJOR).paid_per_wager_uc == 0  # three card pays nothing from MAJOR
+    assert not pool(alone[h.THREE_CARD], MAJOR).recurrent  # so MAJOR only grows
