@@ -20,7 +20,10 @@ import numpy.typing as npt
 Floats = npt.NDArray[np.float64]
 TAIL = 1e-12  # an uncapped pool's grid stops where the mass above it is below this
 BINS = 100_000  # the finer grid; the coarser (for the error estimate) has half as many
+MAX_BINS = 1_000_000  # a grid finer than c/p (needed for a positive step) stops here
 _MAX_LOG_GROWTH = 500.0  # a block's product of growth factors stays far below the float range
+_SHORT = 16  # blocks shorter than this are marched level by level
+_MAX_LIFT = 18.0  # ρ·(R − L)/c above this: the march below R would lose every digit (see `solve`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +97,10 @@ class Law:
         return float(np.interp(q, below, self.levels))
 
 
-def _upper(jump: Jump, b: Floats, floor_uc: float) -> tuple[Floats, npt.NDArray[np.bool_]]:
+def _upper(jump: Jump, b: Floats, reset_at: float) -> tuple[Floats, npt.NDArray[np.bool_]]:
     """U(b) = sup{x : x − payout(x) ≤ b} and whether the jump can land at or below b at all (a resetting entry
-    lands at R or above)."""
-    active = b >= (floor_uc if jump.resets else 0.0)
+    lands at R or above: from `reset_at`, R less a quarter step so that the level at R counts)."""
+    active = b >= (reset_at if jump.resets else 0.0)
     if jump.percent >= 1.0:
         return np.full_like(b, np.inf), active
     if jump.percent == 0:
@@ -121,12 +124,13 @@ def _theta(model: PoolModel, x_ref: float) -> float:
 
 
 def top_of(model: PoolModel) -> float:
-    """The grid's top: the cap, or a level above which less than TAIL of the mass lies."""
-    if model.cap_uc is not None:
-        return model.cap_uc
+    """The grid's top: a level above which less than TAIL of the mass lies, or the cap if it is lower."""
+    cap = math.inf if model.cap_uc is None else model.cap_uc
+    if model.hit_rate == 0 or model.drift_uc <= 0:
+        return cap
     base = max(model.floor_uc, model.reset_uc)
     scale = model.drift_uc / model.hit_rate
-    best = math.inf
+    best = cap
     for k in range(40):  # a higher reference level makes percentage jumps bigger: take the best bound
         x_ref = base + scale * (2.0**k - 1)
         theta = _theta(model, x_ref)
@@ -139,12 +143,14 @@ def top_of(model: PoolModel) -> float:
 
 @dataclass(frozen=True, slots=True)
 class _Grid:
-    """The march's fixed data: each jump's rate, its F(U) grid position and activity per level, c/h, and the
-    correction that makes the cap atom's share of a cell exact where U_k crosses the cap inside it."""
+    """The march's fixed data: each jump's rate, its F(U) grid position and activity per level, the rate of
+    resets that lift a pool from below R (`lift`), c/h, and the correction that makes the cap atom's share of a
+    cell exact where U_k crosses the cap inside it."""
 
     rates: Floats
     pos: Floats  # (jumps, levels): (U_k(b_j) − L)/h, or n + 1 at or above the top (F there is 0)
     act: Floats  # (jumps, levels): 1 where the jump can land at or below the level
+    lift: Floats  # (levels,): below R, the rate of resetting entries, whose hits lift the pool to R
     atom_fix: Floats  # (jumps, cells)
     ch: float
 
@@ -154,38 +160,66 @@ def solve(model: PoolModel, bins: int = BINS, top: float | None = None) -> Law:
     c = model.drift_uc
     low = model.floor_uc
     high = top_of(model) if top is None else top
+    capped = model.cap_uc is not None and high >= model.cap_uc
     p = model.hit_rate
-    n = max(bins, math.ceil((high - low) * p / c) + 1) if p > 0 else bins
+    n = min(MAX_BINS, max(bins, math.ceil((high - low) * p / c) + 1)) if p > 0 else bins
+    switch = model.reset_uc  # resetting entries act from R up: R falls (nearly) on a level, not inside a cell
+    if low < switch < high:
+        counts = np.arange(n, 2 * n)
+        where = (switch - low) / (high - low) * counts
+        n = int(counts[np.argmin(np.abs(where - np.round(where)))])
     h = (high - low) / n
     levels = low + h * np.arange(n + 1, dtype=np.float64)
     if p == 0 or high <= low:  # nothing pays, or a cap at the reset value: all mass at the top
-        return Law(levels, np.ones(n + 1), model.cap_uc is not None)
+        return Law(levels, np.ones(n + 1), capped)
     pos = np.empty((len(model.jumps), n + 1))
     act = np.empty((len(model.jumps), n + 1))
     fix = np.zeros((len(model.jumps), n))
     for k, jump in enumerate(model.jumps):
-        u, a = _upper(jump, levels, low)
+        u, a = _upper(jump, levels, switch - h / 4)
         pos[k] = np.where(a & (u < high), (np.minimum(u, high) - low) / h, n + 1.0)
         act[k] = a
-        if model.cap_uc is not None:  # the atom lands at or below b exactly for b ≥ C − payout(C)
+        if capped:  # the atom lands at or below b exactly for b ≥ C − payout(C)
             cross = high - float(jump.payout(np.array([high]))[0])
             below_cap = np.clip((cross - levels[:-1]) / h, 0.0, 1.0)  # the cell's share where U_k < C
             seen = (pos[k, :-1] > n).astype(np.float64) + (pos[k, 1:] > n)
-            fix[k] = np.where((act[k, :-1] > 0) & (act[k, 1:] > 0), (1.0 - below_cap) - seen / 2, 0.0)
-    grid = _Grid(np.array([j.rate for j in model.jumps]), pos, act, fix, c / h)
+            fix[k] = np.where(act[k, :-1] > 0, (1.0 - below_cap) - seen / 2, 0.0)
+    resetting = sum(j.rate for j in model.jumps if j.resets)
+    if low < switch and resetting * (switch - low) / c > _MAX_LIFT:
+        # entries that do not reset can drain the pool far below R, where resets lift it back up: marched down,
+        # the lift's homogeneous solution grows as exp(ρ(R − b)/c) and swamps the answer
+        raise ValueError(f"entries that do not reset the pool can drain it far below its reset value, where "
+                         f"resets lift it back (ρ·R/c = {resetting * (switch - low) / c:,.0f} > {_MAX_LIFT:.0f}): "
+                         "its long run is not computed")
+    lift = np.where(levels < switch - h / 4, resetting, 0.0) if low < switch else np.zeros(n + 1)
+    grid = _Grid(np.array([j.rate for j in model.jumps]), pos, act, lift, fix, c / h)
     first = np.where(act > 0, np.floor(pos), np.inf).min(axis=0)  # lowest grid index each level's F(U) needs
+    above = _march(grid, first, 1.0, 0.0)
+    if lift.any():  # F is affine in the total mass Z (lifts come from the mass below b): F = F¹ + Z·Fᶻ, Z = F(L)
+        per_z = _march(grid, first, 0.0, 1.0)
+        above = above + above[0] / (1.0 - per_z[0]) * per_z
+    law = Law(levels, above[: n + 1] / above[0], capped)
+    if not np.all(np.isfinite(law.above)) or np.any(np.diff(law.above) > 1e-9):
+        raise ValueError("the stationary law came out unstable (mass above a level must fall as the level rises)")
+    return law
+
+
+def _march(grid: _Grid, first: Floats, top: float, total: float) -> Floats:
+    """F on the grid from the top level's mass `top` down, the total mass taken as `total` (for the lifts)."""
+    n = grid.pos.shape[1] - 1
     above = np.zeros(n + 2)  # index n+1: nothing above the top
-    above[n] = 1.0  # unnormalised: the cap's atom, or the tail at the top
+    above[n] = top  # unnormalised: the cap's atom, or the tail at the top
     j1 = n
     while j1 > 0:
         j0 = _block_start(first, j1)
-        if j0 == j1:
-            _implicit_step(above, j1 - 1, grid)
-            j1 -= 1
-            continue
-        j1 = _block(above, j0, j1, grid)
-    above = above[: n + 1] / above[0]
-    return Law(levels, above, model.cap_uc is not None)
+        if j1 - j0 < _SHORT:  # a short block is cheaper level by level
+            lowest = min(j0, j1 - 1)
+            for j in range(j1 - 1, lowest - 1, -1):
+                _step(above, j, grid, total)
+            j1 = lowest
+        else:
+            j1 = _block(above, j0, j1, grid, total)
+    return above
 
 
 def _block_start(first: Floats, j1: int) -> int:
@@ -208,22 +242,23 @@ def _f_at(above: Floats, pos: Floats) -> Floats:
     return above[i] + t * (above[np.minimum(i + 1, above.size - 1)] - above[i])
 
 
-def _block(above: Floats, j0: int, j1: int, grid: _Grid) -> int:
+def _block(above: Floats, j0: int, j1: int, grid: _Grid, total: float) -> int:
     """Fill above[j0:j1] (or a top part of it, returned as the new j1) from known values: with S the mass added
-    inside the block, S_j = (1 + A_j)·S_(j+1) + g_j, solved as S_j = Q_j·Σ_(i≥j) g_i/Q_i (positive terms only)."""
+    inside the block, S_j = (1 + A_j)·S_(j+1) + g_j, solved as S_j = Q_j·Σ_(i≥j) g_i/Q_i (positive terms when
+    nothing lifts the pool)."""
     js = np.arange(j0, j1)
     top = above[j1]
-    rates, pos, act, ch = grid.rates, grid.pos, grid.act, grid.ch
-    act_j = act[:, j0:j1]
-    act_n = act[:, j0 + 1:j1 + 1]
+    rates, pos, act = grid.rates, grid.pos, grid.act
+    act_j = act[:, j0:j1]  # a cell takes its lower level's activity and lift: R is a level, not inside a cell
     a_j = rates @ act_j
-    a_n = rates @ act_n
+    lift_j = grid.lift[j0:j1]
     gap_j = top - _f_at(above, pos[:, js])  # F(b_j1) − F(U_k(b_j)) ≥ 0
     gap_n = top - _f_at(above, pos[:, js + 1])
-    denom = ch - a_j / 2
-    grow = (a_j + a_n) / 2 / denom
+    denom = grid.ch - (a_j + lift_j) / 2
+    grow = (a_j + lift_j) / denom
     atom = above[-2] * (rates @ grid.atom_fix[:, j0:j1])  # above[-2]: the top level's mass (the cap's atom)
-    g = ((rates @ (act_j * gap_j) + rates @ (act_n * gap_n)) / 2 + atom) / denom
+    lifted = lift_j * (top - total)
+    g = (rates @ (act_j * (gap_j + gap_n)) / 2 + atom + lifted) / denom
     logq = np.cumsum(np.log1p(grow)[::-1])[::-1]  # log Q_j = Σ_(l ≥ j) log(1 + A_l)
     cut = int(np.searchsorted(-logq, -_MAX_LOG_GROWTH))  # keep Q within the float range
     if cut > 0:
@@ -234,19 +269,28 @@ def _block(above: Floats, j0: int, j1: int, grid: _Grid) -> int:
     return int(js[0])
 
 
-def _implicit_step(above: Floats, j: int, grid: _Grid) -> None:
-    """One level whose own F(U) falls inside its cell: F there is interpolated with the unknown F_j."""
-    rates, pos, act = grid.rates, grid.pos, grid.act
-    nxt = above[j + 1]
-    rhs = above[-2] * float(rates @ grid.atom_fix[:, j])
-    lhs = grid.ch - float(rates @ act[:, j]) / 2
-    for k in range(rates.size):
-        if act[k, j]:
-            pk = float(pos[k, j])
-            if pk < j + 1:
-                lhs += rates[k] * (j + 1 - pk) / 2
-            else:
-                rhs += rates[k] * (nxt - float(_f_at(above, np.array([pk]))[0])) / 2
-        if act[k, j + 1]:
-            rhs += rates[k] * (nxt - float(_f_at(above, np.array([float(pos[k, j + 1])]))[0])) / 2
+def _step(above: Floats, j: int, grid: _Grid, total: float) -> None:
+    """One level on its own; where its own F(U) falls inside its cell, F there is interpolated with the unknown
+    F_j (an implicit step)."""
+    nxt = float(above[j + 1])
+    lift = float(grid.lift[j])
+    rhs = float(above[-2]) * float(grid.rates @ grid.atom_fix[:, j]) + lift * (nxt - total)
+    lhs = grid.ch - (float(grid.rates @ grid.act[:, j]) + lift) / 2
+    for rate, here, there, on in zip(grid.rates.tolist(), grid.pos[:, j].tolist(), grid.pos[:, j + 1].tolist(),
+                                     grid.act[:, j].tolist(), strict=True):
+        if not on:
+            continue
+        if here < j + 1:
+            lhs += rate * (j + 1 - here) / 2
+        else:
+            rhs += rate * (nxt - _f_one(above, here)) / 2
+        rhs += rate * (nxt - _f_one(above, there)) / 2
     above[j] = nxt + rhs / lhs
+
+
+def _f_one(above: Floats, pos: float) -> float:
+    """F at one fractional grid position."""
+    i = int(pos)
+    if i + 1 >= above.size:
+        return float(above[-1])
+    return float(above[i] + (pos - i) * (above[i + 1] - above[i]))

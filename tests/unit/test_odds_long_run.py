@@ -196,3 +196,35 @@ def test_a_mixed_play_weighs_each_game_by_its_share_of_the_wagers() -> None:
     assert rel(pool(mixed, MINOR).paid_per_wager_uc, expected) < 1e-9
     assert pool(alone[h.THREE_CARD], MAJOR).paid_per_wager_uc == 0  # three card pays nothing from MAJOR
     assert not pool(alone[h.THREE_CARD], MAJOR).recurrent  # so MAJOR only grows
+
+
+def test_a_pool_drained_below_its_reset_by_an_entry_that_does_not_reset_it_is_lifted_back() -> None:
+    """A 100% entry that empties the pool without resetting it, and a $0.50 entry that resets it to $2: a hit of
+    the second below $2 lifts the pool (a jump up). Checked against the discrete chain, 1¢ a wager."""
+    p_empty, p_small, reset = 1 / 300, 1 / 150, 200
+    x = np.arange(6_000)
+    empty_pay, small_pay = np.maximum(100, x), np.full_like(x, 50)
+    after_small = np.maximum(np.maximum(x - small_pay, 0), reset)
+    targets = np.concatenate([np.minimum(x + 1, x.size - 1), np.ones_like(x), np.minimum(after_small + 1, x.size - 1)])
+    dist = np.zeros(x.size, dtype=np.float64)
+    dist[reset] = 1.0
+    for _ in range(4_000):
+        dist = np.bincount(targets, np.concatenate([(1 - p_empty - p_small) * dist, p_empty * dist,
+                                                    p_small * dist]), x.size).astype(np.float64)
+    model = PoolModel(float(UC_PER_CENT), float(reset * UC_PER_CENT), None,
+                      (Jump(p_empty, 100.0 * UC_PER_CENT, 1.0, False), Jump(p_small, 50.0 * UC_PER_CENT, 0.0, True)))
+    got, residual = pool_long_run("MINOR", model)
+    assert residual < 1e-6
+    assert rel(got.mean_balance_uc / UC_PER_CENT, float(dist @ x)) < 2e-3  # the chain's 1¢ steps: O(p) = 1%
+    paid = float(dist @ (p_empty * empty_pay + p_small * small_pay))
+    assert rel(got.paid_per_wager_uc / UC_PER_CENT, paid) < 2e-3
+    lifted = float(dist @ (p_small * np.maximum(reset - np.maximum(x - small_pay, 0), 0)))
+    assert rel(got.reset_per_wager_uc / UC_PER_CENT, lifted) < 2e-3
+    assert got.p5_uc < reset * UC_PER_CENT  # it spends time below its reset value
+
+
+def test_a_pool_that_would_sit_far_below_its_reset_is_refused_by_name() -> None:
+    model = PoolModel(float(UC_PER_CENT), 100_000.0 * UC_PER_CENT, None,
+                      (Jump(1e-3, 100.0 * UC_PER_CENT, 1.0, False), Jump(1e-2, 50.0 * UC_PER_CENT, 0.0, True)))
+    with pytest.raises(ValueError, match="drain it far below its reset value"):
+        pool_long_run("MINOR", model)
