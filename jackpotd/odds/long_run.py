@@ -14,7 +14,6 @@ resets, plus every shortfall. Every figure here is a statistic of that model (a 
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -25,6 +24,7 @@ from ..domain.link import LinkConfig
 from ..domain.money import PPM, UC_PER_CENT
 from ..domain.pools import RESERVE
 from ..domain.rates import RateSet
+from .hand_odds import hand_odds
 from .play import Play
 from .stationary import BINS, Jump, Law, PoolModel, solve, top_of
 
@@ -74,8 +74,7 @@ def long_run(config: LinkConfig, play: Play) -> LongRun:
 
 def _probabilities(config: LinkConfig, play: Play) -> dict[tuple[str, str], Fraction]:
     """Per wager of the link, the exact probability of each (game, paying category): the game's share of the play
-    times the hand's probability (part A's enumeration, imported when first needed)."""
-    hand_odds = importlib.import_module("jackpotd.odds.hand_odds").hand_odds
+    times the hand's exact probability (`hand_odds`, counted from the paying engine's evaluators)."""
     out: dict[tuple[str, str], Fraction] = {}
     for game, share in play.mix().items():
         odds = hand_odds(game)

@@ -15,12 +15,12 @@ from jackpotd.domain.money import PPM, UC_PER_CENT
 from jackpotd.domain.paytable import Paytable, PaytableEntry, default_paytable
 from jackpotd.domain.pools import COMBINED, JACKPOT, MAJOR, MINOR, RESERVE, SPLIT, PoolSpec
 from jackpotd.domain.rates import RateSet
-from jackpotd.odds.long_run import LongRun, PoolLongRun, long_run_of, pool_long_run
+from jackpotd.odds.long_run import LongRun, PoolLongRun, long_run, long_run_of, pool_long_run
 from jackpotd.odds.play import Play
 from jackpotd.odds.stationary import Jump, PoolModel
 
 STUD = h.CARIBBEAN_STUD
-# Published counts of the paying hands (part A enumerates them; these stand in until it lands).
+# Published counts of the paying hands: the tests do not lean on hand_odds (test_odds_hands.py checks it).
 COUNTS: Mapping[str, tuple[int, Mapping[str, int]]] = {
     STUD: (2_598_960, {h.ROYAL_FLUSH: 4, h.STRAIGHT_FLUSH: 36, h.FOUR_OF_A_KIND: 624, h.FULL_HOUSE: 3_744,
                        h.FLUSH: 5_108}),
@@ -228,3 +228,9 @@ def test_a_pool_that_would_sit_far_below_its_reset_is_refused_by_name() -> None:
                       (Jump(1e-3, 100.0 * UC_PER_CENT, 1.0, False), Jump(1e-2, 50.0 * UC_PER_CENT, 0.0, True)))
     with pytest.raises(ValueError, match="drain it far below its reset value"):
         pool_long_run("MINOR", model)
+
+
+def test_long_run_takes_the_exact_hand_odds_of_the_games_played() -> None:
+    config = split_link(games=(STUD, h.THREE_CARD))
+    play = Play({STUD: 3, h.THREE_CARD: 1}, 6, 60)
+    assert long_run(config, play) == long_run_of(config, probabilities(config, play))
