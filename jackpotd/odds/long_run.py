@@ -20,6 +20,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..domain.errors import InvalidInput
 from ..domain.link import LinkConfig
 from ..domain.money import PPM, UC_PER_CENT
 from ..domain.pools import RESERVE
@@ -94,6 +95,9 @@ def pool_models(config: LinkConfig, probabilities: Mapping[tuple[str, str], Frac
     jumps: dict[str, list[Jump]] = {}
     for (game, category), prob in probabilities.items():
         entry = config.paytable(game).entries[category]
+        if not config.pool_spec(entry.pool).visible:
+            raise InvalidInput(f"paytable[{category}].pool", entry.pool,
+                               f"{game}: the long-run model prices hits from the visible pools only")
         jumps.setdefault(entry.pool, []).append(
             Jump(float(prob), float(entry.min_cents * UC_PER_CENT), entry.percent_ppm / PPM, entry.resets_pool))
     return {p.name: PoolModel(float(config.wager_cents * rates.pools_ppm.get(p.name, 0)),
@@ -117,13 +121,16 @@ def long_run_of(config: LinkConfig, probabilities: Mapping[tuple[str, str], Frac
     for name in sorted(models, key=lambda n: models[n].cap_uc is None):
         model = models[name]
         model = PoolModel(model.drift_uc + inflow[name], model.reset_uc, model.cap_uc, model.jumps)
-        fine, residual = pool_long_run(name, model, bins)
-        coarse, _ = pool_long_run(name, model, bins // 2)
+        try:
+            fine, residual = pool_long_run(name, model, bins)
+            coarse, _ = pool_long_run(name, model, bins // 2)
+        except ValueError as e:  # a law the march cannot give (stationary.solve says why)
+            raise InvalidInput(f"pools[{name}]", name, str(e)) from e
         tolerance += abs(fine.paid_per_wager_uc - coarse.paid_per_wager_uc)
         figures[name] = fine
         inflow[specs[name].overflow_to] += fine.overflow_per_wager_uc
-        notes.append(f"{name}: {'recurrent' if fine.recurrent else 'transient'}, conservation residual "
-                     f"{residual:.1e} of c")
+        notes.append(f"{name}: recurrent, conservation residual {residual:.1e} of c" if fine.recurrent else
+                     f"{name}: transient, grows {fine.growth_per_wager_uc:,.0f} µ¢ a wager")
     rates = newest_rates(config)
     reserve_in = float(config.wager_cents * rates.pools_ppm.get(RESERVE, 0)) + inflow.get(RESERVE, 0.0)
     draws = sum(f.reset_per_wager_uc for f in figures.values())

@@ -4,11 +4,12 @@ The pool is a drift of c µ¢ per wager and jumps: entry k, with probability p_k
 payout_k(x) = max(min_k, pct_k × x) of a balance x (the operator makes up a shortfall, §5.7) and, if it resets
 its pool, brings it up to the reset value R (§5.8). The stationary law (a density on [L, C) and an atom m_C at a
 cap C) satisfies, at every level b, c·f(b) = Σ_k p_k·[F(b) − F(U_k(b))], F(x) the mass above x and
-U_k(b) = sup{x : x − payout_k(x) ≤ b}. Marched DOWNWARD from the top with a trapezoid rule in blocks whose
-right-hand sides are already known, every step adds positive terms (no cancellation). Figures are statistics
-of a model (floats), never money moved.
+U_k(b) = sup{x : x − payout_k(x) ≤ b}. It is marched DOWNWARD from the top (the cap, or a level with < 1e-12 of
+the mass above) with a trapezoid rule per cell: runs of cells whose F(U_k) are all known are solved at once, with
+positive terms only (no cancellation); shorter runs level by level. Where an entry does not reset its pool, the
+pool can fall below R and a resetting hit lifts it (a jump up): F is then affine in the total mass, solved by two
+marches. Figures are statistics of a model (floats), never money moved.
 """
-
 from __future__ import annotations
 
 import math

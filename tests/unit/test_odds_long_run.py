@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
 from jackpotd.domain import hands as h
+from jackpotd.domain.errors import InvalidInput
 from jackpotd.domain.link import LinkConfig
 from jackpotd.domain.money import PPM, UC_PER_CENT
 from jackpotd.domain.paytable import Paytable, PaytableEntry, default_paytable
 from jackpotd.domain.pools import COMBINED, JACKPOT, MAJOR, MINOR, RESERVE, SPLIT, PoolSpec
 from jackpotd.domain.rates import RateSet
-from jackpotd.odds.long_run import LongRun, PoolLongRun, long_run, long_run_of, pool_long_run
+from jackpotd.odds.long_run import LongRun, PoolLongRun, _probabilities, long_run, long_run_of, pool_long_run
 from jackpotd.odds.play import Play
 from jackpotd.odds.stationary import Jump, PoolModel
 
@@ -160,6 +162,7 @@ def test_a_minor_pool_whose_contributions_beat_its_payouts_is_transient() -> Non
     assert rel(minor.growth_per_wager_uc, 60 * UC_PER_CENT - fixed) < 1e-12
     assert minor.reset_per_wager_uc == 0 and rel(minor.paid_per_wager_uc, fixed) < 1e-12
     assert pool(run, MAJOR).recurrent and pool(run, MAJOR).growth_per_wager_uc == 0
+    assert "MINOR: transient, grows" in run.method
 
 
 @pytest.mark.parametrize("config", [split_link(), combined_link(), split_link(major_cap=5_000_000)],
@@ -228,9 +231,26 @@ def test_a_pool_that_would_sit_far_below_its_reset_is_refused_by_name() -> None:
                       (Jump(1e-3, 100.0 * UC_PER_CENT, 1.0, False), Jump(1e-2, 50.0 * UC_PER_CENT, 0.0, True)))
     with pytest.raises(ValueError, match="drain it far below its reset value"):
         pool_long_run("MINOR", model)
+    table = Paytable(STUD, {h.ROYAL_FLUSH: PaytableEntry(h.ROYAL_FLUSH, MAJOR, 1_000_000, PPM),
+                            h.FLUSH: PaytableEntry(h.FLUSH, MINOR, 10_000, 0, resets_pool=False),
+                            h.FULL_HOUSE: PaytableEntry(h.FULL_HOUSE, MINOR, 15_000)})
+    config = replace(split_link(minor_ppm=25_000), paytables={STUD: table})  # ρ·R/c = 58
+    with pytest.raises(InvalidInput) as refused:
+        stud(config)
+    assert refused.value.field == "pools[MINOR]" and "drain it far below its reset value" in str(refused.value)
+
+
+def test_an_entry_paid_from_reserve_is_refused_by_name() -> None:
+    table = Paytable(STUD, {h.ROYAL_FLUSH: PaytableEntry(h.ROYAL_FLUSH, RESERVE, 1_000_000, PPM)})
+    with pytest.raises(InvalidInput) as refused:
+        stud(replace(split_link(), paytables={STUD: table}))
+    assert refused.value.field == "paytable[royal_flush].pool" and refused.value.value == RESERVE
 
 
 def test_long_run_takes_the_exact_hand_odds_of_the_games_played() -> None:
     config = split_link(games=(STUD, h.THREE_CARD))
     play = Play({STUD: 3, h.THREE_CARD: 1}, 6, 60)
-    assert long_run(config, play) == long_run_of(config, probabilities(config, play))
+    assert _probabilities(config, play) == probabilities(config, play)
+    run = long_run(config, play)
+    assert [p.pool for p in run.pools] == [MAJOR, MINOR]
+    assert run.rtp == pytest.approx(long_run_of(config, probabilities(config, play), bins=10_000).rtp, rel=1e-6)
