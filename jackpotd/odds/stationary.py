@@ -201,7 +201,9 @@ def solve(model: PoolModel, bins: int = BINS, top: float | None = None) -> Law:
         above = above + above[0] / (1.0 - per_z[0]) * per_z
     law = Law(levels, above[: n + 1] / above[0], capped)
     if not np.all(np.isfinite(law.above)) or np.any(np.diff(law.above) > 1e-9):
-        raise ValueError("the stationary law came out unstable (mass above a level must fall as the level rises)")
+        raise ValueError("entries that do not reset the pool leave it below its reset value, and the march down "
+                         "there lost its digits (the mass above a level rose with the level): its long run is not "
+                         "computed")
     return law
 
 
