@@ -7,8 +7,8 @@ cap C) satisfies, at every level b, c·f(b) = Σ_k p_k·[F(b) − F(U_k(b))], F(
 U_k(b) = sup{x : x − payout_k(x) ≤ b}. It is marched DOWNWARD from the top (the cap, or a level with < 1e-12 of
 the mass above) with a trapezoid rule per cell: runs of cells whose F(U_k) are all known are solved at once, with
 positive terms only (no cancellation); shorter runs level by level. Where an entry does not reset its pool, the
-pool can fall below R and a resetting hit lifts it (a jump up): F is then affine in the total mass, solved by two
-marches. Figures are statistics of a model (floats), never money moved.
+pool can fall below R and a resetting hit lifts it (a jump up): the mass below R is then swept UP from the floor
+(`_below_reset`). Figures are statistics of a model (floats), never money moved.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ BINS = 100_000  # the finer grid; the coarser (for the error estimate) has half 
 MAX_BINS = 1_000_000  # a grid finer than c/p (needed for a positive step) stops here
 _MAX_LOG_GROWTH = 500.0  # a block's product of growth factors stays far below the float range
 _SHORT = 16  # blocks shorter than this are marched level by level
-_MAX_LIFT = 18.0  # ρ·(R − L)/c above this: the march below R would lose every digit (see `solve`)
+_MAX_SWEEPS = 2_000  # sweeps up the levels below R (see `_below_reset`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,43 +186,88 @@ def solve(model: PoolModel, bins: int = BINS, top: float | None = None) -> Law:
             seen = (pos[k, :-1] > n).astype(np.float64) + (pos[k, 1:] > n)
             fix[k] = np.where(act[k, :-1] > 0, (1.0 - below_cap) - seen / 2, 0.0)
     resetting = sum(j.rate for j in model.jumps if j.resets)
-    if low < switch and resetting * (switch - low) / c > _MAX_LIFT:
-        # entries that do not reset can drain the pool far below R, where resets lift it back up: marched down,
-        # the lift's homogeneous solution grows as exp(ρ(R − b)/c) and swamps the answer
-        raise ValueError(f"entries that do not reset the pool can drain it far below its reset value, where "
-                         f"resets lift it back (ρ·R/c = {resetting * (switch - low) / c:,.0f} > {_MAX_LIFT:.0f}): "
-                         "its long run is not computed")
     lift = np.where(levels < switch - h / 4, resetting, 0.0) if low < switch else np.zeros(n + 1)
     grid = _Grid(np.array([j.rate for j in model.jumps]), pos, act, lift, fix, c / h)
     first = np.where(act > 0, np.floor(pos), np.inf).min(axis=0)  # lowest grid index each level's F(U) needs
-    above = _march(grid, first, 1.0, 0.0)
-    if lift.any():  # F is affine in the total mass Z (lifts come from the mass below b): F = F¹ + Z·Fᶻ, Z = F(L)
-        per_z = _march(grid, first, 0.0, 1.0)
-        above = above + above[0] / (1.0 - per_z[0]) * per_z
+    if not lift.any():
+        above = _march(grid, first, 0)
+    else:  # down from the top to R (no lift acts there), then up from the floor to R (see _below_reset)
+        at_reset = round((switch - low) / h)
+        above = _below_reset(grid, _march(grid, first, at_reset), at_reset)
     law = Law(levels, above[: n + 1] / above[0], capped)
     if not np.all(np.isfinite(law.above)) or np.any(np.diff(law.above) > 1e-9):
-        raise ValueError("entries that do not reset the pool leave it below its reset value, and the march down "
-                         "there lost its digits (the mass above a level rose with the level): its long run is not "
-                         "computed")
+        raise ValueError("the stationary law came out unstable (the mass above a level rose with the level): "
+                         "its long run is not computed")
     return law
 
 
-def _march(grid: _Grid, first: Floats, top: float, total: float) -> Floats:
-    """F on the grid from the top level's mass `top` down, the total mass taken as `total` (for the lifts)."""
+def _march(grid: _Grid, first: Floats, until: int) -> Floats:
+    """F (unnormalised, 1 at the top level) from the top down to level `until`, which no lift acts on."""
     n = grid.pos.shape[1] - 1
     above = np.zeros(n + 2)  # index n+1: nothing above the top
-    above[n] = top  # unnormalised: the cap's atom, or the tail at the top
+    above[n] = 1.0  # the cap's atom, or the tail at the top
     j1 = n
-    while j1 > 0:
-        j0 = _block_start(first, j1)
+    while j1 > until:
+        j0 = max(until, _block_start(first, j1))
         if j1 - j0 < _SHORT:  # a short block is cheaper level by level
             lowest = min(j0, j1 - 1)
             for j in range(j1 - 1, lowest - 1, -1):
-                _step(above, j, grid, total)
+                _step(above, j, grid)
             j1 = lowest
         else:
-            j1 = _block(above, j0, j1, grid, total)
+            j1 = _block(above, j0, j1, grid)
     return above
+
+
+def _below_reset(grid: _Grid, upper: Floats, k: int) -> Floats:
+    """F on the whole grid when entries that do not reset the pool can leave it below R (level k), where a
+    resetting hit lifts it back (rate ρ). Above R, F is known up to scale s (`upper`). Below R, G = mass below b
+    obeys c·g(b) = Σ_k p_k [G(U_k(b)) − G(b)] − ρ·G(b) (non-resetting entries only): marched UP from G(L) = 0,
+    stable, with G(U_k) from the previous sweep (converging as (p/(p + ρ))^sweeps). G is affine in the total Z
+    and in s; G(R) = Z − s·F̂(R) and Z = 1 fix both."""
+    n = grid.pos.shape[1] - 1
+    shape = upper / upper[k]
+    rates, act = grid.rates, grid.act[:, :k]
+    loss = rates @ act + grid.lift[:k]  # per cell: what leaves the levels below by a hit
+    den = grid.ch + loss / 2
+    alpha = 1.0 - loss / den
+    full = np.zeros((2, n + 2))  # G as a function of the level, for Z = 1, s = 0 and for Z = 0, s = 1
+    full[0, k:] = 1.0
+    full[1, k:] = -shape[k:]
+    below = np.zeros((2, k + 1))
+    for _ in range(_MAX_SWEEPS):
+        full[:, :k] = below[:, :k]
+        gained = np.stack([(rates @ (act * (_f_at(row, grid.pos[:, :k]) + _f_at(row, grid.pos[:, 1:k + 1])))) / 2
+                           for row in full])
+        new = _rise(alpha, gained / den)
+        change = float(np.max(np.abs(new - below)))
+        below = new
+        if change <= 1e-13 * max(1.0, float(np.max(np.abs(below)))):
+            break
+    else:
+        raise ValueError("entries that do not reset the pool keep it below its reset value so long that the "
+                         f"sweeps did not converge in {_MAX_SWEEPS}: its long run is not computed")
+    scale = (1.0 - below[0, k]) / (1.0 + below[1, k])
+    out = np.zeros(n + 2)
+    out[: k + 1] = 1.0 - below[0] - scale * below[1]
+    out[k:n + 1] = scale * shape[k:n + 1]
+    return out
+
+
+def _rise(alpha: Floats, beta: Floats) -> Floats:
+    """Rows of G_0 = 0, G_(j+1) = α_j·G_j + β_j (0 < α < 1), as G_(j+1) = P_j·Σ_(i≤j) β_i/P_i with P the running
+    product of α, in chunks that keep P above e^-600."""
+    rows, cells = beta.shape
+    out = np.zeros((rows, cells + 1))
+    logs = np.log(alpha)
+    start = 0
+    while start < cells:
+        cum = np.cumsum(logs[start:])
+        end = start + max(1, int(np.searchsorted(-cum, 600.0)))
+        prod = np.exp(cum[: end - start])
+        out[:, start + 1:end + 1] = prod * (out[:, start:start + 1] + np.cumsum(beta[:, start:end] / prod, axis=1))
+        start = end
+    return out
 
 
 def _block_start(first: Floats, j1: int) -> int:
@@ -245,23 +290,20 @@ def _f_at(above: Floats, pos: Floats) -> Floats:
     return above[i] + t * (above[np.minimum(i + 1, above.size - 1)] - above[i])
 
 
-def _block(above: Floats, j0: int, j1: int, grid: _Grid, total: float) -> int:
+def _block(above: Floats, j0: int, j1: int, grid: _Grid) -> int:
     """Fill above[j0:j1] (or a top part of it, returned as the new j1) from known values: with S the mass added
-    inside the block, S_j = (1 + A_j)·S_(j+1) + g_j, solved as S_j = Q_j·Σ_(i≥j) g_i/Q_i (positive terms when
-    nothing lifts the pool)."""
+    inside the block, S_j = (1 + A_j)·S_(j+1) + g_j, solved as S_j = Q_j·Σ_(i≥j) g_i/Q_i (positive terms only)."""
     js = np.arange(j0, j1)
     top = above[j1]
     rates, pos, act = grid.rates, grid.pos, grid.act
-    act_j = act[:, j0:j1]  # a cell takes its lower level's activity and lift: R is a level, not inside a cell
+    act_j = act[:, j0:j1]  # a cell takes its lower level's activity: R is a level, not inside a cell
     a_j = rates @ act_j
-    lift_j = grid.lift[j0:j1]
     gap_j = top - _f_at(above, pos[:, js])  # F(b_j1) − F(U_k(b_j)) ≥ 0
     gap_n = top - _f_at(above, pos[:, js + 1])
-    denom = grid.ch - (a_j + lift_j) / 2
-    grow = (a_j + lift_j) / denom
+    denom = grid.ch - a_j / 2
+    grow = a_j / denom
     atom = above[-2] * (rates @ grid.atom_fix[:, j0:j1])  # above[-2]: the top level's mass (the cap's atom)
-    lifted = lift_j * (top - total)
-    g = (rates @ (act_j * (gap_j + gap_n)) / 2 + atom + lifted) / denom
+    g = (rates @ (act_j * (gap_j + gap_n)) / 2 + atom) / denom
     logq = np.cumsum(np.log1p(grow)[::-1])[::-1]  # log Q_j = Σ_(l ≥ j) log(1 + A_l)
     cut = int(np.searchsorted(-logq, -_MAX_LOG_GROWTH))  # keep Q within the float range
     if cut > 0:
@@ -272,13 +314,12 @@ def _block(above: Floats, j0: int, j1: int, grid: _Grid, total: float) -> int:
     return int(js[0])
 
 
-def _step(above: Floats, j: int, grid: _Grid, total: float) -> None:
+def _step(above: Floats, j: int, grid: _Grid) -> None:
     """One level on its own; where its own F(U) falls inside its cell, F there is interpolated with the unknown
     F_j (an implicit step)."""
     nxt = float(above[j + 1])
-    lift = float(grid.lift[j])
-    rhs = float(above[-2]) * float(grid.rates @ grid.atom_fix[:, j]) + lift * (nxt - total)
-    lhs = grid.ch - (float(grid.rates @ grid.act[:, j]) + lift) / 2
+    rhs = float(above[-2]) * float(grid.rates @ grid.atom_fix[:, j])
+    lhs = grid.ch - float(grid.rates @ grid.act[:, j]) / 2
     for rate, here, there, on in zip(grid.rates.tolist(), grid.pos[:, j].tolist(), grid.pos[:, j + 1].tolist(),
                                      grid.act[:, j].tolist(), strict=True):
         if not on:

@@ -226,18 +226,31 @@ def test_a_pool_drained_below_its_reset_by_an_entry_that_does_not_reset_it_is_li
     assert got.p5_uc < reset * UC_PER_CENT  # it spends time below its reset value
 
 
-def test_a_pool_that_would_sit_far_below_its_reset_is_refused_by_name() -> None:
-    model = PoolModel(float(UC_PER_CENT), 100_000.0 * UC_PER_CENT, None,
-                      (Jump(1e-3, 100.0 * UC_PER_CENT, 1.0, False), Jump(1e-2, 50.0 * UC_PER_CENT, 0.0, True)))
-    with pytest.raises(ValueError, match="drain it far below its reset value"):
-        pool_long_run("MINOR", model)
-    table = Paytable(STUD, {h.ROYAL_FLUSH: PaytableEntry(h.ROYAL_FLUSH, MAJOR, 1_000_000, PPM),
-                            h.FLUSH: PaytableEntry(h.FLUSH, MINOR, 10_000, 0, resets_pool=False),
-                            h.FULL_HOUSE: PaytableEntry(h.FULL_HOUSE, MINOR, 15_000)})
-    config = replace(split_link(minor_ppm=25_000), paytables={STUD: table})  # ρ·R/c = 58
-    with pytest.raises(InvalidInput) as refused:
-        stud(config)
-    assert refused.value.field == "pools[MINOR]" and "drain it far below its reset value" in str(refused.value)
+def test_a_flush_that_does_not_reset_minor_sinks_it_below_its_reset_until_a_full_house_lifts_it() -> None:
+    """MINOR, 1¢ a wager, reset $100: a $10 flush (1 in 509) that leaves it unreset, a $15 full house (1 in 360)
+    that resets it. The pool lives far below R (ρ·R/c = 28): the levels below R are swept up, not marched down."""
+    p_flush, p_full, reset = 1 / 509, 1 / 360, 10_000
+    x = np.arange(14_000)
+    after_flush = np.maximum(x - 1_000, 0)
+    after_full = np.maximum(np.maximum(x - 1_500, 0), reset)
+    targets = np.concatenate([np.minimum(x + 1, x.size - 1), after_flush + 1, np.minimum(after_full + 1, x.size - 1)])
+    dist = np.zeros(x.size, dtype=np.float64)
+    dist[reset] = 1.0
+    for _ in range(6_000):
+        dist = np.bincount(targets, np.concatenate([(1 - p_flush - p_full) * dist, p_flush * dist, p_full * dist]),
+                           x.size).astype(np.float64)
+    flush, full = Jump(p_flush, 1_000.0 * UC_PER_CENT, 0.0, False), Jump(p_full, 1_500.0 * UC_PER_CENT, 0.0, True)
+    model = PoolModel(float(UC_PER_CENT), float(reset * UC_PER_CENT), None, (flush, full))
+    got, residual = pool_long_run("MINOR", model)
+    assert residual < 1e-6
+    assert rel(got.mean_balance_uc / UC_PER_CENT, float(dist @ x)) < 1e-4
+    shortfall = float(dist @ (p_flush * np.maximum(1_000 - x, 0) + p_full * np.maximum(1_500 - x, 0)))
+    assert rel(got.shortfall_per_wager_uc / UC_PER_CENT, shortfall) < 5e-3  # a rare tail (under $15): 1¢ steps tell
+    lifted = float(dist @ (p_full * np.maximum(reset - np.maximum(x - 1_500, 0), 0)))
+    assert rel(got.reset_per_wager_uc / UC_PER_CENT, lifted) < 1e-4
+    median = float(x[np.searchsorted(np.cumsum(dist), 0.5)])
+    assert abs(got.p50_uc / UC_PER_CENT - median) <= 2
+    assert got.p5_uc < 8_000 * UC_PER_CENT  # a twentieth of the wagers find it $20 or more below R
 
 
 def test_an_entry_paid_from_reserve_is_refused_by_name() -> None:
