@@ -92,18 +92,21 @@ def newest_rates(config: LinkConfig) -> RateSet:
 def pool_models(config: LinkConfig, probabilities: Mapping[tuple[str, str], Fraction]) -> dict[str, PoolModel]:
     """Each visible pool's drift, reset, cap and jumps (before overflow from other pools is added)."""
     rates = newest_rates(config)
-    jumps: dict[str, list[Jump]] = {}
+    # entries alike (the same minimum, percentage and reset) are one jump: hold'em and stud share their rows
+    alike: dict[str, dict[tuple[int, int, bool], Fraction]] = {}
     for (game, category), prob in probabilities.items():
         entry = config.paytable(game).entries[category]
         if not config.pool_spec(entry.pool).visible:
             raise InvalidInput(f"paytable[{category}].pool", entry.pool,
                                f"{game}: the long-run model prices hits from the visible pools only")
-        jumps.setdefault(entry.pool, []).append(
-            Jump(float(prob), float(entry.min_cents * UC_PER_CENT), entry.percent_ppm / PPM, entry.resets_pool))
+        key = (entry.min_cents, entry.percent_ppm, entry.resets_pool)
+        pool = alike.setdefault(entry.pool, {})
+        pool[key] = pool.get(key, Fraction(0)) + prob
     return {p.name: PoolModel(float(config.wager_cents * rates.pools_ppm.get(p.name, 0)),
                               float(p.reset_cents * UC_PER_CENT),
                               None if p.cap_cents is None else float(p.cap_cents * UC_PER_CENT),
-                              tuple(jumps.get(p.name, ())))
+                              tuple(Jump(float(prob), float(min_cents * UC_PER_CENT), ppm / PPM, resets)
+                                    for (min_cents, ppm, resets), prob in alike.get(p.name, {}).items() if prob))
             for p in config.pools if p.visible}
 
 

@@ -166,7 +166,7 @@ def solve(model: PoolModel, bins: int = BINS, top: float | None = None) -> Law:
     n = min(MAX_BINS, max(bins, math.ceil((high - low) * p / c) + 1)) if p > 0 else bins
     switch = model.reset_uc  # resetting entries act from R up: R falls (nearly) on a level, not inside a cell
     if low < switch < high:
-        counts = np.arange(n, 2 * n)
+        counts = np.arange(n, max(n + 1, min(2 * n, MAX_BINS)))
         where = (switch - low) / (high - low) * counts
         n = int(counts[np.argmin(np.abs(where - np.round(where)))])
     h = (high - low) / n
