@@ -120,6 +120,7 @@ async def test_certify_a_running_link_end_to_end(client: Client, target: str, tm
     assert certificate["config_sha256"] == config_sha256(config)
     assert certificate["source"]["kind"] == "jackpotd" and certificate["source"]["link_id"] == link
     assert certificate["source"]["config_version"] == str(version)
+    assert certificate["source"]["server_figures"] == "agree"  # jackpotd's exact figures are the tool's
     html = (out / "certificate.html").read_text()
     assert config_sha256(config) in html and "<svg" in html
     assert "written:" in captured.out

@@ -7,6 +7,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import grpc
@@ -16,6 +17,7 @@ from jackpotd.auth.identity import Role
 from jackpotd.domain.errors import DomainError
 from jackpotd.domain.link import LinkConfig
 from jackpotd.odds.config_digest import config_json
+from jackpotd.service.math_inputs import game_figures
 
 if TYPE_CHECKING:
     from jackpotd.api.gen.jackpot.v1.report_pb2_grpc import ReportServiceAsyncStub
@@ -60,10 +62,30 @@ def served_link(inputs: report_pb2.MathInputs, target: str) -> ServedLink:
         raise Refused(f"link {inputs.link_id}: the config served is not a link's config: {e}") from None
     if config_json(config) != inputs.config_json:  # the same bytes this tool will hash in the certificate
         raise Refused(f"link {inputs.link_id}: the config served is not in its canonical form")
+    balances = {b.pool: b.ucents for b in inputs.balances}
     source = {"kind": "jackpotd", "link_id": inputs.link_id, "config_version": str(inputs.config_version),
               "target": target, "sequence": str(inputs.sequence), "at_ms": str(inputs.at_ms),
-              "config_sha256": inputs.config_sha256}
-    return ServedLink(config, {b.pool: b.ucents for b in inputs.balances}, source, inputs)
+              "config_sha256": inputs.config_sha256, "server_figures": server_figures(inputs, config, balances)}
+    return ServedLink(config, balances, source, inputs)
+
+
+def server_figures(inputs: report_pb2.MathInputs, config: LinkConfig, balances_uc: Mapping[str, int]) -> str:
+    """Whether jackpotd's own exact figures (GetMath's games) are this tool's for the same config and balances:
+    "agree", or "differ: ..." naming the first game and figure that does not (a server of another version)."""
+    mine = {g.game: g for g in game_figures(config, balances_uc)}
+    if sorted(mine) != sorted(g.game for g in inputs.games):
+        return f"differ: games served {sorted(g.game for g in inputs.games)}, computed {sorted(mine)}"
+    for g in inputs.games:
+        m = mine[g.game]
+        served = (tuple((x.hand, x.count, x.total) for x in g.hands),
+                  Fraction(int(g.expected_ucents_numerator), int(g.expected_ucents_denominator)), g.rtp_ppm,
+                  g.break_even_pool, g.break_even_cents if g.HasField("break_even_cents") else None)
+        computed = (m.hands, m.expected_uc, m.rtp_ppm, m.break_even_pool, m.break_even_cents)
+        for name, a, b in zip(("hands", "expected_uc", "rtp_ppm", "break_even_pool", "break_even_cents"),
+                              served, computed, strict=True):
+            if a != b:
+                return f"differ: {g.game} {name}: served {a}, computed {b}"
+    return "agree"
 
 
 async def read_link(channel_factory: Callable[[str], grpc.aio.Channel], target: str, link_id: str,
