@@ -13,16 +13,18 @@ import pytest
 from google.protobuf.json_format import ParseDict
 from jackpot_math import cli
 from jackpot_math.link_toml import PlayFlags, link_of, load_link, play_of_flags
+from jackpot_math.served import Refused, served_link
 from jackpot_math.toml_shape import BadInput
 from jackpot_math.what_if import load_change, proposed
 
-from jackpotd.api.gen.jackpot.v1 import admin_pb2
+from jackpotd.api.gen.jackpot.v1 import admin_pb2, report_pb2
 from jackpotd.api.link_requests import link_config_of
 from jackpotd.domain.link import LinkConfig
 from jackpotd.domain.paytable import default_paytable
 from jackpotd.domain.pools import PoolSpec
 from jackpotd.domain.rates import RateSet
 from jackpotd.odds.config_digest import config_json, config_sha256
+from jackpotd.service.math_inputs import game_figures
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "clients" / "math" / "examples"
 NOW = 1_780_000_000_000
@@ -221,3 +223,29 @@ def test_odds_prints_the_exact_counts(capsys: pytest.CaptureFixture[str]) -> Non
                         ("full_house", "3,744"), ("flush", "5,108"), ("royal_flush", "4,324")):
         assert (hand, count) in rows
     assert "1 in 649,740" in out
+
+
+def _served(config: LinkConfig, balances: dict[str, int]) -> report_pb2.MathInputs:
+    """A GetMath answer as jackpotd makes it (the service's own view of the config and balances)."""
+    inputs = report_pb2.MathInputs(link_id=config.link_id, config_json=config_json(config),
+                                   config_sha256=config_sha256(config), config_version=3,
+                                   balances=[report_pb2.MathBalance(pool=p, ucents=uc) for p, uc in balances.items()])
+    for g in game_figures(config, balances):
+        inputs.games.add(game=g.game, hands=[report_pb2.HandCount(hand=a, count=n, total=t) for a, n, t in g.hands],
+                         expected_ucents_numerator=str(g.expected_uc.numerator),
+                         expected_ucents_denominator=str(g.expected_uc.denominator), rtp_ppm=g.rtp_ppm,
+                         break_even_pool=g.break_even_pool, break_even_cents=g.break_even_cents)
+    return inputs
+
+
+def test_a_served_link_is_checked_against_its_hash_and_the_tools_own_figures() -> None:
+    link = load_link(EXAMPLES / "split.toml")
+    inputs = _served(link.config, dict(link.balances_uc))
+    served = served_link(inputs, "db:50051")
+    assert served.config == link.config and served.balances_uc == link.balances_uc
+    assert served.source["server_figures"] == "agree" and served.source["config_version"] == "3"
+    inputs.games[0].rtp_ppm += 1  # a server whose engine computes otherwise
+    assert served_link(inputs, "db:50051").source["server_figures"].startswith("differ: caribbean-stud rtp_ppm")
+    inputs.config_json = inputs.config_json.replace('"wager_cents":100', '"wager_cents":200')
+    with pytest.raises(Refused, match="hashes to"):
+        served_link(inputs, "db:50051")
