@@ -1,0 +1,62 @@
+"""The certificate's key figures for the terminal: what a person checks before opening the HTML page. With a
+what-if, each figure shows current → proposed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+Side = Mapping[str, Any]
+
+
+def _figures(side: Side) -> list[tuple[str, str]]:
+    """(label, value) of one configuration's key figures, in reading order."""
+    shares = side["wager_shares"]
+    out = [("wager", shares["wager"]), ("rate set in force", f"v{shares['rate_version']}")]
+    out += [(f"  to {r['pool']}", f"{r['ppm']:,} ppm = {r['per_wager']}") for r in shares["rows"]]
+    for game, g in side["games"].items():
+        royal = next((r for r in g["hand_odds"]["rows"] if r["category"] in ("royal_flush", "four_of_a_kind")),
+                     None)
+        out.append((f"{game}: return now", f"{g['return']['rtp_percent']} (exact {g['return']['rtp']})"))
+        be = g["break_even"]
+        out.append((f"{game}: break-even {be['pool'] or ''}".rstrip(), be["balance"]))
+        if royal is not None:
+            out.append((f"{game}: {royal['hand'].lower()}", royal["one_in"]))
+    for t in side["hit_times"]:
+        if t["game"] == "*":
+            out.append((f"link: {t['hand'].lower()} every", f"{t['days_between_text']} days"))
+    lr = side["long_run"]
+    out.append(("long-run return", f"{lr['rtp_percent']} (± {lr['tolerance']:.1e})"))
+    out.append(("operator funding a year", lr["operator_per_year"]))
+    s = side.get("simulation")
+    if s:
+        low, high = s["rtp_ci95_percent"]
+        inside = "inside" if s["long_run_rtp_in_ci95"] else "OUTSIDE"
+        out.append(("simulated return", f"{s['rtp_percent']} [{low}, {high}], long run {inside}"))
+        out.append(("operator funding, period p95", s["operator_funding_p95"]))
+        out += [(f"largest {pool} (p95)", v["p95"]) for pool, v in s["largest"].items() if pool != "RESERVE"]
+    return out
+
+
+def text_summary(certificate: Mapping[str, Any]) -> str:
+    """The key figures as aligned lines of text, ending with a newline."""
+    cert = certificate
+    play = cert["play"]
+    tables = ", ".join(f"{g} × {n}" for g, n in play["tables"].items())
+    lines = [f"Math certificate: link {cert['link_id']}", f"config sha256 {cert['config_sha256']}",
+             f"play: {tables}, {play['seats_filled']} seats, {play['hands_per_hour']} hands/h "
+             f"({play['wagers_per_year']:,} wagers a year)"]
+    current = _figures(cert)
+    what_if = cert.get("what_if")
+    if what_if:
+        proposed = dict(_figures(what_if["proposed"]))
+        lines.append(f"proposed sha256 {what_if['proposed']['config_sha256']} "
+                     f"({len(what_if['changes'])} field(s) change)")
+        width = max(len(k) for k, _ in current)
+        for k, v in current:
+            p = proposed.get(k, "—")
+            lines.append(f"{k:<{width}}  {v}" + ("" if p == v else f"  →  {p}"))
+    else:
+        width = max(len(k) for k, _ in current)
+        lines += [f"{k:<{width}}  {v}" for k, v in current]
+    return "\n".join(lines) + "\n"
