@@ -56,6 +56,7 @@ def _side(config: LinkConfig, major_ppm: int, rtp_ppm: int, be: str) -> dict[str
                                        "funded_cents": 0, "funded": "$0.00", "rule": "NSW 12.1",
                                        "expected_uc": "1/2", "contribution_percent": "1.5391%",
                                        "contribution_ppm": 15391}]},
+            "cross_check": {"closed_form_uc": "123/4", "by_pricing_uc": "123/4", "agrees": True},
             "break_even": {"pool": MAJOR, "balance_cents": int(be), "balance": f"${int(be) // 100:,}.00",
                            "rtp_at_reset": "1/3", "rtp_at_reset_percent": "33.3333%"},
             "return_curve": {"pool": MAJOR, "points": [

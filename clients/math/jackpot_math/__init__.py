@@ -1,2 +1,1 @@
-"""jackpot-math (issue 24): a link configuration's math certificate (exact odds and return, long-run figures, a
-seeded simulation) as JSON, a self-contained HTML page and a terminal summary."""
+"""jackpot-math (issue 24): the math certificate of a link's configuration, from jackpotd's own rules engine."""

@@ -101,24 +101,28 @@ def return_curve_svg(chart_id: str, pool: str, curves: Sequence[Curve]) -> str:
                  'text-anchor="middle">return to player (%)</text>')
     for i, c in enumerate(curves):
         colour = COLOURS[i % len(COLOURS)]
+        dash = ' stroke-dasharray="10 6"' if i else ""  # a later curve dashed: one drawn over another still shows
         coords = " ".join(f"{x(b)},{y(r)}" for b, r in c.points)
         parts.append(f'<polyline class="curve" data-config="{escape(c.label)}" fill="none" stroke="{colour}" '
-                     f'stroke-width="2.5" points="{coords}"><title>{escape(c.label)}</title></polyline>')
+                     f'stroke-width="2.5"{dash} points="{coords}"><title>{escape(c.label)}</title></polyline>')
         be = c.break_even_cents
         note = "never breaks even"
-        if be is not None and be * UC_PER_CENT <= x1:
+        shared = any(o.break_even_cents == be for o in curves[:i])  # one label for a break-even the curves share
+        if be is not None and be * UC_PER_CENT <= x1 and not shared:
             parts.append(f'<g class="break-even" data-config="{escape(c.label)}"><line x1="{x(be)}" x2="{x(be)}" '
                          f'y1="{TOP}" y2="{TOP + PLOT_HEIGHT}" stroke="{colour}" stroke-dasharray="4 4"/>'
                          f'<circle cx="{x(be)}" cy="{y(HUNDRED)}" r="5" fill="{colour}"/>'
-                         f'<text x="{x(be) + 6}" y="{TOP + 14 + 16 * i}" fill="{colour}">break-even '
+                         f'<text x="{x(be) + 6}" y="{TOP + 14 + 16 * i}">break-even '
                          f"{escape(display(be * UC_PER_CENT))}</text></g>")
             note = f"break-even at {display(be * UC_PER_CENT)}"
+        elif be is not None and be * UC_PER_CENT <= x1:
+            note = f"break-even at {display(be * UC_PER_CENT)}, as above"
         elif be is not None:
             note = f"break-even at {display(be * UC_PER_CENT)} (beyond this chart)"
         ly = TOP + PLOT_HEIGHT + BOTTOM + i * LEGEND_ROW
         parts.append(f'<g class="legend"><line x1="{LEFT}" x2="{LEFT + 24}" y1="{ly}" y2="{ly}" stroke="{colour}" '
-                     f'stroke-width="3"/><text x="{LEFT + 30}" y="{ly + 4}">{escape(c.label)}: {escape(note)}</text>'
-                     "</g>")
+                     f'stroke-width="3"{dash}/><text x="{LEFT + 30}" y="{ly + 4}">'
+                     f"{escape(c.label)}: {escape(note)}</text></g>")
     parts.append("</svg>")
     return "".join(parts)
 
@@ -126,7 +130,6 @@ def return_curve_svg(chart_id: str, pool: str, curves: Sequence[Curve]) -> str:
 def bands_range(band_sets: Sequence[Sequence[Mapping[str, Any]]]) -> tuple[int, int, int]:
     """A common balance axis (low, high, step in µ¢) for bands drawn side by side."""
     values = [int(b[k]) for bands in band_sets for b in bands for k in ("p5_uc", "p50_uc", "p95_uc")] or [0]
-    values.append(0)
     step = tick_step(max(values) - min(values) or UC_PER_CENT)
     low, high = _range(values, step)
     return low, high, step

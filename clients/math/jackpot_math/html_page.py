@@ -34,7 +34,8 @@ td.diff, th.diff { background: var(--diff); font-weight: 600; }
 .cols { display: grid; grid-template-columns: 1fr 1fr; gap: 24px; }
 .cols > div { min-width: 0; overflow-x: auto; }
 .side { font-size: 12px; text-transform: uppercase; letter-spacing: .06em; color: var(--muted); margin: 0 0 4px; }
-.side.proposed { color: #b8430f; }
+.side.proposed { color: #b8430f; } .side.same { text-transform: none; letter-spacing: 0; font-style: italic; }
+tbody th { white-space: nowrap; }
 .note { color: var(--muted); margin: 4px 0 8px; }
 .empty { color: var(--muted); font-style: italic; }
 .verdict { font-weight: 700; padding: 6px 10px; border-radius: 4px; display: inline-block; }
@@ -67,6 +68,9 @@ def _columns(cert: Mapping[str, Any], draw: SideHtml) -> str:
     if not what_if:
         return draw(cert, None)
     proposed = what_if["proposed"]
+    alone = draw(cert, None)
+    if alone == draw(proposed, None):
+        return '<p class="side same">the same for the current and the proposed configuration</p>' + alone
     return ('<div class="cols"><div><p class="side current">current</p>' + draw(cert, proposed)
             + '</div><div><p class="side proposed">proposed</p>' + draw(proposed, cert) + "</div></div>")
 
@@ -165,10 +169,21 @@ def _returns(side: Side, other: Side | None) -> str:
                 + t.table("return", ("hand", "pool", "payout", "operator funds", "rule", "return"),
                           t.return_rows(g["return"]), t.return_rows(twin["return"]) if twin else None,
                           (False, False, True, True, False, True))
+                + _cross_check(g.get("cross_check"))
                 + f'<p class="note">Exact return: {escape(g["return"]["rtp"])} of the wager. Break-even '
                 f'{escape(be["pool"] or "")} balance: <b>{escape(be["balance"])}</b>; at the reset values the '
                 f'return is {escape(be["rtp_at_reset_percent"])}.</p>')
     return out
+
+
+def _cross_check(check: Mapping[str, Any] | None) -> str:
+    """The return found the second way (every hand priced by the engine's pricing code) beside the closed form."""
+    if not check:
+        return ""
+    ok = bool(check["agrees"])
+    return (f'<p class="verdict {"ok" if ok else "fail"}">closed form {escape(check["closed_form_uc"])} µ¢ '
+            f'{"=" if ok else "≠"} by the pricing code {escape(check["by_pricing_uc"])} µ¢: '
+            f'{"the two ways agree exactly" if ok else "THE TWO WAYS DISAGREE"}</p>')
 
 
 def _curves(cert: Mapping[str, Any]) -> str:
@@ -220,8 +235,9 @@ def _simulation(cert: Mapping[str, Any]) -> str:
         if not side.get("simulation"):
             return '<p class="empty">Not simulated.</p>'
         ok = side["simulation"]["long_run_rtp_in_ci95"]
-        verdict = ("the long-run return lies inside the simulation's 95% interval" if ok else
-                   "the long-run return lies OUTSIDE the simulation's 95% interval")
+        verdict = {True: "the long-run return lies inside the simulation's 95% interval",
+                   False: "the long-run return lies OUTSIDE the simulation's 95% interval",
+                   None: "one path: no interval to compare the long-run return with"}[ok]
         both = other is not None and other.get("simulation")
         return (f'<p class="verdict {"ok" if ok else "fail"}">{escape(verdict)}</p>'
                 + t.table("simulation", ("figure", "value"), t.simulation_summary(side),

@@ -16,6 +16,7 @@ from jackpotd.canonical import canonical_json
 Cell = tuple[str, bool]  # text, numeric (right-aligned)
 Row = list[Cell]
 Side = Mapping[str, Any]
+INSIDE = {True: "yes", False: "NO", None: "— (one path)"}
 
 
 def money(cents: int | None) -> str:
@@ -28,6 +29,11 @@ def ppm_text(ppm: int) -> str:
     whole, frac = divmod(ppm, 10_000)
     pct = f"{whole}" if not frac else f"{whole}.{frac:04d}".rstrip("0")
     return f"{ppm:,} ppm ({pct}%)"
+
+
+def stat(x: float | None, fmt: str) -> str:
+    """A statistic formatted, or "—" when the document has none (undefined)."""
+    return "—" if x is None else format(x, fmt)
 
 
 def table(cls: str, headers: Sequence[str], rows: Sequence[Row], other: Sequence[Row] | None = None,
@@ -118,11 +124,13 @@ def return_rows(ret: Mapping[str, Any]) -> list[Row]:
 
 
 def hit_rows(side: Side) -> list[Row]:
-    """Each paying hand's rate at this play: per game, then link-wide."""
-    return [[(f"{'link' if t['game'] == '*' else t['game']}: {t['hand']}", False), (t["pool"] or "—", False),
+    """Each paying hand's rate at this play: per game, then link-wide when the link plays more than one game."""
+    games = {t["game"] for t in side["hit_times"]} - {"*"}
+    return [[(t["hand"] if len(games) == 1 else f"{'link' if t['game'] == '*' else t['game']}: {t['hand']}", False),
+             (t["pool"] or "—", False),
              (t["one_in"], True), (t["hits_per_hour_text"], True), (t["hits_per_day_text"], True),
              (t["hits_per_year_text"], True), (t["hours_between_text"], True), (t["days_between_text"], True)]
-            for t in side["hit_times"]]
+            for t in side["hit_times"] if len(games) > 1 or t["game"] != "*"]
 
 
 def long_run_rows(side: Side) -> list[Row]:
@@ -136,9 +144,9 @@ def long_run_summary(side: Side) -> list[Row]:
     """The long run's return and money flows per wager and per year."""
     lr = side["long_run"]
     return [[("long-run return to player", False), (lr["rtp_percent"], True)],
-            [("numerical tolerance", False), (f"{lr['tolerance']:.2e}", True)],
-            [("RESERVE in, per wager", False), (f"{lr['reserve_in_per_wager_uc']:,.0f} µ¢", True)],
-            [("RESERVE out (resets), per wager", False), (f"{lr['reserve_out_per_wager_uc']:,.0f} µ¢", True)],
+            [("numerical tolerance", False), (stat(lr["tolerance"], ".2e"), True)],
+            [("RESERVE in, per wager", False), (stat(lr["reserve_in_per_wager_uc"], ",.0f") + " µ¢", True)],
+            [("RESERVE out (resets), per wager", False), (stat(lr["reserve_out_per_wager_uc"], ",.0f") + " µ¢", True)],
             [("operator funding, per wager", False), (lr["operator_per_wager"], True)],
             [(f"operator funding, a year ({lr['wagers_per_year']:,} wagers)", False), (lr["operator_per_year"], True)]]
 
@@ -152,7 +160,7 @@ def simulation_summary(side: Side) -> list[Row]:
         [("wagers per path", False), (f"{s['wagers_per_path']:,}", True)],
         [("simulated return to player", False), (s["rtp_percent"], True)],
         [("95% interval", False), (f"{low} – {high}", True)],
-        [("long-run return inside the interval", False), ("yes" if s["long_run_rtp_in_ci95"] else "NO", True)],
+        [("long-run return inside the interval", False), (INSIDE[s["long_run_rtp_in_ci95"]], True)],
         [("operator funding over the period, mean", False), (s["operator_funding_mean"], True)],
         [("operator funding over the period, p95", False), (s["operator_funding_p95"], True)],
         [("rounds with 2 or more hits, per path", False), (f"{s['simultaneous_rounds']:,.2f}", True)],

@@ -26,12 +26,13 @@ def _figures(side: Side) -> list[tuple[str, str]]:
         if t["game"] == "*":
             out.append((f"link: {t['hand'].lower()} every", f"{t['days_between_text']} days"))
     lr = side["long_run"]
-    out.append(("long-run return", f"{lr['rtp_percent']} (± {lr['tolerance']:.1e})"))
+    tolerance = "" if lr["tolerance"] is None else f" (± {lr['tolerance']:.1e})"
+    out.append(("long-run return", f"{lr['rtp_percent']}{tolerance}"))
     out.append(("operator funding a year", lr["operator_per_year"]))
     s = side.get("simulation")
     if s:
         low, high = s["rtp_ci95_percent"]
-        inside = "inside" if s["long_run_rtp_in_ci95"] else "OUTSIDE"
+        inside = {True: "inside", False: "OUTSIDE", None: "not comparable (one path)"}[s["long_run_rtp_in_ci95"]]
         out.append(("simulated return", f"{s['rtp_percent']} [{low}, {high}], long run {inside}"))
         out.append(("operator funding, period p95", s["operator_funding_p95"]))
         out += [(f"largest {pool} (p95)", v["p95"]) for pool, v in s["largest"].items() if pool != "RESERVE"]
