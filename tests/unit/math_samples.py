@@ -65,7 +65,7 @@ def _side(config: LinkConfig, major_ppm: int, rtp_ppm: int, be: str) -> dict[str
         "hit_times": [{"game": "*", "category": "royal_flush", "hand": "Royal flush", "pool": MAJOR,
                        "probability": "1/649740", "one_in": "1 in 649,740", "hits_per_hour": "72/649740",
                        "hits_per_hour_text": "0.0001", "hits_per_day_text": "0.27", "hits_per_year_text": "97.1",
-                       "hours_between": "x", "hours_between_text": "90.24", "days_between_text": "3.76"}],
+                       "hours_between": "10829/120", "hours_between_text": "90.24", "days_between_text": "3.76"}],
         "long_run": {"wager_cents": 100, "rtp": rtp_ppm / 1e6, "rtp_percent": f"{rtp_ppm / 10_000:.4f}%",
                      "tolerance": 1e-7, "method": "cut balance", "reserve_in_per_wager_uc": 2.5e6,
                      "reserve_out_per_wager_uc": 4.6e7, "operator_per_wager_uc": 4.3e7, "operator_per_wager": "43¢",
@@ -85,6 +85,7 @@ def _side(config: LinkConfig, major_ppm: int, rtp_ppm: int, be: str) -> dict[str
                        "operator_funding_p95": "$2,000,000.00", "paid_cents": 1, "wagered_cents": 1, "paid": "",
                        "wagered": "", "rtp": rtp_ppm / 1e6, "rtp_percent": "", "rtp_ci95": [0.2, 0.4],
                        "rtp_ci95_percent": ["20.0000%", "40.0000%"], "long_run_rtp_in_ci95": True,
+                       "period_rtp": 0.3, "period_rtp_percent": "30.0000%", "period_rtp_in_ci95": True,
                        "elapsed_s": 1.0, "method": "sampled by exact probabilities"},
     }
 

@@ -191,6 +191,10 @@ def _curves(cert: Mapping[str, Any]) -> str:
     out = ""
     for game, g in cert["games"].items():
         pool = g["return_curve"]["pool"]
+        if pool is None:
+            out += (f'<h3>{escape(game)}</h3><p class="empty">No curve: no entry of this game pays a percentage of a '
+                    f'pool, so its return does not depend on a balance ({escape(g["return"]["rtp_percent"])}).</p>')
+            continue
         curves = []
         for label, side in sides:
             gg = side["games"].get(game)
@@ -234,10 +238,12 @@ def _simulation(cert: Mapping[str, Any]) -> str:
     def figures(side: Side, other: Side | None) -> str:
         if not side.get("simulation"):
             return '<p class="empty">Not simulated.</p>'
-        ok = side["simulation"]["long_run_rtp_in_ci95"]
-        verdict = {True: "the long-run return lies inside the simulation's 95% interval",
-                   False: "the long-run return lies OUTSIDE the simulation's 95% interval",
-                   None: "one path: no interval to compare the long-run return with"}[ok]
+        ok = side["simulation"]["period_rtp_in_ci95"]
+        verdict = {True: "the long-run return, less what the period leaves in the pools, lies inside the "
+                         "simulation's 95% interval",
+                   False: "the long-run return, less what the period leaves in the pools, lies OUTSIDE the "
+                          "simulation's 95% interval",
+                   None: "no interval to compare the long-run return with (one path, or a pool that grows)"}[ok]
         both = other is not None and other.get("simulation")
         return (f'<p class="verdict {"ok" if ok else "fail"}">{escape(verdict)}</p>'
                 + t.table("simulation", ("figure", "value"), t.simulation_summary(side),

@@ -161,6 +161,8 @@ def simulation_summary(side: Side) -> list[Row]:
         [("simulated return to player", False), (s["rtp_percent"], True)],
         [("95% interval", False), (f"{low} – {high}", True)],
         [("long-run return inside the interval", False), (INSIDE[s["long_run_rtp_in_ci95"]], True)],
+        [("long-run return less what the period leaves in the pools", False), (s["period_rtp_percent"], True)],
+        [("that inside the interval", False), (INSIDE[s["period_rtp_in_ci95"]], True)],
         [("operator funding over the period, mean", False), (s["operator_funding_mean"], True)],
         [("operator funding over the period, p95", False), (s["operator_funding_p95"], True)],
         [("rounds with 2 or more hits, per path", False), (f"{s['simultaneous_rounds']:,.2f}", True)],

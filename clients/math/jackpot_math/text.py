@@ -4,9 +4,22 @@ what-if, each figure shows current → proposed."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
+from jackpotd.odds.exact_text import decimal_text
+
 Side = Mapping[str, Any]
+
+
+def _between(hit: Mapping[str, Any]) -> str:
+    """The expected time between hits in the unit that reads best: days, hours or minutes."""
+    if hit["hours_between"] is None:
+        return "never"
+    hours = Fraction(hit["hours_between"])
+    if hours >= 24:
+        return f"{hit['days_between_text']} days"
+    return f"{hit['hours_between_text']} hours" if hours >= 1 else f"{decimal_text(hours * 60, 1)} minutes"
 
 
 def _figures(side: Side) -> list[tuple[str, str]]:
@@ -24,7 +37,7 @@ def _figures(side: Side) -> list[tuple[str, str]]:
             out.append((f"{game}: {royal['hand'].lower()}", royal["one_in"]))
     for t in side["hit_times"]:
         if t["game"] == "*":
-            out.append((f"link: {t['hand'].lower()} every", f"{t['days_between_text']} days"))
+            out.append((f"link: {t['hand'].lower()} every", _between(t)))
     lr = side["long_run"]
     tolerance = "" if lr["tolerance"] is None else f" (± {lr['tolerance']:.1e})"
     out.append(("long-run return", f"{lr['rtp_percent']}{tolerance}"))
@@ -32,8 +45,9 @@ def _figures(side: Side) -> list[tuple[str, str]]:
     s = side.get("simulation")
     if s:
         low, high = s["rtp_ci95_percent"]
-        inside = {True: "inside", False: "OUTSIDE", None: "not comparable (one path)"}[s["long_run_rtp_in_ci95"]]
-        out.append(("simulated return", f"{s['rtp_percent']} [{low}, {high}], long run {inside}"))
+        inside = {True: "inside", False: "OUTSIDE", None: "not comparable"}[s["period_rtp_in_ci95"]]
+        out.append(("simulated return", f"{s['rtp_percent']} [{low}, {high}]"))
+        out.append(("  long run for this period", f"{s['period_rtp_percent']}: {inside}"))
         out.append(("operator funding, period p95", s["operator_funding_p95"]))
         out += [(f"largest {pool} (p95)", v["p95"]) for pool, v in s["largest"].items() if pool != "RESERVE"]
     return out
