@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install system-account chromium faketime chaos chaos-long run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-export bench-big-round bench-rebuild bench-replicas bench-cluster bench-naive audit clean
+.PHONY: install system-account chromium faketime chaos chaos-long run test unit lint typecheck deploy-check proto proto-check bench bench-domain bench-service bench-soak bench-signs bench-reports bench-export bench-big-round bench-rebuild bench-replicas bench-cluster bench-naive bench-math-sim audit clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -105,12 +105,16 @@ proto-check: install
 	$(BIN)/python scripts/gen_proto.py --check
 
 ## bench: the quick version of every headline bench (P1 service, P2 naive twin, P3 big round, P4 domain, P7 rebuild,
-## export, writer), under 5 minutes, then one table of results, CPU, same-run baselines and goals
+## export, writer, math sim), under 5 minutes, then one table of results, CPU, same-run baselines and goals
 bench: install
 	$(BIN)/python bench/bench_all.py
 
 bench-domain: install
 	$(BIN)/python bench/bench_domain.py
+
+## bench-math-sim: jackpot-math's simulation, one path-year and the default 20 paths x 365 days (under a minute?)
+bench-math-sim: install
+	$(BIN)/python bench/bench_math_sim.py
 
 bench-service: install
 	$(BIN)/python bench/bench_service.py

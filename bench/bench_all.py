@@ -45,6 +45,7 @@ def benches(ledgers: Path) -> list[Bench]:
         Bench("P7 rebuild", ("bench_rebuild.py", "--entries", "30000", "--runs", "1", "--data",
                              str(ledgers / "rebuild"))),
         Bench("Export", ("bench_export.py", "--quick")),
+        Bench("Math sim", ("bench_math_sim.py", "--quick")),
     ]
 
 
