@@ -33,6 +33,7 @@ table.settings td { overflow-wrap: anywhere; word-break: break-all; }
 td.diff, th.diff { background: var(--diff); font-weight: 600; }
 .cols { display: grid; grid-template-columns: 1fr 1fr; gap: 24px; }
 .cols > div { min-width: 0; overflow-x: auto; }
+.cols table { font-size: 12px; } .cols th, .cols td { padding: 2px 5px; }
 .side { font-size: 12px; text-transform: uppercase; letter-spacing: .06em; color: var(--muted); margin: 0 0 4px; }
 .side.proposed { color: #b8430f; } .side.same { text-transform: none; letter-spacing: 0; font-style: italic; }
 tbody th { white-space: nowrap; }
@@ -210,9 +211,9 @@ def _curves(cert: Mapping[str, Any]) -> str:
 def _long_run(side: Side, other: Side | None) -> str:
     return (t.table("long-run", ("figure", "value"), t.long_run_summary(side),
                     t.long_run_summary(other) if other is not None else None, (False, True))
-            + t.table("long-run-pools", ("pool", "", "mean", "p5", "p50", "p95", "p99", "at cap"),
+            + t.table("long-run-pools", ("pool", "mean", "p5", "p50", "p95", "p99", "at cap"),
                       t.long_run_rows(side), t.long_run_rows(other) if other is not None else None,
-                      (False, False, True, True, True, True, True, True)))
+                      (False, True, True, True, True, True, True)))
 
 
 def _hits(side: Side, other: Side | None) -> str:

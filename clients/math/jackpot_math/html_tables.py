@@ -135,7 +135,7 @@ def hit_rows(side: Side) -> list[Row]:
 
 def long_run_rows(side: Side) -> list[Row]:
     """Each visible pool's long-run balance figures."""
-    return [[(p["pool"], False), ("recurrent" if p["recurrent"] else "grows", False), (p["mean_balance"], True),
+    return [[(p["pool"] if p["recurrent"] else f"{p['pool']} (grows)", False), (p["mean_balance"], True),
              (p["p5"], True), (p["p50"], True), (p["p95"], True), (p["p99"], True), (p["at_cap_percent"], True)]
             for p in side["long_run"]["pools"]]
 
