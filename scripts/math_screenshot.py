@@ -67,7 +67,8 @@ async def shoot(html_file: Path, png: Path, width: int) -> None:
     """Open `html_file` in Chromium with every other request blocked; save a full-page screenshot."""
     from playwright.async_api import Route, async_playwright
 
-    asked: list[str] = []
+    asked: list[str] = []  # requests the route blocked
+    made: list[str] = []  # every request the browser made
     errors: list[str] = []
 
     async def guard(route: Route) -> None:
@@ -85,6 +86,7 @@ async def shoot(html_file: Path, png: Path, width: int) -> None:
                 viewport={"width": width, "height": 900})
             try:
                 await context.route("**/*", guard)
+                context.on("request", lambda r: made.append(r.url))
                 page = context.pages[0] if context.pages else await context.new_page()
                 page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
                 page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}")
@@ -98,6 +100,7 @@ async def shoot(html_file: Path, png: Path, width: int) -> None:
     finally:
         shutil.rmtree(profile, ignore_errors=True)
     assert not asked, f"the page asked for something other than itself: {asked}"
+    assert set(made) <= {html_file.as_uri()}, f"requests other than the file itself: {made}"
     assert not errors, errors
 
 
