@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ..domain.money import UC_PER_CENT
 from .play import Play
 
 Ints = npt.NDArray[np.int64]
@@ -35,7 +36,7 @@ class Simulation:
 
     bands, largest_uc, largest_p95_uc: per pool (RESERVE included), µ¢. hits: mean per path by game and category.
     simultaneous_rounds: mean rounds per path with two hits or more. Funding: cents over the whole period, per path.
-    paid_cents, wagered_cents: totals over all paths; rtp = paid / wagered; rtp_ci95: a between-path normal 95%
+    paid_cents, wagered_cents: totals over all paths; rtp = paid / wagered; rtp_ci95: a between-path Student-t 95%
     interval of the paths' returns (NaN when paths < 2)."""
 
     seed: int
@@ -56,6 +57,13 @@ class Simulation:
     rtp_ci95: tuple[float, float]
     elapsed_s: float
     method: str
+    # The return counting what the period left in each pool that pays a share of itself (its end less its start)
+    # as returned: the pool's next percentage hit pays it to a player. It takes out the finite period's start and
+    # end (the pools start at the given balances and end with money in them), so it is the figure to hold against
+    # the long-run return. A pool of fixed prizes only is left out: its prizes do not grow with it, and what it
+    # gains for good is never paid. Its interval is the same between-path interval.
+    rtp_with_meters: float = math.nan
+    rtp_with_meters_ci95: tuple[float, float] = (math.nan, math.nan)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +94,35 @@ def percentile(sorted_values: Ints, pct: int) -> Ints:
     return result
 
 
+# Student's t, two-sided 95%, by degrees of freedom (a few paths give a wider interval than the normal's 1.96)
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+        11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093,
+        20: 2.086, 21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060, 26: 2.056, 27: 2.052, 28: 2.048,
+        29: 2.045, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
+
+
+def t95(df: int) -> float:
+    """The two-sided 95% quantile of Student's t with `df` degrees of freedom; between tabled values the next lower
+    df's (a little wider: on the safe side), 1.96 beyond 120."""
+    known = [d for d in _T95 if d <= df]
+    return _T95[max(known)] if df <= 120 else 1.96
+
+
+def _interval(values: Sequence[float]) -> tuple[float, float]:
+    """A between-path 95% interval of the mean of `values`: mean ± t95(n − 1) × s / √n (NaN for fewer than two)."""
+    n = len(values)
+    if n < 2:
+        return (math.nan, math.nan)
+    mean = sum(values) / n
+    half = t95(n - 1) * math.sqrt(sum((x - mean) ** 2 for x in values) / (n - 1) / n)
+    return (mean - half, mean + half)
+
+
 def summarise(results: Sequence[PathResult], *, seed: int, days: int, play: Play, pools: Sequence[str],
-              categories: Mapping[str, Sequence[str]], elapsed_s: float, method: str) -> Simulation:
-    """The statistics across `results` (one per path, in path order) that `Simulation` holds."""
+              categories: Mapping[str, Sequence[str]], elapsed_s: float, method: str,
+              start_uc: Sequence[int] = (), shared: Sequence[bool] = ()) -> Simulation:
+    """The statistics across `results` (one per path, in path order) that `Simulation` holds; `start_uc` and
+    `shared` (per pool, in `pools` order: a played game pays a share of it) give the return with the meters."""
     paths = len(results)
     stacked = np.sort(np.stack([r.day_balances for r in results]), axis=0)  # paths × days × pools
     p5, p50, p95 = (percentile(stacked, pct).tolist() for pct in (5, 50, 95))
@@ -102,12 +136,10 @@ def summarise(results: Sequence[PathResult], *, seed: int, days: int, play: Play
     paid = sum(r.paid_cents for r in results)
     wagered = sum(r.wagered_cents for r in results)
     returns = [r.paid_cents / r.wagered_cents for r in results]
-    mean = sum(returns) / paths
-    if paths > 1:
-        half = 1.96 * math.sqrt(sum((x - mean) ** 2 for x in returns) / (paths - 1) / paths)
-        ci = (mean - half, mean + half)
-    else:
-        ci = (math.nan, math.nan)
+    growth = [sum(int(r.day_balances[-1][i]) - start_uc[i] for i in range(len(pools)) if shared[i])
+              for r in results] if start_uc else [0] * paths
+    with_meters = [(r.paid_cents * UC_PER_CENT + g) / (r.wagered_cents * UC_PER_CENT)
+                   for r, g in zip(results, growth, strict=True)]
     return Simulation(
         seed=seed, days=days, paths=paths, play=play, wagers_per_path=results[0].wagers, bands=bands,
         largest_uc={name: int(maxima[-1][i]) for i, name in enumerate(pools)},
@@ -115,4 +147,6 @@ def summarise(results: Sequence[PathResult], *, seed: int, days: int, play: Play
         hits=hits, simultaneous_rounds=sum(r.simultaneous for r in results) / paths,
         operator_funding_mean_cents=sum(r.funding_cents for r in results) / paths,
         operator_funding_p95_cents=int(percentile(funding, 95)), paid_cents=paid, wagered_cents=wagered,
-        rtp=paid / wagered, rtp_ci95=ci, elapsed_s=elapsed_s, method=method)
+        rtp=paid / wagered, rtp_ci95=_interval(returns), elapsed_s=elapsed_s, method=method,
+        rtp_with_meters=(paid * UC_PER_CENT + sum(growth)) / (wagered * UC_PER_CENT) if start_uc else math.nan,
+        rtp_with_meters_ci95=_interval(with_meters) if start_uc else (math.nan, math.nan))

@@ -116,8 +116,11 @@ def simulate(config: LinkConfig, play: Play, *, days: int = 365, paths: int = 20
                 raise
         results = [by_path[i] for i in range(paths)]
     categories = {s.draw.game: s.draw.categories for s in spec.samplers}
+    # A pool a played game pays a share of: what it gains is paid by its next such hit (see Simulation)
+    shared = {e.pool for g in play.games for e in config.paytable(g).entries.values() if e.is_share}
     return summarise(results, seed=seed, days=days, play=play, pools=[name for name, _ in spec.start],
-                     categories=categories, elapsed_s=time.perf_counter() - t0, method=_method(spec))
+                     categories=categories, elapsed_s=time.perf_counter() - t0, method=_method(spec),
+                     start_uc=[uc for _, uc in spec.start], shared=[name in shared for name, _ in spec.start])
 
 
 def run_path(spec: PathSpec, seq: np.random.SeedSequence, progress: Callable[[int], None] | None) -> PathResult:
@@ -231,6 +234,9 @@ def _method(spec: PathSpec) -> str:
         "exactly n wagers of w), then the round priced by pricing.price_round (payment order, share groups, "
         "shortfall funding, resets from RESERVE); conservation is checked to the micro-cent on every path. "
         "Percentiles are by linear interpolation between paths, in integers. The return's 95% interval is a "
-        "between-path normal interval (mean of the paths' returns +/- 1.96 x their standard deviation / "
-        "sqrt(paths)). A finite period starts at the given balances and leaves money in the pools at its end, "
-        "so it slightly understates the long-run return: the bias is about (E[pool] - start) / wagered.")
+        "between-path Student-t interval (mean of the paths' returns +/- t(0.975, paths - 1) x their standard "
+        "deviation / sqrt(paths)). A finite period starts at the given balances and leaves money in the pools at its end, "
+        "so its return slightly understates the long-run return: the bias is about (E[pool] - start) / wagered. "
+        "The return with the meters also counts what the period added to each pool that pays a share of itself "
+        "(its next such hit pays it to a player): that takes the start and the end out, and it is the figure held "
+        "against the long-run return. A pool of fixed prizes only is not counted: its prizes do not grow with it.")
