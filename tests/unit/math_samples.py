@@ -85,7 +85,9 @@ def _side(config: LinkConfig, major_ppm: int, rtp_ppm: int, be: str) -> dict[str
                        "operator_funding_p95": "$2,000,000.00", "paid_cents": 1, "wagered_cents": 1, "paid": "",
                        "wagered": "", "rtp": rtp_ppm / 1e6, "rtp_percent": "", "rtp_ci95": [0.2, 0.4],
                        "rtp_ci95_percent": ["20.0000%", "40.0000%"], "long_run_rtp_in_ci95": True,
-                       "period_rtp": 0.3, "period_rtp_percent": "30.0000%", "period_rtp_in_ci95": True,
+                       "rtp_with_meters": 0.3, "rtp_with_meters_percent": "30.0000%",
+                       "rtp_with_meters_ci95": [0.2, 0.4], "rtp_with_meters_ci95_percent": ["20.0000%", "40.0000%"],
+                       "long_run_rtp_in_meters_ci95": True,
                        "elapsed_s": 1.0, "method": "sampled by exact probabilities"},
     }
 

@@ -84,7 +84,7 @@ def _sections(config: LinkConfig, play: Play, balances_uc: Mapping[str, int], cu
     lr = long_run(config, play)
     out["long_run"] = f.long_run_section(lr, play)
     out["simulation"] = (f.simulation_section(simulate(config, play, days=days, paths=paths, seed=seed,
-                                                       balances_uc=balances_uc, progress=progress), lr, balances_uc)
+                                                       balances_uc=balances_uc, progress=progress), lr)
                          if sim else None)
     return out
 
@@ -131,11 +131,10 @@ def methods(current: dict[str, Any], play: Play) -> dict[str, str]:
         "long_run": f"{lr['method']} Numerical tolerance on the return: {tolerance}. These are statistics "
                     "of a model (one wager at a time), shown rounded; not money moved.",
         "simulation": ("Not run (no simulation was asked for)." if sim is None else
-                       f"{sim['method']} Seed {sim['seed']}, {sim['paths']} paths of {sim['days']} days. The interval "
-                       "is a statistic of the paths. A finite period starts at the balances used and leaves about "
-                       "each pool's long-run mean in it at its end, unpaid: the certificate compares the interval "
-                       "with the long-run return less that amount per wager (and says whether the long-run return "
-                       "itself lies inside too)."),
+                       f"{sim['method']} Seed {sim['seed']}, {sim['paths']} paths of {sim['days']} days. The "
+                       "intervals are statistics of the paths. The long-run return is held against the return with "
+                       "the meters (what the period left in share-paying pools counted as returned), which takes "
+                       "out the finite period's start and end; the bare return and its interval are shown too."),
         "money": "Money is integers: cents on the wire, millionths of a cent (µ¢) in pools, parts per million "
                  "(ppm) for rates; amounts for people are whole dollars and cents, rounded down. Exact ratios are "
                  "written as num/den; percentages are rounded half up to 4 places.",

@@ -191,26 +191,17 @@ def long_run_section(lr: LongRun, play: Play) -> dict[str, Any]:
             "operator_per_year": uc_text(op * per_year) if ok else "—"}
 
 
-def period_rtp(lr: LongRun, sim: Simulation, start_uc: Mapping[str, int]) -> float | None:
-    """The return a period of the simulation's length should show by the long run: a period that starts at
-    `start_uc` leaves about E[pool] − start in each pool at its end, unpaid, so the long-run return less that per
-    wager (a statistic; None when a pool grows without bound)."""
-    wagered_uc = sim.wagers_per_path * lr.wager_cents * UC_PER_CENT
-    if not wagered_uc or not all(p.recurrent and math.isfinite(p.mean_balance_uc) for p in lr.pools):
-        return None
-    return lr.rtp - sum(p.mean_balance_uc - start_uc.get(p.pool, 0) for p in lr.pools) / wagered_uc
-
-
-def _inside(x: float | None, low: float, high: float) -> bool | None:
+def _inside(x: float, low: float, high: float) -> bool | None:
     """Whether `x` lies in [low, high]; None when either side is undefined."""
-    return None if x is None or not (math.isfinite(low) and math.isfinite(high)) else low <= x <= high
+    return None if not (math.isfinite(x) and math.isfinite(low) and math.isfinite(high)) else low <= x <= high
 
 
-def simulation_section(sim: Simulation, lr: LongRun, start_uc: Mapping[str, int]) -> dict[str, Any]:
-    """Part C's seeded simulation: bands per pool and day, largest pools, hits, funding and the return's interval,
-    with where the long-run return (as it is, and less what a period of this length leaves in the pools) lies."""
+def simulation_section(sim: Simulation, lr: LongRun) -> dict[str, Any]:
+    """Part C's seeded simulation: bands per pool and day, largest pools, hits, funding and its return with its 95%
+    interval, bare and with the meters (what the period left in share-paying pools counted as returned: the figure
+    to hold against the long-run return), and whether the long-run return lies in each interval."""
     low, high = sim.rtp_ci95
-    expected = period_rtp(lr, sim, start_uc)
+    m_low, m_high = sim.rtp_with_meters_ci95
     return {
         "seed": sim.seed, "days": sim.days, "paths": sim.paths, "wagers_per_path": sim.wagers_per_path,
         "bands": {pool: [{"day": b.day, "p5_uc": b.p5_uc, "p50_uc": b.p50_uc, "p95_uc": b.p95_uc} for b in bands]
@@ -227,7 +218,9 @@ def simulation_section(sim: Simulation, lr: LongRun, start_uc: Mapping[str, int]
         "paid_cents": sim.paid_cents, "wagered_cents": sim.wagered_cents, "paid": dollars_text(sim.paid_cents),
         "wagered": dollars_text(sim.wagered_cents), "rtp": sim.rtp, "rtp_percent": stat_percent(sim.rtp),
         "rtp_ci95": [finite(low), finite(high)], "rtp_ci95_percent": [stat_percent(low), stat_percent(high)],
-        "long_run_rtp_in_ci95": _inside(lr.rtp, low, high), "period_rtp": expected,
-        "period_rtp_percent": "—" if expected is None else stat_percent(expected),
-        "period_rtp_in_ci95": _inside(expected, low, high),
+        "long_run_rtp_in_ci95": _inside(lr.rtp, low, high),
+        "rtp_with_meters": finite(sim.rtp_with_meters), "rtp_with_meters_percent": stat_percent(sim.rtp_with_meters),
+        "rtp_with_meters_ci95": [finite(m_low), finite(m_high)],
+        "rtp_with_meters_ci95_percent": [stat_percent(m_low), stat_percent(m_high)],
+        "long_run_rtp_in_meters_ci95": _inside(lr.rtp, m_low, m_high),
         "elapsed_s": sim.elapsed_s, "method": sim.method}

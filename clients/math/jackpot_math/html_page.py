@@ -239,11 +239,9 @@ def _simulation(cert: Mapping[str, Any]) -> str:
     def figures(side: Side, other: Side | None) -> str:
         if not side.get("simulation"):
             return '<p class="empty">Not simulated.</p>'
-        ok = side["simulation"]["period_rtp_in_ci95"]
-        verdict = {True: "the long-run return, less what the period leaves in the pools, lies inside the "
-                         "simulation's 95% interval",
-                   False: "the long-run return, less what the period leaves in the pools, lies OUTSIDE the "
-                          "simulation's 95% interval",
+        ok = side["simulation"]["long_run_rtp_in_meters_ci95"]
+        verdict = {True: "the long-run return lies inside the 95% interval of the simulated return with the meters",
+                   False: "the long-run return lies OUTSIDE the 95% interval of the simulated return with the meters",
                    None: "no interval to compare the long-run return with (one path, or a pool that grows)"}[ok]
         both = other is not None and other.get("simulation")
         return (f'<p class="verdict {"ok" if ok else "fail"}">{escape(verdict)}</p>'

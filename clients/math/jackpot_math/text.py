@@ -45,9 +45,10 @@ def _figures(side: Side) -> list[tuple[str, str]]:
     s = side.get("simulation")
     if s:
         low, high = s["rtp_ci95_percent"]
-        inside = {True: "inside", False: "OUTSIDE", None: "not comparable"}[s["period_rtp_in_ci95"]]
+        m_low, m_high = s["rtp_with_meters_ci95_percent"]
+        inside = {True: "inside", False: "OUTSIDE", None: "not comparable"}[s["long_run_rtp_in_meters_ci95"]]
         out.append(("simulated return", f"{s['rtp_percent']} [{low}, {high}]"))
-        out.append(("  long run for this period", f"{s['period_rtp_percent']}: {inside}"))
+        out.append(("  with the meters", f"{s['rtp_with_meters_percent']} [{m_low}, {m_high}]: long run {inside}"))
         out.append(("operator funding, period p95", s["operator_funding_p95"]))
         out += [(f"largest {pool} (p95)", v["p95"]) for pool, v in s["largest"].items() if pool != "RESERVE"]
     return out
