@@ -72,6 +72,7 @@ async def shoot(html_file: Path, png: Path, width: int) -> None:
     errors: list[str] = []
 
     async def guard(route: Route) -> None:
+        """Let the file itself through; abort and record anything else."""
         if route.request.url == html_file.as_uri():
             await route.continue_()
         else:

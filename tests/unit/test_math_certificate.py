@@ -44,6 +44,7 @@ class _Tags(HTMLParser):
 
 
 def _parsed(page: str) -> _Tags:
+    """The page's start tags and text."""
     p = _Tags()
     p.feed(page)
     return p

@@ -49,6 +49,7 @@ def percent_label(ppm: int) -> str:
 
 
 def _frame(chart_id: str, title: str, height: int) -> list[str]:
+    """The <svg> element's opening, its title and the plot's frame."""
     return [f'<svg class="chart" id="{escape(chart_id)}" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" '
             f'height="{height}" role="img" aria-labelledby="{escape(chart_id)}-title">'
             f'<title id="{escape(chart_id)}-title">{escape(title)}</title>',
@@ -56,6 +57,7 @@ def _frame(chart_id: str, title: str, height: int) -> list[str]:
 
 
 def _range(values: Sequence[int], step: int) -> tuple[int, int]:
+    """The axis's ends: `values` widened to whole steps, at least one step apart."""
     low, high = min(values) // step * step, -(-max(values) // step) * step
     return low, max(high, low + step)
 

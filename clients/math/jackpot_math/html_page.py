@@ -77,6 +77,7 @@ def _columns(cert: Mapping[str, Any], draw: SideHtml) -> str:
 
 
 def _header(cert: Mapping[str, Any]) -> str:
+    """The title with the link and the configuration hash, and what the figures were taken from."""
     play = cert["play"]
     tables = ", ".join(f"{g} × {n}" for g, n in play["tables"].items())
     source = ", ".join(f"{k}: {v}" for k, v in cert["source"].items())
@@ -93,6 +94,7 @@ def _header(cert: Mapping[str, Any]) -> str:
 
 
 def _key_rows(side: Side) -> list[t.Row]:
+    """One configuration's key figures as rows, for the what-if's comparison."""
     rows: list[t.Row] = [[("jackpot wager", False), (side["wager_shares"]["wager"], True)],
                          [("rate set in force", False), (f"v{side['wager_shares']['rate_version']}", True)]]
     rows += [[(f"to {r['pool']}", False), (t.ppm_text(r["ppm"]), True)] for r in side["wager_shares"]["rows"]]
@@ -111,6 +113,7 @@ def _key_rows(side: Side) -> list[t.Row]:
 
 
 def _what_if(cert: Mapping[str, Any]) -> str:
+    """The proposed change: the fields it changes, and the key figures current against proposed."""
     what_if = cert.get("what_if")
     if not what_if:
         return ""
@@ -125,6 +128,7 @@ def _what_if(cert: Mapping[str, Any]) -> str:
 
 
 def _key_table(rows: list[list[t.Cell]]) -> str:
+    """Key figures in three columns, a row whose two values differ marked."""
     body = "".join(
         f'<tr><th scope="row">{escape(r[0][0])}</th>'
         + "".join(f'<td class="num{" diff" if r[1][0] != r[2][0] else ""}">{escape(c[0])}</td>' for c in r[1:])
@@ -134,6 +138,7 @@ def _key_table(rows: list[list[t.Cell]]) -> str:
 
 
 def _config(side: Side, other: Side | None) -> str:
+    """One configuration's settings, pools, rate sets, shares of a wager and paytables."""
     def rows(f: Callable[[Side], list[t.Row]]) -> list[t.Row] | None:
         return f(other) if other is not None else None
     out = (t.table("settings", ("setting", "value"), t.config_rows(side), rows(t.config_rows))
@@ -152,6 +157,7 @@ def _config(side: Side, other: Side | None) -> str:
 
 
 def _odds(cert: Mapping[str, Any]) -> str:
+    """Every game's exact hand table (the same for any configuration: drawn once)."""
     out = ""
     for game, g in cert["games"].items():
         o = g["hand_odds"]
@@ -162,6 +168,7 @@ def _odds(cert: Mapping[str, Any]) -> str:
 
 
 def _returns(side: Side, other: Side | None) -> str:
+    """Each game's exact return at the balances used, its cross-check and break-even."""
     out = ""
     for game, g in side["games"].items():
         twin = other["games"].get(game) if other is not None else None
@@ -188,6 +195,7 @@ def _cross_check(check: Mapping[str, Any] | None) -> str:
 
 
 def _curves(cert: Mapping[str, Any]) -> str:
+    """Each game's return curve, the current and proposed configurations on one chart."""
     sides = [("current", cert)] + ([("proposed", cert["what_if"]["proposed"])] if cert.get("what_if") else [])
     out = ""
     for game, g in cert["games"].items():
@@ -209,6 +217,7 @@ def _curves(cert: Mapping[str, Any]) -> str:
 
 
 def _long_run(side: Side, other: Side | None) -> str:
+    """One configuration's long-run figures: return, flows per wager and a year, each pool's law."""
     return (t.table("long-run", ("figure", "value"), t.long_run_summary(side),
                     t.long_run_summary(other) if other is not None else None, (False, True))
             + t.table("long-run-pools", ("pool", "mean", "p5", "p50", "p95", "p99", "at cap"),
@@ -217,12 +226,14 @@ def _long_run(side: Side, other: Side | None) -> str:
 
 
 def _hits(side: Side, other: Side | None) -> str:
+    """One configuration's expected time to each hit at this play."""
     return t.table("hit-times", ("hand", "pool", "probability", "an hour", "a day", "a year", "hours between",
                                  "days between"), t.hit_rows(side), t.hit_rows(other) if other is not None else None,
                    (False, False, True, True, True, True, True, True))
 
 
 def _simulation(cert: Mapping[str, Any]) -> str:
+    """The bands of each visible pool (side by side with a what-if) and each side's figures."""
     sides = [("current", cert)] + ([("proposed", cert["what_if"]["proposed"])] if cert.get("what_if") else [])
     if not cert.get("simulation"):
         return '<p class="empty">No simulation was run for this certificate.</p>'
@@ -254,6 +265,7 @@ def _simulation(cert: Mapping[str, Any]) -> str:
 
 
 def _methods(cert: Mapping[str, Any]) -> str:
+    """A paragraph per figure: how it was found, and its limits."""
     names = {"hand_odds": "Hand odds", "return": "Return to player", "break_even": "Break-even",
              "hit_times": "Hit times", "long_run": "Long run", "simulation": "Simulation", "money": "Money"}
     return "".join(f"<h3>{escape(names.get(k, k))}</h3><p>{escape(v)}</p>" for k, v in cert["methods"].items())

@@ -182,5 +182,6 @@ def sim_hit_rows(side: Side) -> list[Row]:
 def changes_rows(changes: Sequence[Mapping[str, Any]]) -> list[Row]:
     """What the proposal changes, field by field (a value that one side lacks shows as —)."""
     def text(v: Any) -> str:
+        """A changed value as text: a string as is, anything else as canonical JSON, — for none."""
         return "—" if v is None else v if isinstance(v, str) else canonical_json(v)
     return [[(c["field"], False), (text(c["current"]), False), (text(c["proposed"]), False)] for c in changes]
