@@ -49,13 +49,15 @@ svg .hundred { stroke: #1c1f24; stroke-dasharray: 8 4; } svg .hundred-label { fi
 svg .panel { font-weight: 600; }
 section.methods p { max-width: 70em; }
 footer { margin-top: 32px; color: var(--muted); font-size: 12px; }
+@media (max-width: 1100px) { .cols { display: block; } .cols > div { margin-bottom: 12px; } }
 @media print {
   @page { size: A4 portrait; margin: 12mm; }
   body { margin: 0; max-width: none; font-size: 9pt; padding: 0; }
   h2 { break-after: avoid; } h3, h4 { break-after: avoid; }
   tr, svg, dl.meta { break-inside: avoid; }
   thead { display: table-header-group; }
-  .cols { gap: 8px; }
+  .cols { display: block; } .cols > div { overflow: visible; margin-bottom: 10px; }
+  td, th { overflow-wrap: anywhere; }
   * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
 }
 """
