@@ -108,8 +108,9 @@ def _key_rows(side: Side) -> list[t.Row]:
     rows.append([("operator funding a year (long run)", False), (side["long_run"]["operator_per_year"], True)])
     if side.get("simulation"):
         s = side["simulation"]
-        rows.append([("simulated return (95% interval)", False),
-                     (f"{s['rtp_percent']} ({s['rtp_ci95_percent'][0]} – {s['rtp_ci95_percent'][1]})", True)])
+        low, high = s["rtp_with_meters_ci95_percent"]
+        rows.append([("simulated return with the meters (95% interval)", False),
+                     (f"{s['rtp_with_meters_percent']} ({low} – {high})", True)])
         rows.append([("operator funding over the period, p95", False), (s["operator_funding_p95"], True)])
     return rows
 

@@ -158,9 +158,8 @@ def simulation_summary(side: Side) -> list[Row]:
     rows: list[Row] = [
         [("seed, paths × days", False), (f"{s['seed']}, {s['paths']} × {s['days']}", True)],
         [("wagers per path", False), (f"{s['wagers_per_path']:,}", True)],
-        [("simulated return to player", False), (s["rtp_percent"], True)],
-        [("95% interval", False), (f"{low} – {high}", True)],
-        [("long-run return inside it", False), (INSIDE[s["long_run_rtp_in_ci95"]], True)],
+        [("simulated return to player (paid over the period)", False), (s["rtp_percent"], True)],
+        [("95% interval (the period's start and end left in)", False), (f"{low} – {high}", True)],
         [("simulated return with the meters", False), (s["rtp_with_meters_percent"], True)],
         [("its 95% interval", False), (" – ".join(s["rtp_with_meters_ci95_percent"]), True)],
         [("long-run return inside it", False), (INSIDE[s["long_run_rtp_in_meters_ci95"]], True)],
