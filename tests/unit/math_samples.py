@@ -89,6 +89,8 @@ def _side(config: LinkConfig, major_ppm: int, rtp_ppm: int, be: str) -> dict[str
                        "rtp_with_meters_ci95": [0.2, 0.4], "rtp_with_meters_ci95_percent": ["20.0000%", "40.0000%"],
                        "long_run_rtp_in_meters_ci95": True,
                        "elapsed_s": 1.0, "method": "sampled by exact probabilities"},
+        "findings": [{"severity": "notice", "subject": HOSTILE, "text": "the operator funds 43¢ a wager"}]
+        if major_ppm == 200_000 else [],
     }
 
 

@@ -21,6 +21,7 @@ from jackpotd.odds.returns import break_even, return_at, return_by_pricing, retu
 from jackpotd.odds.simulate import simulate
 
 from . import figures as f
+from .findings import findings
 
 SCHEMA = "jackpot-math/1"
 CURVE_POINTS = 41
@@ -86,6 +87,7 @@ def _sections(config: LinkConfig, play: Play, balances_uc: Mapping[str, int], cu
     out["simulation"] = (f.simulation_section(simulate(config, play, days=days, paths=paths, seed=seed,
                                                        balances_uc=balances_uc, progress=progress), lr)
                          if sim else None)
+    out["findings"] = findings(out)
     return out
 
 

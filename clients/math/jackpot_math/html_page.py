@@ -41,6 +41,9 @@ tbody th { white-space: nowrap; }
 .empty { color: var(--muted); font-style: italic; }
 .verdict { font-weight: 700; padding: 6px 10px; border-radius: 4px; display: inline-block; }
 .verdict.ok { background: #e3f4e6; color: #1b7a2e; } .verdict.fail { background: #fbe4e2; color: #b3261e; }
+ul.findings { padding-left: 1.2em; } ul.findings li { margin: .25em 0; }
+li.critical strong { color: #b3261e; text-transform: uppercase; } li.notice strong { color: #8a5a00; }
+p.ok { color: #1b7a2e; }
 code { font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; overflow-wrap: anywhere; }
 svg.chart { width: 100%; height: auto; max-width: 960px; display: block; }
 svg .plot { fill: #fafbfc; stroke: var(--line); } svg .grid { stroke: #e3e6ea; } svg .tickmark { stroke: var(--muted); }
@@ -267,6 +270,17 @@ def _simulation(cert: Mapping[str, Any]) -> str:
     return out + _columns(cert, figures)
 
 
+def _findings(side: Side, other: Side | None) -> str:
+    """What an inspector should look at first: each finding with its severity, or a line saying there is none."""
+    found = side["findings"]
+    if not found:
+        return '<p class="ok">No findings: the wager returns less than it costs at these balances and in the long ' \
+               "run, the operator retains more than it funds, and no pool keeps money for good.</p>"
+    return "<ul class=\"findings\">" + "".join(
+        f'<li class="{escape(x["severity"])}"><strong>{escape(x["severity"])}</strong> '
+        f'{escape(x["subject"])}: {escape(x["text"])}</li>' for x in found) + "</ul>"
+
+
 def _methods(cert: Mapping[str, Any]) -> str:
     """A paragraph per figure: how it was found, and its limits."""
     names = {"hand_odds": "Hand odds", "return": "Return to player", "break_even": "Break-even",
@@ -279,6 +293,7 @@ def render_html(certificate: Mapping[str, Any]) -> str:
     cert = certificate
     title = f"Math certificate {cert['link_id']} {cert['config_sha256'][:12]}"
     sections = [
+        '<section id="findings"><h2>Findings</h2>' + _columns(cert, _findings) + "</section>",
         _what_if(cert),
         '<section id="configuration"><h2>Configuration</h2>' + _columns(cert, _config) + "</section>",
         '<section id="odds"><h2>Exact hand odds</h2>' + _odds(cert) + "</section>",

@@ -75,4 +75,7 @@ def text_summary(certificate: Mapping[str, Any]) -> str:
     else:
         width = max(len(k) for k, _ in current)
         lines += [f"{k:<{width}}  {v}" for k, v in current]
+    for label, side in (("", cert), ("proposed: ", what_if["proposed"] if what_if else None)):
+        if side is not None:
+            lines += [f"{label}{x['severity'].upper()} {x['subject']}: {x['text']}" for x in side["findings"]]
     return "\n".join(lines) + "\n"
