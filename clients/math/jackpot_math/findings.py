@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jackpotd.domain.money import UC_PER_CENT
+from jackpot_finance.money import exact as exact_dollars
 
-from .figures import exact_dollars
+from jackpotd.domain.money import UC_PER_CENT
 
 CRITICAL = "critical"
 NOTICE = "notice"
