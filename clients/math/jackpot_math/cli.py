@@ -22,8 +22,12 @@ from jackpotd.domain.errors import DomainError, InvalidInput
 from jackpotd.domain.ids import ID_GRAMMAR, require_id
 from jackpotd.odds.simulate import rounds_of
 
+from .certificate import build_certificate
+from .html_page import render_html
 from .link_toml import LinkFile, PlayFlags, load_link, play_of_flags
+from .odds_table import odds_text
 from .served import ROLES, Refused, ServedLink, Unreachable, read_link
+from .text import text_summary
 from .toml_shape import BadInput
 from .what_if import load_change
 
@@ -166,11 +170,7 @@ class Progress:
 
 
 def certify(args: argparse.Namespace, link: LinkFile | ServedLink, flags: PlayFlags) -> int:
-    """Build, write and summarise the certificate (D2's build_certificate, render_html, text_summary)."""
-    from .certificate import build_certificate
-    from .html_page import render_html
-    from .text import text_summary
-
+    """Build, write and summarise the certificate (build_certificate, render_html, text_summary)."""
     play = play_of_flags(link.config, play_flags(args, flags))
     proposed = None if args.what_if is None else load_change(args.what_if, link.config, int(time.time() * 1000))
     simulate = not args.no_simulation
@@ -207,8 +207,6 @@ def write(path: Path, text: str) -> str:
 
 def odds(args: argparse.Namespace) -> int:
     """Print the exact hand table of each game asked for."""
-    from .odds_table import odds_text
-
     print(odds_text(args.game or list(h.GAMES)))
     return 0
 
