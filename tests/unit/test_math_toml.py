@@ -5,6 +5,7 @@ value and exits 2; a what-if applies SetRates and UpdateLink as jackpotd decides
 from __future__ import annotations
 
 import copy
+import json
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -249,3 +250,18 @@ def test_a_served_link_is_checked_against_its_hash_and_the_tools_own_figures() -
     inputs.config_json = inputs.config_json.replace('"wager_cents":100', '"wager_cents":200')
     with pytest.raises(Refused, match="hashes to"):
         served_link(inputs, "db:50051")
+
+
+def test_certify_a_file_with_a_what_if_writes_the_json_only(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cert"
+    assert cli.main(["certify", "--config", str(EXAMPLES / "split.toml"), "--what-if",
+                     str(EXAMPLES / "rates-change.toml"), "--no-simulation", "--json-only", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["certificate.json"]  # no HTML, no partial file left
+    certificate = json.loads((out / "certificate.json").read_text())
+    link = load_link(EXAMPLES / "split.toml")
+    assert certificate["config_sha256"] == config_sha256(link.config)
+    assert certificate["source"] == dict(link.source) and certificate["simulation"] is None
+    changed_fields = {c["field"] for c in certificate["what_if"]["changes"]}
+    assert any(f.startswith("rate_sets") for f in changed_fields) and any(f.startswith("pools") for f in changed_fields)
+    assert "written:" in capsys.readouterr().out
