@@ -235,8 +235,9 @@ def _method(spec: PathSpec) -> str:
         "shortfall funding, resets from RESERVE); conservation is checked to the micro-cent on every path. "
         "Percentiles are by linear interpolation between paths, in integers. The return's 95% interval is a "
         "between-path Student-t interval (mean of the paths' returns +/- t(0.975, paths - 1) x their standard "
-        "deviation / sqrt(paths)). A finite period starts at the given balances and leaves money in the pools at its end, "
-        "so its return slightly understates the long-run return: the bias is about (E[pool] - start) / wagered. "
+        "deviation / sqrt(paths)). A finite period starts at the given balances and leaves money in the pools at "
+        "its end, so its return slightly understates the long-run return: the bias is about "
+        "(E[pool] - start) / wagered. "
         "The return with the meters also counts what the period added to each pool that pays a share of itself "
         "(its next such hit pays it to a player): that takes the start and the end out, and it is the figure held "
         "against the long-run return. A pool of fixed prizes only is not counted: its prizes do not grow with it.")
