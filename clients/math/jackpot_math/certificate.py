@@ -5,16 +5,15 @@ this document and nothing else."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from jackpotd.canonical import canonical_json
 from jackpotd.domain import hands as h
 from jackpotd.domain.link import LinkConfig
 from jackpotd.domain.money import UC_PER_CENT
 from jackpotd.domain.pools import RESERVE
+from jackpotd.odds.config_digest import config_sha256
 from jackpotd.odds.long_run import long_run
 from jackpotd.odds.play import Play
 from jackpotd.odds.returns import break_even, return_at, return_by_pricing, return_curve
@@ -25,11 +24,6 @@ from .findings import findings
 
 SCHEMA = "jackpot-math/1"
 CURVE_POINTS = 41
-
-
-def config_sha256(config: LinkConfig) -> str:
-    """SHA-256 hex of the config's canonical JSON bytes: the very text the ledger chains for a config change."""
-    return hashlib.sha256(canonical_json(config.to_dict()).encode()).hexdigest()
 
 
 def games_of(config: LinkConfig) -> tuple[str, ...]:
