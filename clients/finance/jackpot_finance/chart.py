@@ -8,6 +8,7 @@ pool with no or one balance point in the period still draws (flat, or one step).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
 
@@ -80,6 +81,14 @@ def tick_label(uc: int, step: int) -> str:
     return f"{sign}${whole:,}" + ("" if step % UC_PER_DOLLAR == 0 else f".{frac // UC_PER_CENT:02d}")
 
 
+def dollar_grid(low: int, high: int, step: int, y: Callable[[int], int], left: int, width: int) -> list[str]:
+    """The horizontal grid lines and their dollar labels from `low` to `high` µ¢ every `step`, for a plot whose left
+    edge is `left` and width `width` (`y` maps µ¢ to the picture's y)."""
+    return [f'<line class="grid" x1="{left}" x2="{left + width}" y1="{y(uc)}" y2="{y(uc)}"/>'
+            f'<text class="tick" x="{left - 6}" y="{y(uc) + 4}" text-anchor="end">{escape(tick_label(uc, step))}</text>'
+            for uc in range(low, high + 1, step)]
+
+
 def svg(report: Report) -> str:
     """The chart as an inline <svg> element, or a short note when the period has nothing to draw."""
     if chart_end(report) <= report["from_ms"]:
@@ -109,10 +118,7 @@ def svg(report: Report) -> str:
              f'aria-labelledby="chart-title"><title id="chart-title">Balance of each pool through the period'
              '</title>',
              f'<rect class="plot" x="{LEFT}" y="{TOP}" width="{plot_w}" height="{PLOT_HEIGHT}"/>']
-    for uc in range(low, high + 1, step):
-        parts.append(f'<line class="grid" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y(uc)}" y2="{y(uc)}"/>'
-                     f'<text class="tick" x="{LEFT - 6}" y="{y(uc) + 4}" text-anchor="end">'
-                     f'{escape(tick_label(uc, step))}</text>')
+    parts += dollar_grid(low, high, step, y, LEFT, plot_w)
     for k in range(TICKS + 1):
         at = t0 + (t1 - t0) * k // TICKS
         label = local_iso(at, tz)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from jackpot_finance.chart import COLOURS, tick_label, tick_step
+from jackpot_finance.chart import COLOURS, dollar_grid, tick_label, tick_step
 from jackpot_finance.money import display
 
 from jackpotd.domain.money import PPM, UC_PER_CENT
@@ -156,10 +156,7 @@ def bands_svg(chart_id: str, pool: str, label: str, bands: Sequence[Mapping[str,
 
     colour = COLOURS[colour_index % len(COLOURS)]
     parts = _frame(chart_id, f"{pool}: simulated balance by day, {label} (p5-p95 shaded, p50 line)", height)
-    for uc in range(low, high + 1, step):
-        parts.append(f'<line class="grid" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y(uc)}" y2="{y(uc)}"/>'
-                     f'<text class="tick" x="{LEFT - 6}" y="{y(uc) + 4}" text-anchor="end">'
-                     f"{escape(tick_label(uc, step))}</text>")
+    parts += dollar_grid(low, high, step, y, LEFT, plot_w)
     for k in range(TICKS + 1):
         day = d0 + (d1 - d0) * k // TICKS
         anchor = "start" if k == 0 else "end" if k == TICKS else "middle"
