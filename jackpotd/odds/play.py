@@ -13,6 +13,7 @@ from ..domain.link import LinkConfig
 DEFAULT_HANDS_PER_HOUR = 60  # a Caribbean Stud table deals about 50 to 70 rounds an hour
 DEFAULT_SEATS_FILLED = 6
 DEFAULT_TABLES = 20
+MAX_TABLES = 100_000  # tables of one game on one link
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,8 +30,8 @@ class Play:
         for game, n in self.tables.items():
             if game not in h.GAMES:
                 raise InvalidInput("tables.game", game, f"unknown game; known games: {', '.join(h.GAMES)}")
-            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-                raise InvalidInput(f"tables[{game}]", n, "must be a whole number of tables, 0 or more")
+            if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_TABLES:
+                raise InvalidInput(f"tables[{game}]", n, f"must be a whole number of tables from 0 to {MAX_TABLES:,}")
         if isinstance(self.seats_filled, bool) or not 1 <= self.seats_filled <= 100_000:
             raise InvalidInput("seats_filled", self.seats_filled, "must be from 1 to 100,000")
         if isinstance(self.hands_per_hour, bool) or not 1 <= self.hands_per_hour <= 100_000:
@@ -62,15 +63,20 @@ class Play:
 
 def play_of(config: LinkConfig, tables: int | None = None, seats_filled: int | None = None,
             hands_per_hour: int = DEFAULT_HANDS_PER_HOUR) -> Play:
-    """The link's play: its registered tables by game, or `tables` tables of its first paytable's game when it has
-    none registered or `tables` is given; seats filled default to each table's seats, at most DEFAULT_SEATS_FILLED."""
-    if tables is None and config.tables:
+    """The link's play: its registered tables (not suspended) by game, or `tables` tables of the link's one game when
+    it has none registered or `tables` is given (a link of several games needs tables per game: refused); seats filled
+    default to the smallest such table's seats, at most DEFAULT_SEATS_FILLED."""
+    playing = [t for t in config.tables.values() if not t.suspended]
+    if tables is None and playing:
         by_game: dict[str, int] = {}
-        for t in config.tables.values():
-            if not t.suspended:
-                by_game[t.game] = by_game.get(t.game, 0) + 1
-        seats = seats_filled or min(min(t.seats for t in config.tables.values()), DEFAULT_SEATS_FILLED)
-        return Play(by_game or {next(iter(config.paytables)): 1}, seats, hands_per_hour)
-    game = next((g for g in h.GAMES if g in config.paytables), h.CARIBBEAN_STUD)
+        for t in playing:
+            by_game[t.game] = by_game.get(t.game, 0) + 1
+        seats = seats_filled or min(min(t.seats for t in playing), DEFAULT_SEATS_FILLED)
+        return Play(by_game, seats, hands_per_hour)
+    games = sorted({t.game for t in playing} | set(config.paytables), key=h.GAMES.index)
+    if tables is not None and len(games) > 1:
+        raise InvalidInput("tables", tables, f"link {config.link_id} plays {', '.join(games)}: give the tables of "
+                                             "each game (e.g. caribbean-stud=20,holdem-bonus=4)")
+    game = games[0] if games else h.CARIBBEAN_STUD
     return Play({game: DEFAULT_TABLES if tables is None else tables}, seats_filled or DEFAULT_SEATS_FILLED,
                 hands_per_hour)

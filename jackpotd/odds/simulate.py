@@ -33,6 +33,11 @@ __all__ = ["Band", "PathSpec", "Simulation", "path_spec", "rounds_of", "run_path
 MAX_DAYS = 36_500
 MAX_PATHS = 10_000
 HOURS_PER_DAY = 24
+# The most work one run may ask for: paying hands expected over all paths (each is priced by the engine, ~10 µs: a
+# limit of 100 million is a few hours on one core; the default run of a 20-table year is ~4.6 million), and the
+# balances kept for the bands (paths × days × pools, 8 bytes each: 50 million is 400 MB).
+MAX_HITS = 100_000_000
+MAX_BAND_CELLS = 50_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +86,20 @@ def path_spec(config: LinkConfig, play: Play, days: int, balances_uc: Mapping[st
                  rounds_of(play, 1), days, tuple((n, start[n]) for n in names))
 
 
+def _require_size(spec: PathSpec, play: Play, paths: int, days: int) -> None:
+    """Refuse a run too big to finish or to hold (MAX_HITS, MAX_BAND_CELLS), naming what makes it so."""
+    per_path = sum(float(s.draw.p_pay) * play.tables[s.draw.game] for s in spec.samplers)
+    hits = per_path * play.seats_filled * play.hands_per_hour * HOURS_PER_DAY * days * paths
+    if hits > MAX_HITS:
+        raise InvalidInput("paths × days × tables × seats_filled × hands_per_hour", f"{hits:,.0f} paying hands",
+                           f"a run may price at most {MAX_HITS:,} paying hands: fewer paths, days or tables")
+    cells = paths * days * len(spec.start)
+    if cells > MAX_BAND_CELLS:
+        raise InvalidInput("paths × days", f"{paths:,} × {days:,}",
+                           f"the bands would hold {cells:,} balances, more than {MAX_BAND_CELLS:,}: fewer paths "
+                           "or days")
+
+
 def simulate(config: LinkConfig, play: Play, *, days: int = 365, paths: int = 20, seed: int = 1,
              balances_uc: Mapping[str, int] | None = None, progress: Callable[[int], None] | None = None,
              workers: int | None = None) -> Simulation:
@@ -96,6 +115,7 @@ def simulate(config: LinkConfig, play: Play, *, days: int = 365, paths: int = 20
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise InvalidInput("workers", workers, "must be a whole number of processes, 1 or more")
     spec = path_spec(config, play, days, balances_uc)
+    _require_size(spec, play, paths, days)
     children = np.random.SeedSequence(seed).spawn(paths)
     n = min(paths, workers or os.cpu_count() or 1, os.cpu_count() or 1)
     if n == 1:

@@ -66,3 +66,34 @@ def test_a_pool_past_break_even_is_a_notice() -> None:
     config = replace(_split(RateSet({MAJOR: 600_000, MINOR: 75_000, RESERVE: 25_000}, 300_000)))
     found = _findings(config)
     assert any(x["subject"] == h.CARIBBEAN_STUD and "break-even" in x["text"] for x in found), found
+
+
+def test_a_reserve_taking_more_than_resets_draw_keeps_money_for_good() -> None:
+    """RESERVE rated above what resets draw from it: the surplus reaches no player unless moved (a notice naming it
+    per wager and per year); the page no longer says that no pool keeps money."""
+    found = _findings(_split(RateSet({MAJOR: 200_000, MINOR: 75_000, RESERVE: 500_000}, 225_000)))
+    reserve = [x for x in found if x["subject"] == RESERVE]
+    assert len(reserve) == 1 and "builds up in it" in reserve[0]["text"] and "a year" in reserve[0]["text"], found
+
+
+def test_a_live_pool_past_break_even_is_a_notice_not_a_fault() -> None:
+    """At live balances above break-even the wager returns over 100%: normal for a progressive, so a notice; the
+    critical finding is kept for a configuration that pays more than it costs at its reset values."""
+    config = _split(DOMAIN_RATES)
+    cert = build_certificate(config, {"kind": "test"}, Play({h.CARIBBEAN_STUD: 20}, 6, 60),
+                             {MAJOR: 20_000_000 * 1_000_000}, days=1, paths=1, seed=1, simulate=False, progress=None)
+    game = [x for x in cert["findings"] if x["subject"] == h.CARIBBEAN_STUD]
+    assert [x["severity"] for x in game] == ["notice"] and "past its break-even" in game[0]["text"], cert["findings"]
+
+
+def test_figures_for_a_rate_set_not_yet_in_force_say_so() -> None:
+    config = _split(DOMAIN_RATES)
+    later = RateSet({MAJOR: 250_000, MINOR: 50_000, RESERVE: 25_000}, 675_000, 2, 4_102_444_800_000, "APPROVED-2")
+    found = _findings(replace(config, rate_sets=(*config.rate_sets, later)))
+    rates = [x for x in found if x["subject"] == "rates"]
+    assert rates and "version 2" in rates[0]["text"] and "2100-01-01" in rates[0]["text"], found
+
+
+def test_holdem_tables_carry_the_shared_board_caveat() -> None:
+    found = _findings(_split(DOMAIN_RATES, h.HOLDEM_BONUS), h.HOLDEM_BONUS)
+    assert any(x["subject"] == h.HOLDEM_BONUS and "shared board" in x["text"] for x in found), found

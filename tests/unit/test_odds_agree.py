@@ -3,7 +3,7 @@ deterministic long-run figure, for three configurations.
 
 The configurations pay their percentage prizes on hands common enough (four of a kind, three of a kind, a three
 card straight flush) that a few simulated weeks hold about a thousand of them, so the test is cheap and its
-interval narrow; the royal-flush links of DOMAIN.md are certified the same way by `jackpot-math certify`.
+interval narrow; the royal-flush links of RULES.md are certified the same way by `jackpot-math certify`.
 """
 
 from __future__ import annotations

@@ -269,3 +269,14 @@ def test_a_game_without_a_paytable_is_refused() -> None:
     with pytest.raises(InvalidInput) as info:
         simulate(split_link(), Play({THREE: 1}, 6, 60), days=1, paths=1)
     assert info.value.field == "game"
+
+
+def test_a_run_too_big_to_finish_is_refused_naming_why() -> None:
+    """Nothing starts a run that would price more than MAX_HITS paying hands or keep more than MAX_BAND_CELLS
+    balances: InvalidInput names the product and its size."""
+    from jackpotd.domain.errors import InvalidInput
+    from jackpotd.odds.simulate import MAX_BAND_CELLS, MAX_HITS
+    with pytest.raises(InvalidInput, match=f"at most {MAX_HITS:,} paying hands"):
+        simulate(split_link(), Play({CS: 100_000}, 100_000, 60), days=365, paths=2, workers=1)
+    with pytest.raises(InvalidInput, match=f"more than {MAX_BAND_CELLS:,}"):
+        simulate(split_link(), Play({CS: 1}, 1, 1), days=36_500, paths=10_000, workers=1)

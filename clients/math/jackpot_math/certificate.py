@@ -20,7 +20,7 @@ from jackpotd.odds.returns import break_even, return_at, return_by_pricing, retu
 from jackpotd.odds.simulate import simulate
 
 from . import figures as f
-from .findings import findings
+from .findings import NOTICE, findings
 
 SCHEMA = "jackpot-math/1"
 CURVE_POINTS = 41
@@ -73,7 +73,7 @@ def exact_sections(config: LinkConfig, play: Play, balances_uc: Mapping[str, int
 
 
 def _sections(config: LinkConfig, play: Play, balances_uc: Mapping[str, int], curve_top: int | None, *, days: int,
-              paths: int, seed: int, sim: bool, progress: Callable[[int], None] | None) -> dict[str, Any]:
+              paths: int, seed: int, sim: bool, progress: Callable[[int], None] | None, now_ms: int) -> dict[str, Any]:
     """Every section of one configuration: the exact ones, the long run and (when asked) the simulation."""
     out = exact_sections(config, play, balances_uc, curve_top)
     lr = long_run(config, play)
@@ -81,7 +81,25 @@ def _sections(config: LinkConfig, play: Play, balances_uc: Mapping[str, int], cu
     out["simulation"] = (f.simulation_section(simulate(config, play, days=days, paths=paths, seed=seed,
                                                        balances_uc=balances_uc, progress=progress), lr)
                          if sim else None)
-    out["findings"] = findings(out)
+    out["findings"] = findings(out, _caveats(config, play, now_ms))
+    return out
+
+
+def _caveats(config: LinkConfig, play: Play, now_ms: int) -> list[dict[str, str]]:
+    """Findings about what the figures rest on: a rate set not yet in force (the figures use the newest), and
+    hold'em's shared board, which the long run and the simulation do not model."""
+    out: list[dict[str, str]] = []
+    newest = max(config.rate_sets, key=lambda r: (r.effective_at_ms, r.version))
+    if newest.effective_at_ms > now_ms:
+        out.append({"severity": NOTICE, "subject": "rates",
+                    "text": f"the figures use rate set version {newest.version}, approved to take effect at "
+                            f"{datetime.fromtimestamp(newest.effective_at_ms / 1000, UTC):%Y-%m-%d %H:%M} UTC; "
+                            "an earlier version is in force until then"})
+    if play.tables.get(h.HOLDEM_BONUS, 0) > 0:
+        out.append({"severity": NOTICE, "subject": h.HOLDEM_BONUS,
+                    "text": "the long run and the simulation draw each seat's hand on its own: hold'em's shared "
+                            "board makes simultaneous hits (a royal on the board is every seat's, each owed its "
+                            "minimum) more common than shown, so shares and the operator's shortfalls read low"})
     return out
 
 
@@ -146,7 +164,9 @@ def build_certificate(config: LinkConfig, source: Mapping[str, str], play: Play,
     proposed_bal = balances_for(proposed, balances_uc) if proposed is not None else None
     top = _curve_top([config, *([proposed] if proposed is not None else [])],
                      [current_bal, *([proposed_bal] if proposed_bal is not None else [])])
-    knobs: dict[str, Any] = {"days": days, "paths": paths, "seed": seed, "sim": simulate, "progress": progress}
+    now = datetime.now(UTC)
+    knobs: dict[str, Any] = {"days": days, "paths": paths, "seed": seed, "sim": simulate, "progress": progress,
+                             "now_ms": int(now.timestamp() * 1000)}
     current = _sections(config, play, current_bal, top, **knobs)
     what_if = None
     if proposed is not None and proposed_bal is not None:
@@ -154,7 +174,7 @@ def build_certificate(config: LinkConfig, source: Mapping[str, str], play: Play,
                    "changes": changes(config.to_dict(), proposed.to_dict())}
     return {
         "schema": SCHEMA,
-        "generated_at": datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "generated_at": now.isoformat(timespec="seconds").replace("+00:00", "Z"),
         "source": dict(source),
         "link_id": config.link_id,
         "play": f.play_section(play),

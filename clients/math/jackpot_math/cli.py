@@ -234,6 +234,9 @@ def main(argv: list[str] | None = None, channel_factory: ChannelFactory | None =
     except Unreachable as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
+    except MemoryError:
+        print(f"{PROG}: out of memory: ask for fewer paths, days or tables", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

@@ -40,7 +40,8 @@ tbody th { white-space: nowrap; }
 .note { color: var(--muted); margin: 4px 0 8px; }
 .empty { color: var(--muted); font-style: italic; }
 .verdict { font-weight: 700; padding: 6px 10px; border-radius: 4px; display: inline-block; }
-.verdict.ok { background: #e3f4e6; color: #1b7a2e; } .verdict.fail { background: #fbe4e2; color: #b3261e; }
+.verdict.ok { background: #e3f4e6; color: #1b7a2e; }
+.verdict.none { background: #f1f2f4; color: #4a5160; } .verdict.fail { background: #fbe4e2; color: #b3261e; }
 ul.findings { padding-left: 1.2em; } ul.findings li { margin: .25em 0; }
 li.critical strong { color: #b3261e; text-transform: uppercase; } li.notice strong { color: #8a5a00; }
 p.ok { color: #1b7a2e; }
@@ -233,7 +234,7 @@ def _long_run(side: Side, other: Side | None) -> str:
 
 def _hits(side: Side, other: Side | None) -> str:
     """One configuration's expected time to each hit at this play."""
-    return t.table("hit-times", ("hand", "pool", "probability", "an hour", "a day", "a year", "hours between",
+    return t.table("hit-times", ("hand", "pool", "odds a wager", "an hour", "a day", "a year", "hours between",
                                  "days between"), t.hit_rows(side), t.hit_rows(other) if other is not None else None,
                    (False, False, True, True, True, True, True, True))
 
@@ -261,7 +262,8 @@ def _simulation(cert: Mapping[str, Any]) -> str:
                    False: "the long-run return lies OUTSIDE the 95% interval of the simulated return with the meters",
                    None: "no interval to compare the long-run return with (one path, or a pool that grows)"}[ok]
         both = other is not None and other.get("simulation")
-        return (f'<p class="verdict {"ok" if ok else "fail"}">{escape(verdict)}</p>'
+        style = {True: "ok", False: "fail", None: "none"}[ok]
+        return (f'<p class="verdict {style}">{escape(verdict)}</p>'
                 + t.table("simulation", ("figure", "value"), t.simulation_summary(side),
                           t.simulation_summary(other) if both and other else None, (False, True))
                 + "<h4>Hits by hand (mean per path)</h4>"

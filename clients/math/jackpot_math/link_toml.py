@@ -16,6 +16,7 @@ from jackpotd.api.gen.jackpot.v1 import admin_pb2
 from jackpotd.api.link_requests import link_config_of, paytable_entries_of, table_of
 from jackpotd.domain.errors import DomainError
 from jackpotd.domain.link import LinkConfig
+from jackpotd.domain.money import MAX_SAFE_UC
 from jackpotd.domain.pools import RESERVE
 from jackpotd.odds.play import DEFAULT_HANDS_PER_HOUR, DEFAULT_SEATS_FILLED, Play, play_of
 from jackpotd.service import commands as c
@@ -120,7 +121,7 @@ def play_of_flags(config: LinkConfig, flags: PlayFlags) -> Play:
     try:
         if isinstance(flags.tables, Mapping):
             return Play(dict(flags.tables), flags.seats_filled or DEFAULT_SEATS_FILLED,
-                        flags.hands_per_hour or DEFAULT_HANDS_PER_HOUR)
+                        DEFAULT_HANDS_PER_HOUR if flags.hands_per_hour is None else flags.hands_per_hour)
         return play_of(config, flags.tables, flags.seats_filled,
                        DEFAULT_HANDS_PER_HOUR if flags.hands_per_hour is None else flags.hands_per_hour)
     except DomainError as e:
@@ -134,8 +135,9 @@ def starting_balances(config: LinkConfig, doc: Mapping[str, Any]) -> dict[str, i
     for pool, cents in given.items():
         if pool not in names:
             raise bad(f"balances.{pool}", cents, f"not a pool of the link; its pools: {', '.join(names)}")
-        if isinstance(cents, bool) or not isinstance(cents, int) or cents < 0:
-            raise bad(f"balances.{pool}", cents, "must be a whole number of cents, 0 or more")
+        if isinstance(cents, bool) or not isinstance(cents, int) or not 0 <= cents <= MAX_SAFE_UC // UC:
+            raise bad(f"balances.{pool}", cents,
+                      f"must be a whole number of cents from 0 to {MAX_SAFE_UC // UC:,} (§2: the most a pool holds)")
     return {p.name: UC * given.get(p.name, 0 if p.name == RESERVE else p.reset_cents) for p in config.pools}
 
 

@@ -980,7 +980,7 @@ Global___HandCount: _TypeAlias = HandCount  # noqa: Y015
 
 @_typing.final
 class GameMath(_message.Message):
-    """One game's exact figures for one seat's jackpot wager at the link's balances now (docs/RULES.md, DOMAIN.md)."""
+    """One game's exact figures for one seat's jackpot wager at the link's balances now (docs/RULES.md §4, §5)."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
