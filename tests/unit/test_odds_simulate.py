@@ -145,6 +145,28 @@ def test_one_wager_of_n_times_w_is_exactly_n_wagers_of_w(major: int, minor: int,
     assert one.overflows == each.overflows
 
 
+
+@given(st.integers(0, 400_000), st.integers(0, 300_000), st.integers(0, 100_000), st.integers(1, 5_000),
+       st.integers(0, 10**9), st.integers(0, 2**53), st.integers(0, 2**40), st.integers(0, 2**40))
+def test_alike_wagers_between_hit_rounds_move_what_contribute_alike_moves(
+        major: int, minor: int, reserve: int, cents: int, n: int, b_major: int, b_minor: int, b_reserve: int) -> None:
+    """The simulation's uncapped contributions (the engine's legs of one wager, n times) equal contribute_alike's for
+    any count and balances, its refusal past 2^53 µ¢ included."""
+    from jackpotd.domain.contributions import contribute_alike
+    from jackpotd.domain.errors import FailedPrecondition
+    rates = RateSet({MAJOR: major, MINOR: minor, RESERVE: reserve}, 1_000_000 - major - minor - reserve)
+    pools = (PoolSpec(MAJOR, 100), PoolSpec(MINOR, 50), PoolSpec(RESERVE))
+    balances = {MAJOR: b_major, MINOR: b_minor, RESERVE: b_reserve}
+    add = sim._alike(rates, pools, cents)
+    try:
+        expected = contribute_alike(rates, pools, balances, cents, n)[1].balances_after
+    except FailedPrecondition as refused:
+        with pytest.raises(FailedPrecondition) as ours:
+            add(balances, n)
+        assert (ours.value.field, ours.value.value) == (refused.field, refused.value)
+        return
+    assert add(balances, n) == expected
+
 # The published counts, independent of the code under test (C(52,5) = 2,598,960 and C(52,3) = 22,100 hands).
 PUBLISHED = {
     CS: {h.ROYAL_FLUSH: Fraction(4, 2_598_960), h.STRAIGHT_FLUSH: Fraction(36, 2_598_960),
