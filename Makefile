@@ -112,7 +112,7 @@ bench: install
 bench-domain: install
 	$(BIN)/python bench/bench_domain.py
 
-## bench-math-sim: jackpot-math's simulation, one path-year and the default 20 paths x 365 days (under a minute?)
+## bench-math-sim: jackpot-math's simulation, one path-year and the default 20 paths x 365 days (under a minute)
 bench-math-sim: install
 	$(BIN)/python bench/bench_math_sim.py
 
