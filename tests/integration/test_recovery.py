@@ -17,17 +17,12 @@ from .checks import assert_consistent
 from .harness import Client, eventually
 from .load import Tally, run_table
 from .process import ServerProcess
+from .writers import funded_link
 
 
 async def new_link(client: Client, tables: int) -> tuple[str, list[str]]:
-    link = unique("crash")
-    await client.create_link(link, resets={"MAJOR": 1_000_000, "MINOR": 100_000})
-    await client.fund(link, "MAJOR", 2_000_000)
-    await client.fund(link, "MINOR", 200_000)
-    names = [unique(f"t{i}") for i in range(tables)]
-    for t in names:
-        await client.register(t, link)
-    return link, names
+    """A funded link of its own, with `tables` tables."""
+    return await funded_link(client, unique("crash"), tables)
 
 
 async def test_kill_9_mid_load_loses_and_doubles_nothing(proc_service: tuple[ServerProcess, Client]) -> None:

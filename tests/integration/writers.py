@@ -28,7 +28,11 @@ def link_in(shards: set[int], prefix: str) -> str:
 
 async def new_link_in(client: Client, shards: set[int], tables: int) -> tuple[str, list[str]]:
     """A funded link in one of `shards`, with its tables."""
-    link = link_in(shards, "paused")
+    return await funded_link(client, link_in(shards, "paused"), tables)
+
+
+async def funded_link(client: Client, link: str, tables: int) -> tuple[str, list[str]]:
+    """Link `link` created (MAJOR reset $10,000, MINOR $1,000), funded ($20,000 and $2,000), with `tables` tables."""
     await client.create_link(link, resets={"MAJOR": 1_000_000, "MINOR": 100_000})
     await client.fund(link, "MAJOR", 2_000_000)
     await client.fund(link, "MINOR", 200_000)
