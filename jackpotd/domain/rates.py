@@ -56,3 +56,9 @@ def rates_in_force(rate_sets: Sequence[RateSet], at_ms: int) -> RateSet:
     if best is None:
         raise InvalidInput("rates", at_ms, "no rate set is in force at this time")
     return best
+
+
+def newest_rates(rate_sets: Sequence[RateSet]) -> RateSet:
+    """The rate set in force once every approved change has taken effect (§3): the latest effective time, then the
+    highest version, as rates_in_force orders them."""
+    return max(rate_sets, key=lambda rs: (rs.effective_at_ms, rs.version))

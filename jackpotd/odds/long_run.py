@@ -24,7 +24,7 @@ from ..domain.errors import InvalidInput
 from ..domain.link import LinkConfig
 from ..domain.money import PPM, UC_PER_CENT
 from ..domain.pools import RESERVE
-from ..domain.rates import RateSet
+from ..domain.rates import newest_rates
 from .hand_odds import hand_odds
 from .play import Play
 from .stationary import BINS, Jump, Law, PoolModel, solve, top_of
@@ -84,14 +84,9 @@ def _probabilities(config: LinkConfig, play: Play) -> dict[tuple[str, str], Frac
     return out
 
 
-def newest_rates(config: LinkConfig) -> RateSet:
-    """The rate set in force once every approved change has taken effect (the newest)."""
-    return max(config.rate_sets, key=lambda r: (r.effective_at_ms, r.version))
-
-
 def pool_models(config: LinkConfig, probabilities: Mapping[tuple[str, str], Fraction]) -> dict[str, PoolModel]:
     """Each visible pool's drift, reset, cap and jumps (before overflow from other pools is added)."""
-    rates = newest_rates(config)
+    rates = newest_rates(config.rate_sets)
     # entries alike (the same minimum, percentage and reset) are one jump: hold'em and stud share their rows
     alike: dict[str, dict[tuple[int, int, bool], Fraction]] = {}
     for (game, category), prob in probabilities.items():
@@ -134,7 +129,7 @@ def long_run_of(config: LinkConfig, probabilities: Mapping[tuple[str, str], Frac
         inflow[specs[name].overflow_to] += fine.overflow_per_wager_uc
         notes.append(f"{name}: recurrent, conservation residual {residual:.1e} of c" if fine.recurrent else
                      f"{name}: transient, grows {fine.growth_per_wager_uc:,.0f} µ¢ a wager")
-    rates = newest_rates(config)
+    rates = newest_rates(config.rate_sets)
     reserve_in = float(config.wager_cents * rates.pools_ppm.get(RESERVE, 0)) + inflow.get(RESERVE, 0.0)
     draws = sum(f.reset_per_wager_uc for f in figures.values())
     shortfalls = sum(f.shortfall_per_wager_uc for f in figures.values())

@@ -16,7 +16,7 @@ from ..domain.link import LinkConfig
 from ..domain.money import MAX_SAFE_UC, UC_PER_CENT, ceil_cents, percent_of_cents
 from ..domain.paytable import Paytable, PaytableEntry
 from ..domain.pricing import Hit, price_round
-from ..domain.rates import RateSet, rates_in_force
+from ..domain.rates import newest_rates, rates_in_force
 from .hand_odds import enumerated_counts, hand_odds, require_game
 from .play import Play
 
@@ -211,8 +211,7 @@ def return_curve(config: LinkConfig, game: str, balances_uc: Mapping[str, int], 
 
 def wager_shares(config: LinkConfig, at_ms: int | None = None) -> WagerShares:
     """Where one wager goes under the rate set in force at `at_ms` (§3), or the newest rate set when None."""
-    rates: RateSet = (max(config.rate_sets, key=lambda r: (r.effective_at_ms, r.version)) if at_ms is None
-                      else rates_in_force(config.rate_sets, at_ms))
+    rates = newest_rates(config.rate_sets) if at_ms is None else rates_in_force(config.rate_sets, at_ms)
     return WagerShares(config.wager_cents, dict(rates.pools_ppm), rates.retained_ppm, rates.version)
 
 

@@ -23,7 +23,7 @@ from ..domain.money import MAX_SAFE_UC, UC_PER_CENT
 from ..domain.paytable import Paytable
 from ..domain.pools import RESERVE, PoolSpec
 from ..domain.pricing import Hit, price_round
-from ..domain.rates import RateSet
+from ..domain.rates import RateSet, newest_rates
 from .play import Play
 from .sampling import HitRounds, Sampler, draw_hit_rounds, game_draw, sampler
 from .sim_stats import Band, PathResult, Simulation, summarise
@@ -59,11 +59,6 @@ def rounds_of(play: Play, days: int) -> int:
     return sum(play.tables.get(g, 0) for g in play.games) * play.hands_per_hour * HOURS_PER_DAY * days
 
 
-def _newest(config: LinkConfig) -> RateSet:
-    """The newest rate set: the one in force once every approved change has taken effect."""
-    return max(config.rate_sets, key=lambda r: (r.effective_at_ms, r.version))
-
-
 def path_spec(config: LinkConfig, play: Play, days: int, balances_uc: Mapping[str, int] | None) -> PathSpec:
     """The checked specification of a run; bad input raises InvalidInput naming the field and its value."""
     if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
@@ -82,7 +77,7 @@ def path_spec(config: LinkConfig, play: Play, days: int, balances_uc: Mapping[st
     for table in paytables:
         samplers.append(sampler(game_draw(table), play.tables[table.game], offset, play.seats_filled))
         offset += play.tables[table.game]
-    return PathSpec(config, _newest(config), paytables, tuple(samplers), play.seats_filled,
+    return PathSpec(config, newest_rates(config.rate_sets), paytables, tuple(samplers), play.seats_filled,
                  rounds_of(play, 1), days, tuple((n, start[n]) for n in names))
 
 

@@ -13,6 +13,7 @@ from jackpotd.domain import hands as h
 from jackpotd.domain.link import LinkConfig
 from jackpotd.domain.money import UC_PER_CENT
 from jackpotd.domain.pools import RESERVE
+from jackpotd.domain.rates import newest_rates
 from jackpotd.odds.config_digest import config_sha256
 from jackpotd.odds.long_run import long_run
 from jackpotd.odds.play import Play
@@ -89,7 +90,7 @@ def _caveats(config: LinkConfig, play: Play, now_ms: int) -> list[dict[str, str]
     """Findings about what the figures rest on: a rate set not yet in force (the figures use the newest), and
     hold'em's shared board, which the long run and the simulation do not model."""
     out: list[dict[str, str]] = []
-    newest = max(config.rate_sets, key=lambda r: (r.effective_at_ms, r.version))
+    newest = newest_rates(config.rate_sets)
     if newest.effective_at_ms > now_ms:
         out.append({"severity": NOTICE, "subject": "rates",
                     "text": f"the figures use rate set version {newest.version}, approved to take effect at "
