@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 from .auth.credentials import add_credential_flags
+from .target import add_target_flag, failure_line
 
 EXAMPLES = """examples:
   jackpotd fund --link demo --pool MAJOR --cents 50000 --reason "top-up" --ref FIN-2026-114
@@ -41,7 +42,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         p.add_argument("--reason", required=True, help="why (recorded in the audit trail)")
         p.add_argument("--ref", required=True, help="the approval reference (e.g. the regulator's approval)")
         p.add_argument("--request-id", default="", help="the request id (default: a new one)")
-        p.add_argument("--target", default="127.0.0.1:50051", help="jackpotd address (default 127.0.0.1:50051)")
+        add_target_flag(p)
         add_credential_flags(p)
 
 
@@ -52,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from .api.gen.jackpot.v1 import admin_pb2, admin_pb2_grpc
     from .auth.credentials import credential_flags, role_credential
     from .auth.identity import Role
+    from .domain.ids import visible
     from .domain.money import format_cents
 
     try:
@@ -64,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     metadata = (("authorization", f"Bearer {found.token}"),) if found.token else None
     audit = admin_pb2.Audit(reason=args.reason, approval_ref=args.ref)
     request_id = args.request_id or uuid.uuid4().hex
+    as_whom = f" as {found.who}" if found.who else ""  # every act says whom the credential named
     with (grpc.secure_channel(args.target, channel_credentials) if channel_credentials
           else grpc.insecure_channel(args.target)) as channel:
         stub = admin_pb2_grpc.AdminServiceStub(channel)
@@ -72,9 +75,10 @@ def run(args: argparse.Namespace) -> int:
                 funded: Any = stub.FundPool(admin_pb2.FundPoolRequest(
                     request_id=request_id, link_id=args.link, pool=args.pool, amount_cents=args.cents, audit=audit),
                     timeout=10, metadata=metadata)
-                print(f"funded {args.pool} of {args.link} with {format_cents(args.cents)} (entry {funded.sequence})")
+                print(visible(f"funded {args.pool} of {args.link} with {format_cents(args.cents)}{as_whom} (entry "
+                              f"{funded.sequence})"))
                 for p in funded.pools:
-                    print(f"  {p.pool:8} {format_cents(p.amount_cents):>16}")
+                    print(visible(f"  {p.pool:8} {format_cents(p.amount_cents):>16}"))
                 return 0
             update = admin_pb2.UpdateLinkRequest(request_id=request_id, link_id=args.link,
                                                  wager_amount_cents=args.wager_cents, audit=audit)
@@ -83,8 +87,9 @@ def run(args: argparse.Namespace) -> int:
             if args.dual_approval_threshold_cents is not None:
                 update.dual_approval_threshold_cents = args.dual_approval_threshold_cents
             changed: Any = stub.UpdateLink(update, timeout=10, metadata=metadata)
-            print(f"link {changed.link_id}: configuration version {changed.config_version} (entry {changed.sequence})")
+            print(visible(f"link {changed.link_id}: configuration version {changed.config_version}{as_whom} (entry "
+                          f"{changed.sequence})"))
             return 0
         except grpc.RpcError as e:
-            print(f"jackpotd: {e.code().name}: {e.details()}", file=sys.stderr)
+            print(failure_line("jackpotd", args.target, e.code().name, e.details()), file=sys.stderr)
             return 1

@@ -17,6 +17,8 @@ from . import admin_commands
 from .auth.credentials import add_credential_flags
 from .host_commands import DEFAULT_ROLES
 from .settings import NAMES, Settings, SettingsError, load
+from .software import commands as software_commands
+from .target import add_target_flag
 
 EPILOG = """With neither --redis-url nor --postgres-dsn, jackpotd starts embedded PostgreSQL and Valkey
 servers under --state-dir and stops them when it exits. Settings may also come from JACKPOTD_* variables
@@ -173,9 +175,10 @@ def parser() -> argparse.ArgumentParser:
                                    "that is set, else a token from CREDENTIALS/tokens (display, finance, "
                                    "supervisor or admin, in that order) or one minted with CREDENTIALS/auth.key.")
     p.add_argument("--link", default="demo", help="link id (default demo)")
-    p.add_argument("--target", default="127.0.0.1:50051", help="jackpotd address (default 127.0.0.1:50051)")
+    add_target_flag(p)
     add_credential_flags(p)
     admin_commands.add_parsers(sub)
+    software_commands.add_parsers(sub)
     sub.add_parser("system-account", help="create the system account the embedded PostgreSQL runs as under root",
                    description="As root, jackpotd runs its embedded PostgreSQL as a system account of its own, "
                                "jackpotd-pg, which no other process shares (a package's install step: `make run` and "
@@ -255,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         from . import admin_commands
 
         return admin_commands.run(args)
+    if args.command in ("version", "verify-install"):
+        return software_commands.run(args)
     if args.command in ("pools", "certs", "system-account"):
         from . import host_commands
 

@@ -13,6 +13,7 @@ from cryptography import x509
 
 from .auth.guard import identity_of_certificate
 from .auth.tokens import token_id
+from .domain.ids import visible
 from .ledger_commands import operator
 from .store import ledger
 from .store.ledger.revocations import revocations, revoke
@@ -47,8 +48,8 @@ async def run(stores: Stores, args: argparse.Namespace) -> int:
     if args.list:
         found = await revocations(stores.pg)
         for r in found:
-            print(f"{r.revoked_at:%Y-%m-%d %H:%M:%S %Z}  {r.credential}  {r.holder or '-'}  by {r.revoked_by}: "
-                  f"{r.reason}")
+            print(visible(f"{r.revoked_at:%Y-%m-%d %H:%M:%S %Z}  {r.credential}  {r.holder or '-'}  by "
+                          f"{r.revoked_by}: {r.reason}"))
         if not found:
             print("no credential is revoked")
         return 0
@@ -65,6 +66,6 @@ async def run(stores: Stores, args: argparse.Namespace) -> int:
     await ledger.record_admin_act(stores.pg, {"actor": actor.removeprefix("operator:"), "role": "operator",
                                               "method": "Revoke", "reason": args.reason, "outcome": "OK",
                                               "detail": f"{credential} ({holder or 'holder unknown'})"})
-    print(f"{credential} ({holder or 'holder unknown'}) {'revoked' if new else 'was revoked already'}: every worker "
-          "refuses it within a few seconds and ends its open streams")
+    print(visible(f"{credential} ({holder or 'holder unknown'}) {'revoked' if new else 'was revoked already'} as "
+                  f"{actor}: every worker refuses it within a few seconds and ends its open streams"))
     return 0

@@ -27,7 +27,9 @@ def pools(args: argparse.Namespace) -> int:
     from .api.gen.jackpot.v1 import display_pb2, display_pb2_grpc
     from .auth.credentials import credential_flags, role_credential
     from .auth.identity import Role
+    from .domain.ids import visible
     from .domain.money import format_cents
+    from .target import failure_line
 
     try:
         found = role_credential(credential_flags(args), (Role.DISPLAY, Role.FINANCE, Role.SUPERVISOR, Role.ADMIN),
@@ -44,17 +46,20 @@ def pools(args: argparse.Namespace) -> int:
         try:
             resp: Any = stub.GetPools(display_pb2.GetPoolsRequest(link_id=args.link), timeout=5, metadata=metadata)
         except grpc.RpcError as e:
-            print(f"{e.code().name}: {e.details()}", file=sys.stderr)
             if e.code() == grpc.StatusCode.UNAUTHENTICATED and not token and not credentials:
                 print("jackpotd: no credential found: give --token-file, --tls or --ca/--cert/--key, or "
                       "--credentials DIR", file=sys.stderr)
+            else:
+                print(failure_line("jackpotd", args.target, e.code().name, e.details()), file=sys.stderr)
             return 1
-    print(f"link {resp.link_id} (sequence {resp.sequence})")
-    for p in resp.pools:
-        print(f"  {p.pool:8} {format_cents(p.amount_cents):>16}   (resets to {format_cents(p.reset_cents)})")
+    lines = [f"link {resp.link_id} (sequence {resp.sequence})"]
+    lines += [f"  {p.pool:8} {format_cents(p.amount_cents):>16}   (resets to {format_cents(p.reset_cents)})"
+              for p in resp.pools]
     if resp.HasField("last_hit"):
         h = resp.last_hit
-        print(f"  last hit: {h.hand} at {h.table_id} seat {h.seat}, {format_cents(h.amount_cents)} from {h.pool}")
+        lines.append(f"  last hit: {h.hand} at {h.table_id} seat {h.seat}, {format_cents(h.amount_cents)} from "
+                     f"{h.pool}")
+    print("\n".join(visible(line) for line in lines))  # names from the wire drawn visibly, one line each
     return 0
 
 

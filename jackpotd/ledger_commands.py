@@ -7,9 +7,11 @@ import getpass
 import socket
 import sys
 
+from .domain.ids import visible
 from .domain.money import format_cents
 from .service.errors import Unavailable
 from .settings import Settings
+from .software.identity import software_identity
 from .store import checkpoints, ledger, recovery, unfence
 from .store.checkpoints import Checkpointer
 from .store.leader import writers_running
@@ -49,10 +51,10 @@ async def fenced(stores: Stores, settings: Settings) -> int:
     views = await unfence.fenced(stores.redis, stores.pg, anchors(settings))
     for v in views:
         f = v.fence
-        print(f"{f.link_id}: fenced since {f.fenced_at:%Y-%m-%d %H:%M:%S %Z} ({f.kind.value}) at entry {f.seq} "
-              f"({v.entry})\n  why: {f.text}")
+        print(visible(f"{f.link_id}: fenced since {f.fenced_at:%Y-%m-%d %H:%M:%S %Z} ({f.kind.value}) at entry "
+                      f"{f.seq} ({v.entry})") + f"\n  why: {visible(f.text)}")
         if isinstance(v.verdict, Tampered):
-            print(f"  now: {v.verdict.reason}\n  what to do: {unfence.advice(v.verdict)}")
+            print(f"  now: {visible(v.verdict.reason)}\n  what to do: {visible(unfence.advice(v.verdict))}")
         elif v.verdict is not None and f.kind.tampered:
             print(f"  now: the ledger's head (entry {v.verdict.head.seq}) is backed by its anchors again: lift the "
                   "fence with `jackpotd unfence LINK --reason ...`")
@@ -71,9 +73,10 @@ async def lift(stores: Stores, settings: Settings, args: argparse.Namespace) -> 
         print(f"link {args.link} is not fenced")
         return 0
     if isinstance(outcome, unfence.StillTampered):
-        print(f"jackpotd: link {args.link} stays fenced: {outcome.advice}", file=sys.stderr)
+        print(f"jackpotd: link {args.link} stays fenced: {visible(outcome.advice)}", file=sys.stderr)
         return 1
-    print(f"link {args.link}: {outcome.how} (head entry {outcome.head}); recorded in the audit trail as {act.actor}")
+    print(visible(f"link {args.link}: {outcome.how} as {act.actor} (head entry {outcome.head}); recorded in the "
+                  "audit trail"))
     if act.accept or act.restore:  # finance's summaries counted what was removed, or count what came back twice
         await _rebuild_summaries(stores, args.link)
     return 0
@@ -98,6 +101,7 @@ async def audit(stores: Stores, settings: Settings, args: argparse.Namespace) ->
     Redis is not compared when this command started the embedded Valkey itself (no jackpotd runs on the state
     directory): that Valkey keeps nothing while jackpotd is stopped, and jackpotd rebuilds it from the ledger."""
     failed = 0
+    print(f"audited by {software_identity().line()}")  # the software that produced this report
     live = stores.embedded is None  # embedded and started here: empty by design, nothing to compare
     if not live:
         print("Redis not compared: jackpotd is not running on this state directory, and its embedded Valkey keeps "
@@ -130,8 +134,8 @@ async def audit(stores: Stores, settings: Settings, args: argparse.Namespace) ->
         print(f"{link}: {verdict} - {report.entries} entries, chain {'intact' if report.chain_ok else 'BROKEN'}, "
               f"pools {pools}")
         for problem in report.problems:
-            print(f"  - {problem}")
+            print(f"  - {visible(problem)}")
         for note in report.notes:
-            print(f"  * {note}")
+            print(f"  * {visible(note)}")
         failed += not report.ok
     return 1 if failed else 0

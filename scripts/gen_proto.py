@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import importlib.metadata as metadata
+import re
 import shutil
 import subprocess
 import sys
@@ -11,6 +13,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+DEV_LOCK = ROOT / "requirements-dev.lock"
+GENERATORS = ("grpcio-tools", "mypy-protobuf", "protobuf")  # whose versions shape the generated files
 PROTO = ROOT / "proto"
 OUT = ROOT / "jackpotd" / "api" / "gen"
 
@@ -34,10 +38,26 @@ def generate(into: Path) -> None:
         (d / "__init__.py").touch()
 
 
+def unlocked_generators(lock_text: str, installed: dict[str, str]) -> list[str]:
+    """Each generator whose installed version is not the one the lock pins: its output would not be the lock's."""
+    out = []
+    for name in GENERATORS:
+        pinned = re.search(rf"^{re.escape(name)}==(\S+)", lock_text, re.M)
+        if pinned is None:
+            out.append(f"{name} is not in {DEV_LOCK.name}")
+        elif installed.get(name) != pinned.group(1):
+            out.append(f"{name} {installed.get(name, 'missing')} is installed, {DEV_LOCK.name} pins {pinned.group(1)}")
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true", help="compare with the committed code instead of writing")
     args = parser.parse_args()
+    wrong = unlocked_generators(DEV_LOCK.read_text(), {n: _installed(n) for n in GENERATORS})
+    if wrong:
+        print("the generators are not the locked ones; run `make install`:", *wrong, sep="\n  ")
+        return 1
     if not args.check:
         shutil.rmtree(OUT, ignore_errors=True)
         generate(OUT)
@@ -52,6 +72,13 @@ def main() -> int:
             return 1
     print("generated protobuf code is up to date")
     return 0
+
+
+def _installed(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "missing"
 
 
 def _differences(d: filecmp.dircmp[str], prefix: str = "") -> list[str]:

@@ -23,7 +23,8 @@ def role_main(prog: str, argv: list[str] | None, parse: Callable[[list[str] | No
               roles: Sequence[Role], minted_name: str,
               run: Callable[[argparse.Namespace, ChannelFactory], Coroutine[Any, Any, int]]) -> int:
     """Parse `argv` (a ValueError from `parse` is a usage error), find the first of `roles`' credentials (a token
-    minted from a development key is named `minted_name`), and run."""
+    minted from a development key is named `minted_name`; several of the role and none chosen is exit 2, listing
+    them), and run, `args.acting_as` naming whom the credential names."""
     try:
         args = parse(argv)
     except SystemExit as e:  # argparse: --help (0) or its own usage error (2, message printed)
@@ -39,6 +40,7 @@ def role_main(prog: str, argv: list[str] | None, parse: Callable[[list[str] | No
     except ValueError as e:
         print(f"{prog}: {e}", file=sys.stderr)
         return 2
+    args.acting_as = credential.who  # whom the credential names: every act says as whom it was done
     try:
         return asyncio.run(run(args, lambda target: role_channel(credential, target)))
     except KeyboardInterrupt:

@@ -56,3 +56,10 @@ def day_bounds(day: date, start: str, zone: tzinfo) -> tuple[datetime, datetime]
     """[from, to) of gaming day `day` in UTC."""
     return day_start(day, start, zone), day_start(day + timedelta(days=1), start, zone)
 
+
+
+def day_of(at: datetime, start: str, zone: tzinfo) -> date:
+    """The gaming day instant `at` (aware) falls in: its local date in `zone`, or the day before while that date's
+    day has not started (before `start`, HH:MM, local)."""
+    day = at.astimezone(zone).date()
+    return day if at >= day_start(day, start, zone) else day - timedelta(days=1)

@@ -7,7 +7,9 @@ alone: `escape` encodes each component so that no two different tuples of ids ca
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 from urllib.parse import quote
 
 from .errors import InvalidInput
@@ -61,3 +63,27 @@ def parse_hit_id(value: object) -> tuple[str, str, str, int]:
 def hit_id(link_id: str, table_id: str, round_id: str, seat: int) -> str:
     """A hit is identified by (link, table, round, seat); each component is escaped, so ids never collide."""
     return f"{escape(link_id)}:{escape(table_id)}:{escape(round_id)}:{seat}"
+
+
+# What free text may not print raw: C0 controls (line breaks and ESC among them), DEL, C1 controls (CSI 0x9b drives
+# a terminal as ESC [ does) and Unicode's own line and paragraph separators.
+_UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_JSON_UNSHOWN = re.compile("[\x7f-\x9f\u2028\u2029]")  # what json.dumps(ensure_ascii=False) leaves raw
+
+
+def _drawn(found: re.Match[str]) -> str:
+    c = found.group()
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x80 else f"\\u{ord(c):04x}")
+
+
+def visible(text: str) -> str:
+    """Free text (a reason, a reference, a name) as every CLI prints it: each control character and line break
+    drawn (\\n, \\x1b, \\u009b), so a caller's text can neither forge a row nor drive the terminal."""
+    return _UNSHOWN.sub(_drawn, text)
+
+
+def visible_json(data: Any, **dumps: Any) -> str:
+    """`data` as JSON that decodes to exactly `data` yet holds no raw control character or line break: what
+    json.dumps escapes already (below 0x20), and DEL, C1 and the Unicode separators as \\u escapes."""
+    return _JSON_UNSHOWN.sub(lambda c: f"\\u{ord(c.group()):04x}", json.dumps(data, ensure_ascii=False, **dumps))

@@ -212,7 +212,9 @@ def _alike(rates: RateSet, pools: tuple[PoolSpec, ...], wager: int) -> Callable[
     times), without building them again for each hit round: a third of a hit round's cost. Equal to
     contribute_alike for every n and balance (a property test), including its refusal past 2^53 µ¢."""
     one = contribute_alike(rates, pools, {}, wager, 1)[1].balances_after
-    per_wager = tuple((name, one[name]) for name in rates.pool_order if one.get(name))
+    # every pool of the rates, those a wager adds nothing to included: the engine checks each one's balance (one
+    # already past 2^53 µ¢ is refused though nothing is added to it), in this order, naming the first
+    per_wager = tuple((name, one.get(name, 0)) for name in rates.pool_order)
 
     def add(balances: Mapping[str, int], count: int) -> Mapping[str, int]:
         after = dict(balances)

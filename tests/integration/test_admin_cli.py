@@ -22,7 +22,7 @@ async def test_fund_adds_to_the_pool_once_per_request_id_and_names_the_actor(
     assert await asyncio.to_thread(main, argv) == 0
     assert await asyncio.to_thread(main, argv) == 0  # the same request id: answered again, applied once
     out = capsys.readouterr().out
-    assert "funded MAJOR of " + link + " with $500.00" in out
+    assert "funded MAJOR of " + link + " with $500.00 as admin:jackpotd-cli" in out  # as whom the act was done
     assert (await client.pools(link))["MAJOR"].amount_cents == 50_000
     audit = await client.pg.fetchval("SELECT entry->'audit'->>'actor' FROM entries WHERE link_id = $1 "
                                      "AND kind = 'fund' ORDER BY seq DESC LIMIT 1", link)

@@ -27,9 +27,12 @@ def channel(target: str) -> grpc.aio.Channel:
 
 
 async def floor(capsys: pytest.CaptureFixture[str], target: str, *argv: str) -> tuple[int, str, str]:
-    """Run `jackpot-floor ARGV` in-process as supervisor:alice: its exit status, standard output and error."""
+    """Run `jackpot-floor ARGV` in-process as supervisor:alice (whom `role_main` finds the credential names): its
+    exit status, standard output and error."""
     capsys.readouterr()
-    code = await cli.run(cli.parse([*argv, "--target", target]), channel)
+    args = cli.parse([*argv, "--target", target])
+    args.acting_as = "supervisor:alice"
+    code = await cli.run(args, channel)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -55,7 +58,8 @@ async def test_a_supervisor_approves_suspends_resumes_and_reads_the_trail(
 
     code, out, err = await floor(capsys, target, "approve", payout.hit_id, "--ref", "SURV-7", "--reason", "reviewed")
     assert code == 0, err
-    assert out.startswith(f"PAID {money(payout.amount_cents)} Royal flush"), out
+    assert out.startswith(f"approved hit {payout.hit_id} as supervisor:alice: PAID {money(payout.amount_cents)} "
+                          "Royal flush"), out
     assert await floor_json(capsys, target, "hits", "--link", link) == []
     code, out, _ = await floor(capsys, target, "hits", "--link", link)
     assert out == f"no pending hits on link {link}\n"
@@ -74,7 +78,8 @@ async def test_a_supervisor_approves_suspends_resumes_and_reads_the_trail(
     code, out, err = await floor(capsys, target, "reject", royal.hit_id, "--ref", "SURV-8", "--reason",
                                  "cards disturbed before verification", "--link", link)
     assert code == 0, err
-    assert out.startswith(f"REJECTED {money(royal.amount_cents)} Royal flush from MAJOR"), out
+    assert out.startswith(f"rejected hit {royal.hit_id} as supervisor:alice: REJECTED {money(royal.amount_cents)} "
+                          "Royal flush from MAJOR"), out
     assert [h["hit_id"] for h in await floor_json(capsys, target, "hits", "--link", link, "--status", "rejected",
                                                   "--table", table)] == [royal.hit_id]
 
@@ -82,7 +87,7 @@ async def test_a_supervisor_approves_suspends_resumes_and_reads_the_trail(
     [row] = await floor_json(capsys, target, "tables", "--link", link)
     assert (row["table_id"], row["suspended"]) == (table, False)
     code, out, err = await floor(capsys, target, "suspend", table, "--reason", "shuffler fault", "--link", link)
-    assert code == 0 and out.startswith(f"table {table} suspended"), err
+    assert code == 0 and out.startswith(f"table {table} suspended as supervisor:alice"), err
     [row] = await floor_json(capsys, target, "tables", "--link", link)
     assert row["suspended"] is True
     code, out, err = await floor(capsys, target, "tables", "--link", link)
@@ -114,3 +119,28 @@ async def test_calls_raise_floor_error_naming_the_status(target: str) -> None:
             await FloorCalls(ch).reject("no-such-link:t:r:1", "a reason", approval_ref="SURV-1")
     assert e.value.code in ("NOT_FOUND", "FAILED_PRECONDITION"), e.value
     assert "no-such-link" in e.value.message or "hit" in e.value.message, e.value.message
+
+
+async def test_a_reason_with_a_line_break_and_an_escape_code_is_one_row_of_the_trail(
+        client: Client, target: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 32: a reject reason holding "\\n", a forged row and an ESC sequence is shown on one row of
+    `jackpot-floor audit`, drawn (\\n, \\x1b), never raw; --json keeps it exact, escaped."""
+    link, _, payout = await pending_royal(client)
+    reason = "cards disturbed\n2026-01-01 00:00:00Z  supervisor:mallory  ApproveHit  -  ok  SURV-0  OK\x1b[2J\x9b1m"
+    code, out, err = await floor(capsys, target, "reject", payout.hit_id, "--ref", "SURV-9\r\x1b]0;x\x07",
+                                 "--reason", reason, "--link", link)
+    assert code == 0, err
+    assert out.count("\n") == 1 and "\x1b" not in out and "\x9b" not in out, out
+    code, out, err = await floor(capsys, target, "audit", "--link", link)
+    assert code == 0, err
+    _header, *rows = out.splitlines()
+    [rejected] = [r for r in rows if "RejectHit" in r]
+    assert len(rows) == len(await floor_json(capsys, target, "audit", "--link", link)), out
+    assert "cards disturbed\\n2026-01-01" in rejected and "\\x1b[2J\\u009b1m" in rejected, rejected
+    assert "SURV-9\\r\\x1b]0;x\\x07" in rejected, rejected
+    assert not any(c in out for c in "\x1b\x9b\x07\r") and "mallory" not in out.replace(rejected, "")
+    code, raw, err = await floor(capsys, target, "audit", "--link", link, "--json")
+    assert code == 0, err
+    assert not any(c in raw for c in "\x1b\x9b\x07\r"), raw
+    [row] = [a for a in json.loads(raw) if a["method"] == "RejectHit"]
+    assert (row["reason"], row["approval_ref"]) == (reason, "SURV-9\r\x1b]0;x\x07")

@@ -134,7 +134,9 @@ async def test_an_unreachable_jackpotd_exits_1_naming_its_address(tmp_path: Path
     code = await _in_thread(cli.main, ["certify", "--link", "demo", "--target", nowhere, "--token-file",
                                        str(token_file), "--timeout", "5", "--out", str(tmp_path / "x")])
     assert code == 1
-    assert f"cannot reach jackpotd at {nowhere}" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err == f"jackpot-math: jackpotd at {nowhere} is unreachable (UNAVAILABLE): is it running? start it with " \
+                  "`make run`, or set --target/JACKPOTD_TARGET\n", err
     assert not (tmp_path / "x").exists()
 
 

@@ -280,6 +280,36 @@ def test_chart_handles_no_and_one_point() -> None:
     assert quiet.count("<polyline") == 3
 
 
+def test_chart_of_a_period_under_way_ends_at_generated_at() -> None:
+    """A day not over: jackpotd dates the closing balances (and the quarter hour under way) at the period's end,
+    but every line and the time axis stop at "generated at", the closing balance drawn there."""
+    rec = reconciliation(hits=[])
+    generated = rec.from_ms + 2 * 3_600_000  # two hours into the gaming day, after the first balance points
+    rec.generated_at_ms = generated
+    rec.ClearField("balances")
+    rec.balances.extend(
+        [report_pb2.BalancePoint(pool=p.pool, at_ms=rec.from_ms + 3_600_000, sequence=110,
+                                 balance_ucents=p.opening_ucents + 5) for p in rec.pools]
+        + [report_pb2.BalancePoint(pool=p.pool, at_ms=rec.to_ms, sequence=140, balance_ucents=p.closing_ucents)
+           for p in rec.pools]
+        + [report_pb2.BalancePoint(pool="EXTRA", at_ms=rec.to_ms, sequence=140, balance_ucents=9)])
+    report = report_dict(rec)
+    assert chart.chart_end(report) == generated
+    lines = chart.series(report)
+    assert len(lines) == 4 and all(at <= generated for s in lines for at, _ in s.points)
+    assert all(s.points[-1][0] == generated for s in lines)
+    drawn = chart.svg(report)
+    right_edge = chart.WIDTH - chart.RIGHT
+    xs = [int(xy.split(",")[0]) for pts in re.findall(r'points="([^"]*)"', drawn) for xy in pts.split()]
+    assert max(xs) == right_edge  # the plot's right edge is "generated at", not the period's end
+    label = local_iso(generated, zone(TZ))
+    assert f'text-anchor="end">{label[5:10]} {label[11:16]}</text>' in drawn
+    over = local_iso(rec.to_ms, zone(TZ))
+    assert f"{over[5:10]} {over[11:16]}" not in drawn
+    rec.generated_at_ms = rec.to_ms + 60_000  # a day over: to its end
+    assert chart.chart_end(report_dict(rec)) == rec.to_ms
+
+
 def test_liability_and_verification() -> None:
     liab = liability()
     data = json.loads(render_liability(liab, "json"))
@@ -426,14 +456,16 @@ async def test_reconcile_exit_status_follows_the_identities(tmp_path: Path,
 
 
 async def test_verify_and_liability_commands(capsys: pytest.CaptureFixture[str]) -> None:
-    stub = FakeStub()
+    stub = FakeStub(reconciliation())  # liability names the gaming day it falls in (the probe's zone and clock)
     assert await cli.verify(cli.parse(["verify", "--link", "demo"]), stub) == 1  # type: ignore[arg-type]
     captured = capsys.readouterr()
     assert "LEDGER NOT OK" in captured.out and "the ledger does not verify" in captured.err
     args = cli.parse(["liability", "--link", "demo", "--format", "json"])
     assert await cli.liability(args, stub) == 0  # type: ignore[arg-type]
-    assert json.loads(capsys.readouterr().out)["owed_to_players_ucents"] == liability().owed_to_players_ucents
-    assert [r.link_id for r in stub.requests] == ["demo", "demo"]
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["owed_to_players_ucents"] == liability().owed_to_players_ucents
+    assert [r.link_id for r in stub.requests] == ["demo", "demo", "demo"]
+    assert captured.err.startswith("jackpot-report: liability as of now, in the link's current gaming day ")
 
 
 # ---- usage errors -------------------------------------------------------------------------------------------
@@ -446,7 +478,6 @@ async def test_verify_and_liability_commands(capsys: pytest.CaptureFixture[str])
     (["reconcile", "--link", "demo", "--from", "2024-05-01T06:00:00Z"], "--from and --to go together"),
     (["reconcile", "--link", "demo", "--from", "2024-05-02T00:00Z", "--to", "2024-05-01T00:00Z"], "must be after"),
     (["reconcile", "--link", "demo", "--day", "2024-05-01", "--to", "2024-05-01T00:00Z"], "not with --day"),
-    (["reconcile", "--link", "demo"], "one of the arguments --day --from is required"),
     (["reconcile", "--link", "demo", "--day", "2024-05-01", "--format", "pdf"], "invalid choice: 'pdf'"),
     (["reconcile", "--link", "bad link!", "--day", "2024-05-01"], "1-64 characters"),
     (["export", "--link", "demo", "--from-seq", "5", "--to-seq", "2", "--out", "x.csv"], "is after --to-seq"),
@@ -466,13 +497,14 @@ def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Exit status" in capsys.readouterr().out
 
 
-async def test_a_grpc_error_exits_2_with_its_status(capsys: pytest.CaptureFixture[str]) -> None:
+async def test_an_unreachable_jackpotd_exits_1_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     import grpc
 
     from jackpotd.embedded import free_port
 
     args = cli.parse(["liability", "--link", "demo", "--timeout", "5"])
     closed = f"127.0.0.1:{free_port()}"  # nothing listens there
-    assert await cli.run(args, lambda target: grpc.aio.insecure_channel(closed)) == 2
+    assert await cli.run(args, lambda target: grpc.aio.insecure_channel(closed)) == 1
     err = capsys.readouterr().err
-    assert err.startswith("jackpot-report: UNAVAILABLE: ") and "Traceback" not in err
+    assert err.startswith(f"jackpot-report: jackpotd at {args.target} is unreachable (UNAVAILABLE): "), err
+    assert err.count("\n") == 1, err

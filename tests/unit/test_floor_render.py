@@ -14,6 +14,7 @@ from jackpot_floor import cli
 from jackpot_floor.calls import (
     ON_BEHALF_OF,
     AuditEntry,
+    Changed,
     Decision,
     FloorCalls,
     Hit,
@@ -27,6 +28,7 @@ from jackpot_floor.render import (
     hand_name,
     money,
     render_audit,
+    render_changed,
     render_decision,
     render_hits,
     render_pools,
@@ -94,15 +96,22 @@ def test_no_pending_hits_says_so() -> None:
     assert render_hits([], NOW, "demo", False) == "no hits on link demo\n"
 
 
-def test_decisions_read_as_sentences() -> None:
+def test_decisions_read_as_sentences_naming_as_whom() -> None:
     paid = Decision("h", "PAID", 4_521_033, "MAJOR", "royal_flush", ("supervisor:alice", "supervisor:bob"), 2)
-    assert render_decision(paid).startswith("PAID $45,210.33 Royal flush from MAJOR (hit h), approved by "
-                                            "supervisor:alice and supervisor:bob")
+    assert render_decision(paid, "supervisor:bob") == (
+        "approved hit h as supervisor:bob: PAID $45,210.33 Royal flush from MAJOR, approved by supervisor:alice and "
+        "supervisor:bob\n")
     half = Decision("h", "PENDING", 4_521_033, "MAJOR", "royal_flush", ("supervisor:alice",), 2)
-    assert render_decision(half).startswith("1 of 2 approvals recorded (supervisor:alice); a second supervisor "
-                                            "must approve")
+    assert render_decision(half, "supervisor:alice") == (
+        "approved hit h as supervisor:alice (1 of 2 approvals recorded: supervisor:alice); a second supervisor must "
+        "approve: $45,210.33 Royal flush from MAJOR\n")
     rejected = Decision("h", "REJECTED", 100, "MINOR", "flush", (), 1, returned_to_pool_ucents=90_000_000)
-    assert render_decision(rejected) == "REJECTED $1.00 Flush from MINOR (hit h); $0.90 back to MINOR\n"
+    assert render_decision(rejected, "supervisor:bob", "rejected") == (
+        "rejected hit h as supervisor:bob: REJECTED $1.00 Flush from MINOR; $0.90 back to MINOR\n")
+    assert render_decision(rejected, "", "rejected").startswith("rejected hit h: REJECTED")  # holder unreadable
+    changed = render_changed("suspended", "t1", Changed("demo", 7, 3), "supervisor:bob")
+    assert changed == "table t1 suspended as supervisor:bob (link demo, ledger entry 7)\n"
+    assert json.loads(to_json(half, "supervisor:alice"))["acting_as"] == "supervisor:alice"
 
 
 def test_tables_show_connection_suspension_and_last_round() -> None:
@@ -165,7 +174,7 @@ def test_a_missing_credential_exits_2_naming_it(tmp_path: Path, capsys: pytest.C
 def test_an_unreachable_jackpotd_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["pools", "--target", "127.0.0.1:1", "--token-file", "/dev/null", "--timeout", "2"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("jackpot-floor: UNAVAILABLE: ") or err.startswith("jackpot-floor: DEADLINE_EXCEEDED: ")
+    assert err.startswith("jackpot-floor: jackpotd at 127.0.0.1:1 is unreachable (UNAVAILABLE): is it running? "), err
     assert err.count("\n") == 1, err
 
 

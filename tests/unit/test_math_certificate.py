@@ -132,6 +132,17 @@ def test_the_document_is_json_and_has_every_section(real: dict[str, Any]) -> Non
     assert set(real["methods"]) >= {"hand_odds", "return", "break_even", "hit_times", "long_run", "simulation"}
 
 
+def test_the_certificate_names_the_software_that_produced_it(real: dict[str, Any]) -> None:
+    from jackpot_math.html_page import render_html
+    from jackpot_math.text import text_summary
+
+    from jackpotd.software.identity import SoftwareIdentity, software_identity
+
+    assert real["software"] == software_identity().as_dict()
+    full = SoftwareIdentity.from_dict(real["software"]).line()
+    assert full in render_html(real) and full in text_summary(real)
+
+
 def test_the_hash_is_of_the_canonical_bytes(real: dict[str, Any]) -> None:
     config = split_config()
     assert real["config"] == config.to_dict()

@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import jackpotd.odds.simulate as sim
@@ -148,6 +148,11 @@ def test_one_wager_of_n_times_w_is_exactly_n_wagers_of_w(major: int, minor: int,
 
 @given(st.integers(0, 400_000), st.integers(0, 300_000), st.integers(0, 100_000), st.integers(1, 5_000),
        st.integers(0, 10**9), st.integers(0, 2**53), st.integers(0, 2**40), st.integers(0, 2**40))
+# MAJOR at exactly 2^53 µ¢ (one past the exact range) while a wager adds nothing to it: the engine refuses
+@example(0, 300_000, 100_000, 1, 1, 2**53, 0, 0)
+@example(0, 0, 0, 1, 0, 2**53, 0, 0)  # nothing contributed at all, no wager counted: refused all the same
+@example(200_000, 75_000, 25_000, 100, 0, 2**53, 0, 0)
+@example(200_000, 75_000, 25_000, 100, 1, 2**53 - 1 - 20_000_000, 2**40, 0)  # MAJOR reaches 2^53 - 1 exactly: taken
 def test_alike_wagers_between_hit_rounds_move_what_contribute_alike_moves(
         major: int, minor: int, reserve: int, cents: int, n: int, b_major: int, b_minor: int, b_reserve: int) -> None:
     """The simulation's uncapped contributions (the engine's legs of one wager, n times) equal contribute_alike's for

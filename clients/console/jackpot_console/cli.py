@@ -16,11 +16,12 @@ from aiohttp import web
 from jackpot_floor.calls import floor_channel
 
 from jackpotd.api.transport import is_loopback
-from jackpotd.auth.credentials import CredentialFlags, role_credential
+from jackpotd.auth.credentials import AmbiguousCredential, CredentialFlags, role_credential
 from jackpotd.auth.identity import Role
 from jackpotd.domain.errors import InvalidInput
 from jackpotd.domain.ids import ID_GRAMMAR, require_id
 from jackpotd.signals import stop_on_signals
+from jackpotd.target import add_target_flag
 
 from . import users
 from .app import make_app
@@ -53,7 +54,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("serve", help="serve the console", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("--link", default="demo", help="the link the console shows (default demo)")
-    s.add_argument("--target", default="127.0.0.1:50051", help="jackpotd address (default 127.0.0.1:50051)")
+    add_target_flag(s)
     s.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1; another than "
                                                        "loopback needs --cert and --key)")
     s.add_argument("--port", type=int, default=8090, help="port to serve on (default 8090)")
@@ -70,7 +71,9 @@ def parser() -> argparse.ArgumentParser:
     g = s.add_argument_group("the console's credential for jackpotd")
     g.add_argument("--credentials", metavar="DIR", help="a credentials directory (default $JACKPOTD_STATE_DIR/"
                                                         "credentials or state/credentials)")
-    g.add_argument("--token-file", help="present the bearer token in this file (plain text)")
+    g.add_argument("--token-file", help="present the bearer token in this file (plain text); default "
+                                        "$JACKPOTD_TOKEN_FILE when it holds a console token; of several "
+                                        "tokens/console-*.token none is picked (exit 2, listing them)")
     g.add_argument("--name", default="floor-1", help="the console's name in a token minted from an auth key "
                                                      "(default floor-1)")
     g.add_argument("--jackpotd-tls", action="store_true", help="TLS to jackpotd with the credentials directory's "
@@ -121,7 +124,9 @@ def check_serve(args: argparse.Namespace) -> str | None:
     try:
         role_credential(credential_flags(args), (Role.CONSOLE,), args.name)
     except ValueError as e:
-        if type(e) is ValueError:  # flags that do not go together (a missing file is waited for instead)
+        # flags that do not go together, or several console credentials and none chosen (a missing file is
+        # waited for instead)
+        if type(e) is ValueError or isinstance(e, AmbiguousCredential):
             return str(e)
     return None
 

@@ -41,18 +41,20 @@ def chart_end(report: Report) -> int:
 
 def series(report: Report) -> list[Series]:
     """Each pool's line: the reconciled pools in their order (opening, the balance points, closing), then any
-    pool that only the balance points name; none drawn past `chart_end`."""
+    pool that only the balance points name; none drawn past `chart_end`. jackpotd dates a period's last points
+    at its end (the closing balance, the quarter hour under way) even while the period runs: such a point is
+    drawn at `chart_end` with its balance, which is the balance then (nothing is booked in the future)."""
     start, end = report["from_ms"], chart_end(report)
     by_pool: dict[str, list[tuple[int, int, int]]] = {}
     for b in report["balances"]:
-        by_pool.setdefault(b["pool"], []).append((b["sequence"], b["at_ms"], b["balance_ucents"]))
+        by_pool.setdefault(b["pool"], []).append((b["sequence"], min(b["at_ms"], end), b["balance_ucents"]))
     out: list[Series] = []
     for p in report["pools"]:
         points = [(at, uc) for _, at, uc in sorted(by_pool.pop(p["pool"], []))]
         out.append(Series(p["pool"], p["hidden"], [(start, p["opening_ucents"]), *points, (end, p["closing_ucents"])]))
     for pool, found in by_pool.items():
         points = [(at, uc) for _, at, uc in sorted(found)]
-        out.append(Series(pool, False, [*points, (max(end, points[-1][0]), points[-1][1])]))
+        out.append(Series(pool, False, [*points, (end, points[-1][1])]))
     return out
 
 

@@ -19,6 +19,7 @@ from jackpotd.auth.credentials import add_credential_flags
 from jackpotd.auth.role_cli import role_main
 from jackpotd.domain.errors import InvalidInput
 from jackpotd.domain.ids import ID_GRAMMAR, require_id
+from jackpotd.target import add_target_flag, failure_line
 
 from .calls import (
     ROLES,
@@ -30,9 +31,11 @@ from .calls import (
 )
 from .ledger_csv import page_csv
 from .model import report_dict
+from .provenance import write_provenance
 from .render import RECONCILIATION_FORMATS, render_liability, render_verification
 from .spreadsheet import ENCODING, EXPORT_COLUMNS, to_csv
 from .times import parse_instant
+from .today import UnknownZone, current_day
 
 if TYPE_CHECKING:
     from jackpotd.api.gen.jackpot.v1.report_pb2_grpc import ReportServiceAsyncStub
@@ -44,12 +47,15 @@ UNARY_TIMEOUT = 120.0  # seconds: reconcile and liability; verify and export tak
 SPINNER = "|/-\\"
 
 EPILOG = """examples:
+  jackpot-report reconcile --link demo --format html --out today.html     # the link's current gaming day
   jackpot-report reconcile --link demo --day 2024-05-01 --format html --out demo-2024-05-01.html
   jackpot-report reconcile --link demo --from 2024-05-01T00:00:00Z --to 2024-05-02T00:00:00Z --format csv
-  jackpot-report export --link demo --from-seq 1 --to-seq 5000 --out ledger.csv
+  jackpot-report export --link demo --from-seq 1 --to-seq 5000 --out ledger.csv    # --from-seq 1: the whole ledger
   jackpot-report verify --link demo
   jackpot-report liability --link demo --format json
 
+Without --day or --from (export: nor --from-seq/--to-seq), reconcile and export take the link's current gaming
+day by jackpotd's clock, and say which on standard error; liability is as of now and names that day too.
 Times are ISO 8601 with an offset or Z (2024-05-01T06:00:00+10:00); a time without one is refused. A gaming
 day starts at the link's configured local time in its time zone. Amounts read as dollars and cents ($1,043.35);
 a pool's exact balance is kept in millionths of a cent (µ¢, 1 cent = 1,000,000 µ¢) so that contributions never
@@ -60,8 +66,9 @@ are UTF-8 with a byte-order mark (Excel needs it to read UTF-8), and text cells 
 leading apostrophe; the export has a row per posting and a row per hit (hand, seat, cards, pool before, rule,
 status, approved by, rejected by) beside its entry's postings.
 
-Exit status: 0 when every identity holds (reconcile) or the ledger verifies (verify); 1 when one does not;
-2 for a usage error, a missing credential or an error from jackpotd (its gRPC status is printed).
+Exit status: 0 when every identity holds (reconcile) or the ledger verifies (verify); 1 when one does not, or
+when jackpotd is unreachable or refuses the call (one line: what happened and what to do); 2 for a usage error
+or a missing credential.
 
 Credentials, as every role client (README, Security): plain text presents a finance (else admin) token from
 --token-file, else one minted with $JACKPOTD_AUTH_KEY_FILE, else one from the credentials directory's tokens/
@@ -76,7 +83,7 @@ class UsageError(ValueError):
 def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--link", required=True, metavar="LINK", help="the link to report on")
-    common.add_argument("--target", default="127.0.0.1:50051", help="jackpotd address (default 127.0.0.1:50051)")
+    add_target_flag(common)
     common.add_argument("--timeout", type=float, metavar="SECONDS",
                         help=f"how long to wait for a reply (default {UNARY_TIMEOUT:.0f} s for reconcile and "
                              "liability; none for verify and export)")
@@ -90,8 +97,8 @@ def parser() -> argparse.ArgumentParser:
                        description="A gaming day's or a period's movements per pool and per link, and whether every "
                                    "identity of RULES.md §10 holds (exit 1 when one does not).",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    period = r.add_mutually_exclusive_group(required=True)
-    period.add_argument("--day", metavar="YYYY-MM-DD", help="a gaming day of the link")
+    period = r.add_mutually_exclusive_group()
+    period.add_argument("--day", metavar="YYYY-MM-DD", help="a gaming day of the link (default: its current one)")
     period.add_argument("--from", dest="start", metavar="ISO", help="the period's start (inclusive), with --to")
     r.add_argument("--to", dest="end", metavar="ISO", help="the period's end (exclusive), with --from")
     r.add_argument("--format", choices=sorted(RECONCILIATION_FORMATS), default="text",
@@ -105,7 +112,9 @@ def parser() -> argparse.ArgumentParser:
                                    "entry's columns repeated, and one row per hit the entry settled or decided "
                                    "(hand, seat, cards, pool before, rule, status, approved by, rejected by).",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    e.add_argument("--from-seq", type=int, default=0, metavar="N", help="the first sequence (default the first)")
+    e.add_argument("--from-seq", type=int, default=0, metavar="N",
+                   help="the first sequence (1: from the first; with neither --from-seq, --to-seq nor --from, the "
+                        "link's current gaming day)")
     e.add_argument("--to-seq", type=int, default=0, metavar="N", help="the last sequence (default the last)")
     e.add_argument("--from", dest="start", metavar="ISO", help="or by time: from (inclusive), with --to")
     e.add_argument("--to", dest="end", metavar="ISO", help="to (exclusive), with --from")
@@ -155,6 +164,7 @@ def check(args: argparse.Namespace) -> argparse.Namespace:
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout must be more than 0 seconds")
     args.from_ms, args.to_ms = 0, 0
+    args.today = False  # no period given: the link's current gaming day (resolved on the channel, `_today`)
     if args.command == "reconcile":
         if args.day is not None:
             if args.end is not None:
@@ -167,8 +177,10 @@ def check(args: argparse.Namespace) -> argparse.Namespace:
                 raise UsageError(f"--day {args.day[:40]!r}: must be a date YYYY-MM-DD") from None
         else:
             args.from_ms, args.to_ms = _times(args)
+            args.today = not args.from_ms
     elif args.command == "export":
         args.from_ms, args.to_ms = _times(args)
+        args.today = not (args.from_ms or args.from_seq or args.to_seq)
         if args.from_seq < 0 or args.to_seq < 0:
             raise UsageError("--from-seq and --to-seq are sequences: 1 or more")
         if args.to_seq and args.from_seq > args.to_seq:
@@ -205,7 +217,18 @@ async def _spinning(call: Awaitable[T], desc: str) -> T:
     return task.result()
 
 
+async def _today(args: argparse.Namespace, stub: ReportServiceAsyncStub, said: str) -> None:
+    """The link's current gaming day as the period (args.day, args.from_ms and args.to_ms), told in one line on
+    standard error: `said` with {day} standing for the day, its zone and start."""
+    day = await current_day(stub, args.link, args.timeout or UNARY_TIMEOUT)
+    args.day, args.from_ms, args.to_ms = day.day.isoformat(), day.from_ms, day.to_ms
+    print(f"{PROG}: " + said.format(day=f"the link's current gaming day {day.said()}"), file=sys.stderr)
+
+
 async def reconcile(args: argparse.Namespace, stub: ReportServiceAsyncStub) -> int:
+    if args.today:
+        await _today(args, stub, "no --day given: using {day}")
+        args.from_ms = args.to_ms = 0  # the server finds the day's bounds itself
     rec = await fetch_reconciliation(stub, args.link, gaming_day=args.day or "", from_ms=args.from_ms,
                                      to_ms=args.to_ms, timeout=args.timeout or UNARY_TIMEOUT)
     report = report_dict(rec)
@@ -223,6 +246,8 @@ async def reconcile(args: argparse.Namespace, stub: ReportServiceAsyncStub) -> i
 async def export(args: argparse.Namespace, stub: ReportServiceAsyncStub) -> int:
     """Writes FILE.csv.partial and renames it when the stream has ended, so a failed export leaves no file that
     looks complete."""
+    if args.today:
+        await _today(args, stub, "no --from or --from-seq given: exporting {day}")
     out = Path(args.out)
     partial = out.with_name(out.name + ".partial")
     entries = postings = 0
@@ -240,11 +265,12 @@ async def export(args: argparse.Namespace, stub: ReportServiceAsyncStub) -> int:
                 entries += len(page.sequence)
                 postings += len(page.account)
                 bar.update(len(page.sequence))
+        sidecar = write_provenance(partial, out, args.link, entries, postings)  # names the software and the CSV
         partial.replace(out)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
-    print(f"exported {entries} entries ({postings} postings) of link {args.link} to {out}")
+    print(f"exported {entries} entries ({postings} postings) of link {args.link} to {out} (provenance: {sidecar})")
     return 0
 
 
@@ -257,6 +283,7 @@ async def verify(args: argparse.Namespace, stub: ReportServiceAsyncStub) -> int:
 
 
 async def liability(args: argparse.Namespace, stub: ReportServiceAsyncStub) -> int:
+    await _today(args, stub, "liability as of now, in {day}")  # no period to choose: it names the day it falls in
     liab = await fetch_liability(stub, args.link, timeout=args.timeout or UNARY_TIMEOUT)
     _write(None, render_liability(liab, args.format))
     return 0
@@ -268,12 +295,16 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, ReportServiceAsyncStub], Await
 
 async def run(args: argparse.Namespace, channel_factory: ChannelFactory) -> int:
     """Run a command of parsed flags (`parse`) on a channel from `channel_factory(args.target)`; the exit status.
-    A gRPC error or a file that cannot be written is reported on standard error (status 2), not raised."""
+    A gRPC error is one line on standard error (status 1), a file that cannot be written too (status 2); neither
+    is raised."""
     channel = channel_factory(args.target)
     try:
         return await COMMANDS[args.command](args, report_stub(channel))
     except grpc.aio.AioRpcError as e:
-        print(f"{PROG}: {e.code().name}: {e.details()}", file=sys.stderr)
+        print(failure_line(PROG, args.target, e.code().name, e.details()), file=sys.stderr)
+        return 1
+    except UnknownZone as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     except OSError as e:
         print(f"{PROG}: {e}", file=sys.stderr)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jackpotd.api.gen.jackpot.v1 import report_pb2
+from jackpotd.software.identity import software_identity
 
 from .money import cents_uc, dollars, exact
 from .times import local_iso, utc_iso, zone
@@ -147,6 +148,8 @@ def report_dict(rec: report_pb2.Reconciliation) -> Report:
     d |= when("from", rec.from_ms, tz) | when("to", rec.to_ms, tz) | when("generated_at", rec.generated_at_ms, tz)
     d["client_checked"] = link["checked"] and all(p["checked"] for p in pools)
     d["verdict_holds"] = verdict(d)
+    # the program that produced the report (README, Software identity and field verification)
+    d["software"] = software_identity().as_dict()
     return d
 
 

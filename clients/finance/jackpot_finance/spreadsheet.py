@@ -94,6 +94,10 @@ def reconciliation_rows(report: Report) -> list[list[Any]]:
               h["funded_by_operator_dollars"], h["pool_before_dollars"], h["pool_before_ucents"], text(h["rule"]),
               text(h["status"]), text("; ".join(h["approved_by"])), text(h["rejected_by"]), h["sequence"],
               text(h["at_utc"]), text(h["at_local"])] for h in report["hits"]]
+    if "software" in report:  # the program that produced the report
+        software = report["software"]
+        values = ["" if v is None else str(v) for v in software.values()]
+        rows += [[], ["software", *map(text, software)], ["produced by", *map(text, values)]]
     return rows
 
 

@@ -3,8 +3,10 @@ beside its amount), the liability (exact), the verification (exact)."""
 
 from __future__ import annotations
 
-import json
-import unicodedata
+from collections.abc import Sequence
+
+from jackpotd.domain.ids import visible, visible_json
+from jackpotd.software.identity import SoftwareIdentity
 
 from .model import LINK_AMOUNTS, MOVEMENTS, NO_ACTIVITY, Report
 from .money import SUBCENT_NOTE, UC_PER_CENT, cents_uc, display, exact, grouped, subcent
@@ -13,14 +15,15 @@ SIGNS = {0: " ", 1: "+", -1: "−"}
 
 
 def as_json(report: Report) -> str:
-    """Any report dict as JSON: sorted keys, integers exact, UTF-8 text kept as is."""
-    return json.dumps(report, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    """Any report dict as JSON: sorted keys, integers exact, UTF-8 text kept as is but for control characters
+    (escaped: `visible_json`)."""
+    return visible_json(report, sort_keys=True, indent=2) + "\n"
 
 
-def printable(text: str) -> str:
-    """Control characters (but the line ends) shown as \\xNN: callers' ids cannot drive the terminal with
-    escape sequences."""
-    return "".join(c if c == "\n" or unicodedata.category(c) != "Cc" else f"\\x{ord(c):02x}" for c in text)
+def printable(lines: Sequence[str]) -> str:
+    """The report's lines, one a line: control characters and line breaks within a line (callers' ids and names)
+    drawn visibly (`visible`), so they can neither drive the terminal nor start a line of their own."""
+    return "\n".join(visible(line) for line in lines)
 
 
 def tick(holds: bool) -> str:
@@ -63,6 +66,8 @@ def _period(report: Report) -> list[str]:
         f"  time zone {report['time_zone'] or 'UTC'}; {report['entries']} entries"
         + (f", sequences {report['first_sequence']}..{report['last_sequence']}" if report["entries"] else ""),
         f"  generated at {report['generated_at_local']} ({report['generated_at_utc']})",
+        *([f"  produced by {SoftwareIdentity.from_dict(report['software']).line()}"] if "software" in report
+          else []),
         "",
     ]
 
@@ -76,7 +81,7 @@ def _quiet(report: Report) -> str:
     if has_subcents(report):
         lines += ["", f"Sub-cent: {SUBCENT_NOTE}"]
     lines += ["", f"ALL IDENTITIES HOLD ({NO_ACTIVITY.lower()})", ""]
-    return printable("\n".join(lines))
+    return printable(lines)
 
 
 def reconciliation_text(report: Report) -> str:
@@ -120,7 +125,7 @@ def reconciliation_text(report: Report) -> str:
     if has_subcents(report):
         lines += ["", f"Sub-cent: {SUBCENT_NOTE}"]
     lines += ["", "ALL IDENTITIES HOLD" if report["verdict_holds"] else "NOT RECONCILED: AN IDENTITY FAILS", ""]
-    return printable("\n".join(lines))
+    return printable(lines)
 
 
 def liability_text(report: Report) -> str:
@@ -146,7 +151,7 @@ def liability_text(report: Report) -> str:
               for h in report["pending_hits"]]
     lines.append("Amounts are exact: a pool's balance is kept in millionths of a cent (µ¢) and shown here with every "
                  "place it has; signs and payouts show it in whole cents, rounded down.")
-    return printable("\n".join(lines) + "\n")
+    return printable([*lines, ""])
 
 
 def verify_text(report: Report) -> str:
@@ -168,4 +173,4 @@ def verify_text(report: Report) -> str:
         lines.append("Problems")
         lines += [f"  - {problem}" for problem in report["problems"]]
     lines.append("LEDGER OK" if report["ok"] else "LEDGER NOT OK")
-    return printable("\n".join(lines) + "\n")
+    return printable([*lines, ""])

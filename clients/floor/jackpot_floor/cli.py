@@ -16,6 +16,7 @@ from jackpotd.auth.credentials import add_credential_flags
 from jackpotd.auth.role_cli import role_main
 from jackpotd.domain.errors import InvalidInput
 from jackpotd.domain.ids import ID_GRAMMAR, TEXT_MAX, parse_hit_id, require_id
+from jackpotd.target import add_target_flag, failure_line
 
 from .calls import (
     APPROVAL_REASON,
@@ -55,15 +56,19 @@ EPILOG = """examples:
 
 Every command takes --link (default demo) and --json (machine output: a JSON document on standard output).
 A hit at or above the link's dual_approval_threshold_cents is paid only once two different supervisors have
-approved it: the first approval prints "1 of 2 approvals recorded"; the same person again is refused.
+approved it: the first approval prints "1 of 2 approvals recorded"; the same person again is refused. Every act
+says as whom it was done ("approved hit ... as supervisor:bob"; "acting_as" in --json).
 
 Exit status: 0 done; 1 jackpotd refused or could not answer (one line: jackpot-floor: CODE: message);
-2 a usage error or a missing credential.
+2 a usage error, a missing credential, or several credentials and none chosen.
 
 Credentials, as every role client (README, Security): plain text presents a supervisor (else admin) token from
---token-file, else one minted with $JACKPOTD_AUTH_KEY_FILE, else one from the credentials directory's tokens/
-or minted with its auth.key; TLS (--tls, or --ca) presents a role certificate from --cert/--key or from the
-credentials directory's roles/."""
+--token-file, else from $JACKPOTD_TOKEN_FILE (export JACKPOTD_TOKEN_FILE=state/credentials/tokens/supervisor-
+bob.token to act as bob in every command), else one minted with $JACKPOTD_AUTH_KEY_FILE, else the credentials
+directory's one supervisor token (tokens/supervisor-*.token) or one minted with its auth.key. It never picks
+among several: with supervisor-floor.token and supervisor-bob.token and none chosen, it lists them and stops.
+TLS (--tls, or --ca) presents a role certificate from --cert/--key or the one of the credentials directory's
+roles/. Free text (reasons, refs, names) prints with control characters and line breaks shown as \\n, \\x1b."""
 
 
 class UsageError(ValueError):
@@ -80,7 +85,7 @@ def parser() -> argparse.ArgumentParser:
     """Every command and flag, with the examples and exit statuses in each --help."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--link", default="demo", metavar="LINK", help="the link (default demo)")
-    common.add_argument("--target", default="127.0.0.1:50051", help="jackpotd address (default 127.0.0.1:50051)")
+    add_target_flag(common)
     common.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"how long to wait for jackpotd (default {DEFAULT_TIMEOUT:.0f} s)")
     common.add_argument("--json", action="store_true", help="print JSON for machines instead of a table")
@@ -186,6 +191,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return check(parser().parse_args(argv))
 
 
+def _who(args: argparse.Namespace) -> str:
+    """Whom the credential names ("supervisor:bob"), as `role_main` found it: what every act prints."""
+    return str(getattr(args, "acting_as", "") or "")
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -198,12 +208,12 @@ async def hits(args: argparse.Namespace, calls: FloorCalls) -> str:
 
 async def approve(args: argparse.Namespace, calls: FloorCalls) -> str:
     decision = await calls.approve(args.hit_id, args.ref, args.reason, args.request_id)
-    return to_json(decision) if args.json else render_decision(decision)
+    return to_json(decision, _who(args)) if args.json else render_decision(decision, _who(args), "approved")
 
 
 async def reject(args: argparse.Namespace, calls: FloorCalls) -> str:
     decision = await calls.reject(args.hit_id, args.reason, args.request_id, approval_ref=args.ref)
-    return to_json(decision) if args.json else render_decision(decision)
+    return to_json(decision, _who(args)) if args.json else render_decision(decision, _who(args), "rejected")
 
 
 async def tables(args: argparse.Namespace, calls: FloorCalls) -> str:
@@ -213,12 +223,14 @@ async def tables(args: argparse.Namespace, calls: FloorCalls) -> str:
 
 async def suspend(args: argparse.Namespace, calls: FloorCalls) -> str:
     changed = await calls.suspend(args.table_id, args.reason, args.request_id)
-    return to_json(changed) if args.json else render_changed("suspended", args.table_id, changed)
+    return to_json(changed, _who(args)) if args.json else render_changed("suspended", args.table_id, changed,
+                                                                          _who(args))
 
 
 async def resume(args: argparse.Namespace, calls: FloorCalls) -> str:
     changed = await calls.resume(args.table_id, args.reason, args.ref, args.request_id)
-    return to_json(changed) if args.json else render_changed("resumed", args.table_id, changed)
+    return to_json(changed, _who(args)) if args.json else render_changed("resumed", args.table_id, changed,
+                                                                          _who(args))
 
 
 async def audit(args: argparse.Namespace, calls: FloorCalls) -> str:
@@ -243,8 +255,7 @@ async def run(args: argparse.Namespace, channel_factory: ChannelFactory) -> int:
     try:
         out = await COMMANDS[args.command](args, FloorCalls(channel, timeout=args.timeout))
     except FloorError as e:
-        hint = f"is jackpotd running at {args.target}? ({e.message})" if e.code == "UNAVAILABLE" else e.message
-        print(f"{PROG}: {e.code}: {hint}", file=sys.stderr)
+        print(failure_line(PROG, args.target, e.code, e.message), file=sys.stderr)
         return 1
     finally:
         await channel.close(grace=None)

@@ -1,13 +1,16 @@
 """What `jackpot-floor` prints, as pure functions of the floor's records and the time now: human tables
-(dollars and cents, ages, hand names) or JSON for machines. No I/O, so tests call them directly."""
+(dollars and cents, ages, hand names) or JSON for machines. No I/O, so tests call them directly. Free text
+(reasons, refs, names) is drawn visibly (`visible`): a line break or an escape sequence in it never makes a row
+of its own nor reaches the terminal raw."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
+
+from jackpotd.domain.ids import visible, visible_json
 
 from .calls import PAID, PENDING, REJECTED, AuditEntry, Changed, Decision, Hit, Pool, Table
 
@@ -76,7 +79,10 @@ def approvals(approved_by: Sequence[str], needed: int) -> str:
 
 
 def grid(headers: Sequence[str], rows: Sequence[Sequence[str]], right: frozenset[int] = frozenset()) -> str:
-    """A plain text table, columns padded to their widest cell (those in `right` aligned right)."""
+    """A plain text table, columns padded to their widest cell (those in `right` aligned right); one line a row,
+    whatever the cells hold."""
+    headers = [visible(h) for h in headers]
+    rows = [[visible(c) for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
 
     def line(cells: Sequence[str]) -> str:
@@ -86,13 +92,16 @@ def grid(headers: Sequence[str], rows: Sequence[Sequence[str]], right: frozenset
     return "\n".join([line(headers), *(line(r) for r in rows)]) + "\n"
 
 
-def to_json(value: Any) -> str:
-    """Records as JSON, one document (lists of objects; tuples as arrays)."""
+def to_json(value: Any, acting_as: str | None = None) -> str:
+    """Records as JSON, one document (lists of objects; tuples as arrays); an act's record with `acting_as`, whom
+    the credential named. No raw control character (`visible_json`), yet it decodes to the exact text."""
     if isinstance(value, list):
         data: Any = [_plain(v) for v in value]
     else:
         data = _plain(value)
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        if acting_as is not None:
+            data["acting_as"] = acting_as
+    return visible_json(data, indent=2) + "\n"
 
 
 def _plain(record: Any) -> dict[str, Any]:
@@ -121,23 +130,31 @@ def _hit_approvals(h: Hit) -> str:
     return ", ".join(h.approved_by) or "not needed"
 
 
-def render_decision(d: Decision) -> str:
-    """What an approval or a rejection did, in a sentence."""
-    what = f"{money(d.amount_cents)} {hand_name(d.hand)} from {d.pool or NONE} (hit {d.hit_id})"
+def acted_as(who: str) -> str:
+    """" as supervisor:bob": whom an act was done as (the credential's holder); empty when it cannot be read."""
+    return f" as {visible(who)}" if who else ""
+
+
+def render_decision(d: Decision, who: str = "", act: str = "approved") -> str:
+    """What an approval or a rejection did, as whom (`who`, the credential's holder), in a sentence:
+    "approved hit H as supervisor:bob (1 of 2 approvals); a second supervisor must approve: $10,000.00 ..."."""
+    what = f"{money(d.amount_cents)} {hand_name(d.hand)} from {d.pool or NONE}"
+    done = f"{act} hit {d.hit_id}{acted_as(who)}"
     if d.status == PAID:
         by = f", approved by {' and '.join(d.approved_by)}" if d.approved_by else ""
-        return f"PAID {what}{by}\n"
-    if d.status == REJECTED:
+        line = f"{done}: PAID {what}{by}"
+    elif d.status == REJECTED:
         back = f"; {money(d.returned_to_pool_ucents // UC_PER_CENT)} back to {d.pool}" if d.pool else ""
-        return f"REJECTED {what}{back}\n"
-    if d.status == PENDING:
-        by = f" ({', '.join(d.approved_by)})" if d.approved_by else ""
+        line = f"{done}: REJECTED {what}{back}"
+    elif d.status == PENDING:
+        by = f": {', '.join(d.approved_by)}" if d.approved_by else ""
         missing = max(d.approvals_needed - len(d.approved_by), 0)
         rest = ("a second supervisor must approve" if missing == 1 else
                 f"{missing} more supervisors must approve" if missing else "awaiting payment")
-        return (f"{approvals(d.approved_by, d.approvals_needed)} approvals recorded{by}; {rest}: "
-                f"{what}\n")
-    return f"{d.status} {what}\n"
+        line = f"{done} ({approvals(d.approved_by, d.approvals_needed)} approvals recorded{by}); {rest}: {what}"
+    else:
+        line = f"{done}: {d.status} {what}"
+    return visible(line) + "\n"
 
 
 def render_tables(tables: Sequence[Table], now_ms: int, link_id: str) -> str:
@@ -160,9 +177,10 @@ def render_pools(pools: Sequence[Pool], link_id: str) -> str:
         "SUB-CENT: the exact balance beyond the whole cents shown (and paid); it stays in the pool.\n")
 
 
-def render_changed(act: str, table_id: str, changed: Changed) -> str:
-    """A suspension or resumption, confirmed."""
-    return f"table {table_id} {act} (link {changed.link_id}, ledger entry {changed.sequence})\n"
+def render_changed(act: str, table_id: str, changed: Changed, who: str = "") -> str:
+    """A suspension or resumption, confirmed, with whom it was done as."""
+    return visible(f"table {table_id} {act}{acted_as(who)} (link {changed.link_id}, ledger entry "
+                   f"{changed.sequence})") + "\n"
 
 
 def render_audit(entries: Sequence[AuditEntry], link_id: str) -> str:

@@ -19,6 +19,7 @@ from jackpotd.odds.long_run import long_run
 from jackpotd.odds.play import Play
 from jackpotd.odds.returns import break_even, return_at, return_by_pricing, return_curve
 from jackpotd.odds.simulate import simulate
+from jackpotd.software.identity import software_identity
 
 from . import figures as f
 from .findings import NOTICE, findings
@@ -182,4 +183,5 @@ def build_certificate(config: LinkConfig, source: Mapping[str, str], play: Play,
         **current,
         "what_if": what_if,
         "methods": methods(current, play),
+        "software": software_identity().as_dict(),  # the program that produced the certificate
     }

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -19,14 +18,15 @@ from jackpotd.auth.client import role_channel
 from jackpotd.auth.credentials import CredentialsMissing, add_credential_flags, credential_flags, role_credential
 from jackpotd.domain import hands as h
 from jackpotd.domain.errors import DomainError, InvalidInput
-from jackpotd.domain.ids import ID_GRAMMAR, require_id
+from jackpotd.domain.ids import ID_GRAMMAR, require_id, visible_json
 from jackpotd.odds.simulate import rounds_of
+from jackpotd.target import add_target_flag, failure_line
 
 from .certificate import build_certificate
 from .html_page import render_html
 from .link_toml import LinkFile, PlayFlags, load_link, play_of_flags
 from .odds_table import odds_text
-from .served import ROLES, Refused, ServedLink, Unreachable, read_link
+from .served import ROLES, CallFailed, Refused, ServedLink, read_link
 from .text import text_summary
 from .toml_shape import BadInput
 from .what_if import load_change
@@ -54,8 +54,8 @@ jackpotd applies them; the certificate shows the proposal beside the current con
 
 Money: cents in files and on the wire, µ¢ (millionths of a cent) in pools, ppm for rates: never fractions.
 
-Exit status: 0 done; 2 bad input (a file, a flag, an unknown link, a credential: the message names the key and
-value); 1 jackpotd unreachable (the message names the address).
+Exit status: 0 done; 2 bad input (a file, a flag, a credential: the message names the key and value); 1 jackpotd
+unreachable or refusing the call, an unknown link included (one line naming the address or the refusal).
 
 Credentials (--link), as jackpot-report: plain text presents a finance (else admin) token from --token-file, else
 one minted with $JACKPOTD_AUTH_KEY_FILE, else one from the credentials directory; TLS (--tls, or --ca) presents a
@@ -85,8 +85,7 @@ def parser() -> argparse.ArgumentParser:
     where = c.add_mutually_exclusive_group(required=True)
     where.add_argument("--config", metavar="FILE.toml", type=Path, help="a link described in the terms of CreateLink")
     where.add_argument("--link", metavar="ID", help="a running link: its config and balances from jackpotd (GetMath)")
-    c.add_argument("--target", default="127.0.0.1:50051", help="jackpotd address, with --link (default "
-                                                               "127.0.0.1:50051)")
+    add_target_flag(c, ", with --link")
     c.add_argument("--timeout", type=float, default=TIMEOUT, metavar="SECONDS",
                    help=f"how long to wait for jackpotd (default {TIMEOUT:.0f} s)")
     c.add_argument("--tables", type=_tables, metavar="N|GAME=N,...",
@@ -187,7 +186,7 @@ def certify(args: argparse.Namespace, link: LinkFile | ServedLink, flags: PlayFl
     out: Path = args.out
     try:
         out.mkdir(parents=True, exist_ok=True)
-        written = [write(out / "certificate.json", json.dumps(certificate, indent=2, ensure_ascii=False) + "\n")]
+        written = [write(out / "certificate.json", visible_json(certificate, indent=2) + "\n")]
         if not args.json_only:
             written.append(write(out / "certificate.html", render_html(certificate)))
     except OSError as e:
@@ -212,7 +211,7 @@ def odds(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace, channel_factory: ChannelFactory | None = None) -> int:
-    """Run parsed flags; BadInput, Refused and Unreachable propagate to main."""
+    """Run parsed flags; BadInput, Refused and CallFailed propagate to main."""
     if args.command == "odds":
         return odds(args)
     if args.link is not None:
@@ -223,7 +222,7 @@ def run(args: argparse.Namespace, channel_factory: ChannelFactory | None = None)
 
 
 def main(argv: list[str] | None = None, channel_factory: ChannelFactory | None = None) -> int:
-    """The command line; exit 0 done, 2 bad input (named), 1 jackpotd unreachable (its address named)."""
+    """The command line; exit 0 done, 2 bad input (named), 1 jackpotd unreachable or refusing (one line)."""
     try:
         return run(parse(argv), channel_factory)
     except SystemExit as e:  # argparse: --help (0) or its own usage error (2, message printed)
@@ -231,8 +230,8 @@ def main(argv: list[str] | None = None, channel_factory: ChannelFactory | None =
     except (BadInput, Refused) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
-    except Unreachable as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
+    except CallFailed as e:
+        print(failure_line(PROG, e.target, e.code, e.details), file=sys.stderr)
         return 1
     except MemoryError:
         print(f"{PROG}: out of memory: ask for fewer paths, days or tables", file=sys.stderr)

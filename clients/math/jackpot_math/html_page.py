@@ -11,6 +11,8 @@ from typing import Any
 
 from jackpot_finance.html_report import CSP
 
+from jackpotd.software.identity import SoftwareIdentity
+
 from . import charts
 from . import html_tables as t
 
@@ -92,6 +94,8 @@ def _header(cert: Mapping[str, Any]) -> str:
             ("play", f"{tables}; {play['seats_filled']} seats filled; {play['hands_per_hour']} hands an hour; "
                      f"{play['wagers_per_hour']:,} wagers an hour, {play['wagers_per_year']:,} a year"),
             ("balances used", ", ".join(f"{p} {v}" for p, v in cert["balances_text"].items()))]
+    if cert.get("software"):
+        rows.append(("produced by", SoftwareIdentity.from_dict(cert["software"]).short()))
     if cert.get("what_if"):
         rows.insert(2, ("proposed configuration SHA-256", cert["what_if"]["proposed"]["config_sha256"]))
     return (f'<header><h1>Math certificate: link {escape(cert["link_id"])}</h1>'
@@ -290,6 +294,13 @@ def _methods(cert: Mapping[str, Any]) -> str:
     return "".join(f"<h3>{escape(names.get(k, k))}</h3><p>{escape(v)}</p>" for k, v in cert["methods"].items())
 
 
+def _software(cert: Mapping[str, Any]) -> str:
+    """Every value of the producing software's identity, in full: what a laboratory checks the page against."""
+    if not cert.get("software"):
+        return ""
+    return f' Produced by <code id="software">{escape(SoftwareIdentity.from_dict(cert["software"]).line())}</code>.'
+
+
 def render_html(certificate: Mapping[str, Any]) -> str:
     """The certificate document as one HTML page: nothing loaded from anywhere, nothing scripted."""
     cert = certificate
@@ -314,5 +325,6 @@ def render_html(certificate: Mapping[str, Any]) -> str:
             f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
             + _header(cert) + "".join(sections)
             + f'<footer>jackpot-math, schema {escape(cert["schema"])}; configuration SHA-256 '
-            f'<code>{escape(cert["config_sha256"])}</code>. The same document is in certificate.json.</footer>'
+            f'<code>{escape(cert["config_sha256"])}</code>. The same document is in certificate.json.'
+            + _software(cert) + "</footer>"
             "</body></html>")

@@ -23,15 +23,19 @@ if TYPE_CHECKING:
     from jackpotd.api.gen.jackpot.v1.report_pb2_grpc import ReportServiceAsyncStub
 
 ROLES = (Role.FINANCE, Role.ADMIN)  # GetMath is read as the other reports are: finance first
-UNREACHABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 
 
-class Unreachable(Exception):
-    """jackpotd did not answer at the address (jackpot-math exits 1, naming it)."""
+class CallFailed(Exception):
+    """GetMath failed: jackpotd unreachable at `target`, or it refused (an unknown link, a credential it refuses);
+    jackpot-math exits 1 with jackpotd.target's one line."""
+
+    def __init__(self, target: str, code: str, details: str) -> None:
+        super().__init__(f"{code}: {details}")
+        self.target, self.code, self.details = target, code, details
 
 
 class Refused(Exception):
-    """jackpotd answered with an error (an unknown link, a credential it refuses): jackpot-math exits 2."""
+    """What jackpotd served cannot be certified (its config does not hash as it says): jackpot-math exits 2."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,15 +94,13 @@ def server_figures(inputs: report_pb2.MathInputs, config: LinkConfig, balances_u
 
 async def read_link(channel_factory: Callable[[str], grpc.aio.Channel], target: str, link_id: str,
                     timeout: float) -> ServedLink:
-    """GetMath on a channel to `target` (opened here, on the running loop) as a ServedLink; Unreachable when
-    jackpotd does not answer, Refused when it refuses."""
+    """GetMath on a channel to `target` (opened here, on the running loop) as a ServedLink; CallFailed when
+    jackpotd does not answer or refuses."""
     channel = channel_factory(target)
     try:
         inputs = await fetch_math(report_pb2_grpc.ReportServiceStub(channel), link_id, timeout)
     except grpc.aio.AioRpcError as e:
-        if e.code() in UNREACHABLE:
-            raise Unreachable(f"cannot reach jackpotd at {target}: {e.code().name}: {e.details()}") from None
-        raise Refused(f"{e.code().name}: {e.details()}") from None
+        raise CallFailed(target, e.code().name, e.details() or "") from None
     finally:
         await channel.close(grace=None)
     return served_link(inputs, target)

@@ -7,7 +7,9 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from jackpotd.domain.ids import visible
 from jackpotd.odds.exact_text import decimal_text
+from jackpotd.software.identity import SoftwareIdentity
 
 Side = Mapping[str, Any]
 
@@ -78,4 +80,6 @@ def text_summary(certificate: Mapping[str, Any]) -> str:
     for label, side in (("", cert), ("proposed: ", what_if["proposed"] if what_if else None)):
         if side is not None:
             lines += [f"{label}{x['severity'].upper()} {x['subject']}: {x['text']}" for x in side["findings"]]
-    return "\n".join(lines) + "\n"
+    if cert.get("software"):
+        lines.append(f"produced by {SoftwareIdentity.from_dict(cert['software']).line()}")
+    return "\n".join(visible(line) for line in lines) + "\n"  # a link's names from a file or the wire: one line each

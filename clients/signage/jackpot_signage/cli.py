@@ -21,6 +21,7 @@ from jackpotd.auth.credentials import (
 )
 from jackpotd.auth.identity import Role
 from jackpotd.signals import stop_on_signals
+from jackpotd.target import add_target_flag
 
 from .app import CELEBRATE_MAX, LINK_ID, make_app
 
@@ -46,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--link", action="append", required=True, metavar="LINK",
                    help="a link to show (repeat for more); / redirects to the first")
-    p.add_argument("--target", default="127.0.0.1:50051", help="jackpotd address (default 127.0.0.1:50051)")
+    add_target_flag(p)
     p.add_argument("--host", default="127.0.0.1", help="address to serve the pages on (default 127.0.0.1; "
                                                        "0.0.0.0 for signs on the network)")
     p.add_argument("--port", type=int, default=8080, help="port to serve the pages on (default 8080)")

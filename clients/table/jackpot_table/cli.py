@@ -21,13 +21,16 @@ from jackpotd.auth.credentials import configured_auth_key, default_credentials_d
 from jackpotd.auth.guard import identity_of_certificate
 from jackpotd.auth.identity import Role
 from jackpotd.auth.tokens import issue, read_key
+from jackpotd.domain.ids import visible
 from jackpotd.domain.money import format_cents
 from jackpotd.domain.verification import HitStatus
+from jackpotd.target import add_target_flag, failure_line
 
 from .controller import ControllerConfig, TableController
 from .deal import LAYOUTS, system_rng
+from .failures import PROG, not_playing
 from .one_round import add_parser as add_round_parser
-from .one_round import outbox_of, play_round
+from .one_round import play_round, round_config
 from .simulator import Scenario, TableSettings, Tally, percentile, play
 
 EPILOG = """Tables must be registered on a link first: `jackpotd serve --demo` registers demo-table-1..6 on
@@ -51,7 +54,7 @@ def parser() -> argparse.ArgumentParser:
                        ("load", "drive the service as hard as N tables can for a benchmark, then summarize")):
         p = sub.add_parser(name, help=text, description=text + ".", epilog=EPILOG,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-        p.add_argument("--target", default="127.0.0.1:50051", help="jackpotd address (default 127.0.0.1:50051)")
+        add_target_flag(p)
         p.add_argument("--tables", type=int, default=6, help="how many tables (default 6)")
         p.add_argument("--table-prefix", default="demo-table-", help="table ids are PREFIX1..PREFIXN")
         p.add_argument("--game", choices=sorted(LAYOUTS), default="caribbean-stud", help="the tables' game")
@@ -229,15 +232,14 @@ async def setup(target: str, link: str, tables: list[str], game: str, seats: int
 def _print_hit(table_id: str, p: table_pb2.Payout) -> None:
     funded = f" (operator added {format_cents(p.funded_by_operator_cents)})" if p.funded_by_operator_cents else ""
     pending = ", awaiting a supervisor's verification" if p.status == HitStatus.PENDING else ""
-    print(f"HIT  {table_id} seat {p.seat}: {p.hand.replace('_', ' ')} wins {format_cents(p.amount_cents)} "
-          f"from {p.pool}{funded}{pending}", flush=True)
+    print(visible(f"HIT  {table_id} seat {p.seat}: {p.hand.replace('_', ' ')} wins {format_cents(p.amount_cents)} "
+                  f"from {p.pool}{funded}{pending}"), flush=True)
 
 
 async def run(args: argparse.Namespace) -> int:
     if args.command == "round":
         credentials = credentials_of(args, [args.table])
-        return await play_round(args, credentials.table_config(ControllerConfig(args.target, args.table,
-                                                                                outbox_of(args))))
+        return await play_round(args, credentials.table_config(round_config(args)))
     tables = tables_of(args)
     credentials = credentials_of(args, tables)
     if args.setup:
@@ -246,11 +248,17 @@ async def run(args: argparse.Namespace) -> int:
                              getattr(args, "misdeal_rate", 0.0), getattr(args, "absent_rate", 0.0),
                              getattr(args, "fold_rate", 0.0))
     scenario = Scenario.load(args.scenario) if getattr(args, "scenario", None) else None
-    controllers = [await TableController(credentials.table_config(
-        ControllerConfig(args.target, t, str(Path(args.outbox_dir) / f"{t}.db")))).start() for t in tables]
+    controllers = list(await asyncio.gather(*(TableController(credentials.table_config(
+        ControllerConfig(args.target, t, str(Path(args.outbox_dir) / f"{t}.db")))).start() for t in tables)))
     tally = Tally()
     stop = asyncio.Event()
     try:
+        idle = not_playing(args.target, controllers)
+        if idle and not any(c.jackpot_enabled for c in controllers):
+            print(idle, file=sys.stderr)  # nothing to play: say why at once rather than skip every round
+            return 1
+        if idle:
+            print(idle, file=sys.stderr)  # the others play; these join in when the service lets them
         resumed = sum([await c.resume() for c in controllers])
         if resumed:
             print(f"resumed {resumed} unanswered request(s) from the outboxes")
@@ -289,6 +297,10 @@ async def run(args: argparse.Namespace) -> int:
           f"skipped while the service was silent {tally.skipped}")
     print(f"latency p50 {percentile(tally.latencies, .5) * 1000:.1f} ms, "
           f"p99 {percentile(tally.latencies, .99) * 1000:.1f} ms over {len(tally.latencies):,} calls")
+    if tally.skipped and not tally.latencies:  # rounds were dealt, but not one jackpot wager reached the service
+        print(not_playing(args.target, controllers) or f"{PROG}: no jackpot wager was played: every round was "
+              "skipped while the service was silent", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -300,10 +312,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except CredentialError as e:
-        print(f"jackpot-table: {e}", file=sys.stderr)
+        print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     except grpc.aio.AioRpcError as e:
-        print(f"{e.code().name}: {e.details()}", file=sys.stderr)
+        print(failure_line(PROG, args.target, e.code().name, e.details()), file=sys.stderr)
         return 1
 
 

@@ -26,6 +26,10 @@ METER_WAITS = exponential(0.2, 2.0)  # before reopening the meter stream, after 
 # the same request id, which answers the first outcome or applies it now, never twice.
 RETRYABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
                        grpc.StatusCode.CANCELLED})
+# The meter's answers that no wait mends: the table unknown, the credential refused, the request malformed. Any
+# other failure (a dropped stream, a restart) may pass, so a controller waits on through it.
+REFUSALS = frozenset({"NOT_FOUND", "UNAUTHENTICATED", "PERMISSION_DENIED", "INVALID_ARGUMENT", "FAILED_PRECONDITION",
+                      "UNIMPLEMENTED"})
 R = TypeVar("R")
 
 
@@ -68,6 +72,7 @@ class TableController:
         self.enabled_by_service = True
         self.pools: dict[str, int] = {}
         self.link_id = ""
+        self.meter_error: tuple[str, str] | None = None  # the meter stream's last failure: (code name, details)
         self._meter: asyncio.Task[None] | None = None
 
     async def start(self) -> TableController:
@@ -84,9 +89,10 @@ class TableController:
         return self
 
     async def wait_for_service(self, timeout: float) -> bool:
-        """Wait until the service has been heard (jackpot wagers open), at most `timeout` seconds."""
+        """Wait until the service has answered, at most `timeout` seconds: jackpot wagers open, the table suspended,
+        or the meter refused for good (not retryable: no such table, no credential); whether wagers are open."""
         deadline = time.monotonic() + timeout
-        while not self.jackpot_enabled and time.monotonic() < deadline:
+        while not (self.jackpot_enabled or self.suspended or self.refused) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         return self.jackpot_enabled
 
@@ -103,6 +109,16 @@ class TableController:
     def jackpot_enabled(self) -> bool:
         """True while the service has been heard within the silence limit and has not suspended the table."""
         return self.enabled_by_service and time.monotonic() - self.last_contact < self.config.silence_limit
+
+    @property
+    def suspended(self) -> bool:
+        """True when the service's last word is that this table's jackpot wagers are suspended (NSW 14.13)."""
+        return self.last_contact > 0 and not self.enabled_by_service
+
+    @property
+    def refused(self) -> bool:
+        """True when the meter stream's last failure is one a retry does not mend (NOT_FOUND, UNAUTHENTICATED ...)."""
+        return self.meter_error is not None and self.meter_error[0] in REFUSALS
 
     # ---- operations ----------------------------------------------------------------------------
 
@@ -220,6 +236,7 @@ class TableController:
                 stream = self._stub().WatchMeter(table_pb2.WatchMeterRequest(table_id=self.config.table_id))
                 async for update in stream:
                     self.last_contact = time.monotonic()
+                    self.meter_error = None
                     self.enabled_by_service = update.jackpot_enabled
                     self.link_id = update.link_id
                     self.pools = {p.pool: p.amount_cents for p in update.pools}
@@ -227,5 +244,6 @@ class TableController:
             except asyncio.CancelledError:
                 raise
             except grpc.aio.AioRpcError as e:
+                self.meter_error = (e.code().name, e.details() or "")
                 log.debug("table %s: meter stream ended (%s); reconnecting", self.config.table_id, e.code().name)
             await backoff.sleep()

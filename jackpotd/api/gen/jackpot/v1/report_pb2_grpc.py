@@ -5,7 +5,7 @@ import warnings
 
 from jackpotd.api.gen.jackpot.v1 import report_pb2 as jackpot_dot_v1_dot_report__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.85.4'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 
