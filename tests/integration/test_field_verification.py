@@ -22,8 +22,8 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None or not (ROOT / ".gi
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
-    """The wheel of HEAD installed alone in a new venv (no pip, no dependencies); the dependencies come from the
-    project's venv through PYTHONPATH, where the editable jackpotd is not visible (no .pth is read there)."""
+    """The wheel of HEAD installed alone in a new venv (no pip, no dependencies); its dependencies are the project
+    venv's, seen through a folder of links to them on PYTHONPATH that leaves out the editable jackpotd's own."""
     tmp = tmp_path_factory.mktemp("release")
     subprocess.run(["make", "-s", "dist", f"DIST_DIR={tmp / 'dist'}"], cwd=ROOT, check=True, capture_output=True,
                    timeout=300)
@@ -33,7 +33,12 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, di
     subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
                     "--no-deps", "--no-index", "--no-compile", str(wheel)], check=True, capture_output=True,
                    timeout=300)
-    env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"], "PYTHONDONTWRITEBYTECODE": "1"}
+    deps = tmp / "deps"
+    deps.mkdir()
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.startswith(("jackpot", "__editable__")):
+            (deps / entry.name).symlink_to(entry)
+    env = {**os.environ, "PYTHONPATH": str(deps), "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("JACKPOTD_TARGET", None)
     yield venv, env
 
