@@ -141,7 +141,8 @@ lock-check:
 
 ## outdated: what a new lock would change: every locked package with a newer release (nothing is installed)
 outdated: install
-	@$(PIP) list --outdated --format columns 2>/dev/null | grep -v -e '^jackpotd ' || true
+	@out=$$($(PIP) list --outdated --format columns 2>&1 | grep -v -e '^jackpotd ' -e '^WARNING: Location') || true; \
+	if [ -n "$$out" ]; then echo "$$out"; else echo "make outdated: every locked package is at its newest release"; fi
 
 ## sbom: a CycloneDX SBOM (JSON) of the locked set, from requirements.lock: artifacts/sbom.cdx.json
 sbom: install
