@@ -66,10 +66,12 @@ def hit_id(link_id: str, table_id: str, round_id: str, seat: int) -> str:
 
 
 # What free text may not print raw: C0 controls (line breaks and ESC among them), DEL, C1 controls (CSI 0x9b drives
-# a terminal as ESC [ does) and Unicode's own line and paragraph separators.
-_UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_JSON_UNSHOWN = re.compile("[\x7f-\x9f\u2028\u2029]")  # what json.dumps(ensure_ascii=False) leaves raw
+# a terminal as ESC [ does), Unicode's own line and paragraph separators, and the bidirectional marks, embeddings,
+# overrides and isolates that make a terminal show text in another order than it reads ("Trojan Source").
+_BIDI = "\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_UNSHOWN = re.compile(f"[\\\\\x00-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")  # and the backslash, drawn doubled
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+_JSON_UNSHOWN = re.compile(f"[\x7f-\x9f\u2028\u2029{_BIDI}]")  # what json.dumps(ensure_ascii=False) leaves raw
 
 
 def _drawn(found: re.Match[str]) -> str:
@@ -78,8 +80,9 @@ def _drawn(found: re.Match[str]) -> str:
 
 
 def visible(text: str) -> str:
-    """Free text (a reason, a reference, a name) as every CLI prints it: each control character and line break
-    drawn (\\n, \\x1b, \\u009b), so a caller's text can neither forge a row nor drive the terminal."""
+    """Free text (a reason, a reference, a name) as every CLI prints it: each control character, line break and
+    bidirectional control drawn (\\n, \\x1b, \\u009b, \\u202e) and a backslash doubled, so a caller's text can
+    neither forge a row nor drive or reorder the terminal, and a typed "\\n" never passes for a drawn one."""
     return _UNSHOWN.sub(_drawn, text)
 
 

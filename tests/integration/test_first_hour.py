@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ import pytest
 
 from jackpotd.embedded import free_port
 
-from ..conftest import unique
+from ..conftest import AUTH_KEY_FILE, unique
 from .harness import Client
 from .test_reports_days import _create_sydney_link
 
@@ -38,10 +39,11 @@ class Ran:
     seconds: float
 
 
-async def run(module: str, *argv: str, target: str | None, timeout: float = 60) -> Ran:
-    """`python -m MODULE ARGV` with $JACKPOTD_TARGET set to `target` (unset when None), without blocking the loop
-    that serves the session's jackpotd."""
-    env = {k: v for k, v in os.environ.items() if k != "JACKPOTD_TARGET"}
+async def run(module: str, *argv: str, target: str | None, timeout: float = 60,
+              environ: dict[str, str] | None = None) -> Ran:
+    """`python -m MODULE ARGV` with $JACKPOTD_TARGET set to `target` (unset when None) and `environ` added, without
+    blocking the loop that serves the session's jackpotd."""
+    env = {k: v for k, v in os.environ.items() if k != "JACKPOTD_TARGET"} | (environ or {})
     if target is not None:
         env["JACKPOTD_TARGET"] = target
     started = time.monotonic()
@@ -155,3 +157,33 @@ async def test_reconcile_given_no_period_takes_the_links_current_gaming_day(clie
     as_json = await run("jackpot_finance.cli", "reconcile", "--link", link, "--format", "json", target=target)
     report = json.loads(as_json.out)
     assert report["gaming_day"] in days and report["link"]["wagers"] == 2, report
+
+
+async def test_no_cli_picks_a_person_among_several_and_each_act_names_whom(client: Client, target: str,
+                                                                          tmp_path: Path) -> None:
+    """Two supervisors' tokens, signed with the session's key: none chosen is exit 2 listing both, nothing done;
+    $JACKPOTD_TOKEN_FILE chooses, the act says as whom, and the audit trail records that person."""
+    link, table = unique("who"), unique("t")
+    await client.create_link(link, resets={"MAJOR": 1_000_000, "MINOR": 100_000})
+    await client.register(table, link)
+    creds = tmp_path / "credentials"
+    creds.mkdir(mode=0o700)
+    shutil.copy(AUTH_KEY_FILE, creds / "auth.key")
+    issued = await run("jackpotd.cli", "certs", "--out", str(creds), "--roles", "supervisor:alice,supervisor:bob",
+                       target=None)
+    assert issued.code == 0, issued
+    refused = await run("jackpot_floor.cli", "suspend", table, "--link", link, "--reason", "check",
+                        "--credentials", str(creds), target=target)
+    assert refused.code == 2 and "Traceback" not in refused.err, refused
+    for name in ("supervisor-alice.token", "supervisor-bob.token"):
+        assert str(creds / "tokens" / name) in refused.err, refused.err
+    assert "JACKPOTD_TOKEN_FILE" in refused.err
+    bob = {"JACKPOTD_TOKEN_FILE": str(creds / "tokens" / "supervisor-bob.token")}
+    trail = await run("jackpot_floor.cli", "audit", "--link", link, "--json", target=target, environ=bob)
+    assert trail.code == 0 and not [e for e in json.loads(trail.out) if e["method"] == "SuspendTable"], trail
+    done = await run("jackpot_floor.cli", "suspend", table, "--link", link, "--reason", "check", target=target,
+                     environ=bob)
+    assert done.code == 0 and "as supervisor:bob" in done.out, done
+    trail = await run("jackpot_floor.cli", "audit", "--link", link, "--json", target=target, environ=bob)
+    acts = [e for e in json.loads(trail.out) if e["method"] == "SuspendTable"]
+    assert [e["actor"] for e in acts] == ["bob"], acts

@@ -18,9 +18,13 @@ from jackpotd.domain.ids import visible, visible_json
 FORGED = "cards disturbed\n2026-01-01 00:00:00Z  supervisor:alice  ApproveHit  -  ok  SURV-9  OK\x1b[2J\x9b31m"
 
 
+BIDI = "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
 def unshown(text: str) -> list[str]:
-    """The characters a terminal acts on or breaks a line at: C0, DEL, C1 and Unicode's separators."""
-    return [c for c in text if unicodedata.category(c) == "Cc" or c in "\u2028\u2029"]
+    """The characters a terminal acts on, breaks a line at or reorders by: C0, DEL, C1, Unicode's separators and
+    the bidirectional controls."""
+    return [c for c in text if unicodedata.category(c) == "Cc" or c in "\u2028\u2029" or c in BIDI]
 
 
 def test_each_control_is_drawn_as_its_escape() -> None:
@@ -28,16 +32,24 @@ def test_each_control_is_drawn_as_its_escape() -> None:
     assert visible("\x1b[31mred\x00") == "\\x1b[31mred\\x00"
     assert visible("\x7f\x85\x9b\u2028\u2029") == "\\x7f\\u0085\\u009b\\u2028\\u2029"
     assert visible("SURV-1 café ♠ ✓") == "SURV-1 café ♠ ✓"  # printable text, any script, stays as it is
+    assert visible("ok\u202egnp.exe") == "ok\\u202egnp.exe"  # a right-to-left override cannot reorder the row
+    assert visible("typed \\n") == "typed \\\\n" != visible("typed \n")  # a typed backslash-n is not a line break
 
 
 @given(st.text())
 @example(FORGED)
-@example("".join(map(chr, [*range(0x20), *range(0x7f, 0xa0), 0x2028, 0x2029])))
+@example("".join(map(chr, [*range(0x20), *range(0x7f, 0xa0), 0x2028, 0x2029])) + BIDI + "\\")
 def test_no_free_text_prints_a_control_character_or_a_second_line(text: str) -> None:
     shown = visible(text)
     assert unshown(shown) == []
     assert len(shown.splitlines()) <= 1
-    assert visible(text) == shown and (not unshown(text)) == (shown == text)
+    assert visible(text) == shown and (not unshown(text) and "\\" not in text) == (shown == text)
+
+
+@given(st.text(), st.text())
+def test_different_texts_never_print_alike(a: str, b: str) -> None:
+    """Drawing is one-to-one: no reason can pass for another on the screen."""
+    assert (visible(a) == visible(b)) == (a == b)
 
 
 @given(st.text(), st.text())

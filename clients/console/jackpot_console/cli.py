@@ -19,7 +19,7 @@ from jackpotd.api.transport import is_loopback
 from jackpotd.auth.credentials import AmbiguousCredential, CredentialFlags, role_credential
 from jackpotd.auth.identity import Role
 from jackpotd.domain.errors import InvalidInput
-from jackpotd.domain.ids import ID_GRAMMAR, require_id
+from jackpotd.domain.ids import ID_GRAMMAR, require_id, visible
 from jackpotd.signals import stop_on_signals
 from jackpotd.target import add_target_flag
 
@@ -187,7 +187,7 @@ def manage(args: argparse.Namespace) -> int:
     path = Path(args.users) if args.users else users.default_users_file()
     if args.action == "list":
         for user in sorted(users.load(path).values(), key=lambda u: u.name):
-            print(user.name)
+            print(visible(user.name))  # a hand-edited users file cannot drive the terminal either
         return 0
     if not args.name:
         raise users.UsersFileError(f"users {args.action}: give the person's NAME")
