@@ -125,3 +125,17 @@ def test_generated_code_comes_from_the_locked_generator() -> None:
     newer = {**locked, "grpcio-tools": "1.999.0"}
     assert gen.unlocked_generators(lock, newer) == [
         f"grpcio-tools 1.999.0 is installed, {cl.DEV_LOCK} pins {locked['grpcio-tools']}"]
+
+
+def test_make_help_lists_every_target_and_none_is_declared_without_a_rule() -> None:
+    """Every .PHONY target has a rule, and every rule a person can name has its line in `make help`."""
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    phony = set(re.search(r"^\.PHONY:(.*)$", text, re.M).group(1).split())  # type: ignore[union-attr]
+    rules = set(re.findall(r"^([a-z][a-z-]*):(?!=)", text, re.M))
+    assert phony - rules == set(), "declared .PHONY with no rule"
+    assert rules - phony == set(), "a rule missing from .PHONY"
+    done = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    listed = {line.split()[1] for line in done.stdout.splitlines() if line.startswith("  make ")}
+    assert listed == rules
+    assert all(len(line.split(None, 2)) == 3 for line in done.stdout.splitlines())  # each with its line of text
