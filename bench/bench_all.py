@@ -38,6 +38,7 @@ def benches(ledgers: Path) -> list[Bench]:
     """The quick benches, cheapest first; the rebuild bench builds its ledger once in `ledgers` and reuses it."""
     return [
         Bench("P4 domain", ("bench_domain.py", "--quick")),
+        Bench("Admin return check", ("bench_admin_check.py", "--quick")),
         Bench("P1 service", ("bench_service.py", "--rounds", "2", "--seconds", "3")),
         Bench("P2 naive twin", ("bench_naive.py", "--rounds", "1", "--seconds", "3")),
         Bench("P3 big round", ("bench_big_round.py", "--quick")),

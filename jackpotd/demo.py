@@ -22,18 +22,28 @@ DEMO_DUAL_APPROVAL_CENTS = 1_000_000
 CALLER = "system:demo"  # the demo's requests are its own: no caller of the API can claim or block their ids
 
 
-async def load_demo(services: Services) -> None:
-    """Idempotent: fixed request ids, so a restart changes nothing."""
-    config = LinkConfig(
+def demo_config() -> LinkConfig:
+    """The demo link as CreateLink makes it (its tables are registered after): a split link of the DOMAIN defaults.
+    Its own function so the suite certifies exactly this configuration (tests/unit/test_shipped_certificates.py)."""
+    return LinkConfig(
         link_id=DEMO_LINK, mode=SPLIT, wager_cents=100,
         pools=(PoolSpec(MAJOR, 1_000_000), PoolSpec(MINOR, 100_000), PoolSpec(RESERVE)),
         rate_sets=(RateSet({MAJOR: 200_000, MINOR: 75_000, RESERVE: 25_000}, 700_000, 1, 0, "DEMO-APPROVAL-1"),),
         paytables={"caribbean-stud": default_paytable("caribbean-stud", SPLIT)},
         dual_approval_threshold_cents=DEMO_DUAL_APPROVAL_CENTS)
+
+
+def demo_tables() -> tuple[TableConfig, ...]:
+    """The demo's six seven-seat Caribbean Stud tables, registered on the demo link."""
+    return tuple(TableConfig(f"demo-table-{n}", "caribbean-stud", 7) for n in range(1, 7))
+
+
+async def load_demo(services: Services) -> None:
+    """Idempotent: fixed request ids, so a restart changes nothing."""
+    config = demo_config()
     with contextlib.suppress(FailedPrecondition):  # created on an earlier run
         await services.admin.change(CreateLink(Request("demo-create-link", {"demo": "link"}, CALLER), config, AUDIT))
-    for n in range(1, 7):
-        table = TableConfig(f"demo-table-{n}", "caribbean-stud", 7)
+    for n, table in enumerate(demo_tables(), 1):
         await services.admin.change(RegisterTable(Request(f"demo-register-{n}", {"demo": table.table_id}, CALLER),
                                                   DEMO_LINK, table, AUDIT))
     for pool, cents in ((MAJOR, 1_000_000), (MINOR, 100_000)):

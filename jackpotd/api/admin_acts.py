@@ -68,10 +68,19 @@ def act_of(method: str, request: Any, identity: Identity | None, outcome: str, d
         with contextlib.suppress(InvalidInput):
             link_id, table_id, _, _ = parse_hit_id(text("hit_id"))
     reason = text("reason") or (audit.reason if audit is not None else "")
+    if outcome == "OK" and "rtp_override" in fields and request.HasField("rtp_override"):
+        detail = override_detail(request.rtp_override.approval_ref, request.rtp_override.reason)
     return AdminAct(actor=identity.actor if identity else "", role=identity.role.value if identity else "",
                     method=method, request_id=text("request_id"), link_id=link_id, table_id=table_id, reason=reason,
                     approval_ref=audit.approval_ref if audit is not None else "", outcome=outcome, detail=detail,
                     agent=identity.agent if identity else "")
+
+
+def override_detail(approval_ref: str, reason: str) -> str:
+    """An accepted act's detail when it carried an RtpOverride (issue 33): the trail says that a game returning 100%
+    or more at reset was accepted on purpose, and under which approval."""
+    why = f"; reason: {reason}" if reason else ""
+    return f"rtp_override (a return of 100% or more at the reset values allowed): approval_ref {approval_ref}{why}"
 
 
 def _fields(act: AdminAct) -> dict[str, str]:

@@ -34,18 +34,31 @@ def link_config_of(request: admin_pb2.CreateLinkRequest) -> LinkConfig:
         request.gaming_day_start, request.time_zone, request.dual_approval_threshold_cents)
 
 
+RtpOverridden = admin_pb2.CreateLinkRequest | admin_pb2.UpdateLinkRequest | admin_pb2.SetRatesRequest \
+    | admin_pb2.SetPaytableRequest
+
+
+def rtp_override_of(request: RtpOverridden) -> c.RtpOverride | None:
+    """The request's override of the return check (issue 33), None when unset; InvalidInput naming
+    rtp_override.approval_ref when it is set without one: an override is a deliberate, approved act."""
+    if not request.HasField("rtp_override"):
+        return None
+    o = request.rtp_override
+    return c.RtpOverride(o.approval_ref, o.reason)
+
+
 def update_link_of(request: admin_pb2.UpdateLinkRequest, req: c.Request, audit: c.Audit) -> c.UpdateLink:
     """UpdateLink as the service's command: unset optional fields leave the config's values unchanged."""
     threshold = request.verification_threshold_cents if request.HasField("verification_threshold_cents") else None
     dual = request.dual_approval_threshold_cents if request.HasField("dual_approval_threshold_cents") else None
     return c.UpdateLink(req, request.link_id, request.wager_amount_cents, pools_of(request.pools), threshold, audit,
-                        dual)
+                        dual, rtp_override_of(request))
 
 
 def set_rates_of(request: admin_pb2.SetRatesRequest, req: c.Request, audit: c.Audit) -> c.SetRates:
     """SetRates as the service's command (the new version and its effective time are decided with the config)."""
     return c.SetRates(req, request.link_id, {x.pool: x.ppm for x in request.rates.pools},
-                      request.rates.retained_ppm, request.rates.effective_at_ms, audit)
+                      request.rates.retained_ppm, request.rates.effective_at_ms, audit, rtp_override_of(request))
 
 
 def paytable_entries_of(entries: Sequence[admin_pb2.PaytableEntry]) -> list[PaytableEntry]:

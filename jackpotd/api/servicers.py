@@ -33,6 +33,7 @@ from .link_requests import (
     paytable_entries_of,
     pools_of,
     rates_of,
+    rtp_override_of,
     set_rates_of,
     table_of,
     update_link_of,
@@ -246,8 +247,9 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
 
     async def CreateLink(self, request: admin_pb2.CreateLinkRequest, context: Ctx) -> admin_pb2.LinkResponse:
         config = link_config_of(request)
+        override = rtp_override_of(request)
         req, audit = audited(request)
-        return await self._change(c.CreateLink(req, config, audit))
+        return await self._change(c.CreateLink(req, config, audit, override))
 
     async def UpdateLink(self, request: admin_pb2.UpdateLinkRequest, context: Ctx) -> admin_pb2.LinkResponse:
         req, audit = audited(request)
@@ -259,8 +261,9 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
 
     async def SetPaytable(self, request: admin_pb2.SetPaytableRequest, context: Ctx) -> admin_pb2.LinkResponse:
         entries = paytable_entries_of(request.entries)
+        override = rtp_override_of(request)
         req, audit = audited(request)
-        return await self._change(c.SetPaytable(req, request.link_id, request.game, entries, audit))
+        return await self._change(c.SetPaytable(req, request.link_id, request.game, entries, audit, override))
 
     async def RegisterTable(self, request: admin_pb2.RegisterTableRequest, context: Ctx) -> admin_pb2.LinkResponse:
         table = table_of(request)

@@ -66,20 +66,30 @@ _CARIBBEAN_STUD_ROWS: tuple[_Row, ...] = (
     (h.FULL_HOUSE, "minor", 15_000, 0),
     (h.FLUSH, "minor", 10_000, 0),
 )
+# Each other game: the top hand takes a share of the major pool and the next hands fixed minor awards, like the
+# progressive side bets casinos run on it, scaled to the game's odds so it returns 50-90% at the reset values
+# (issue 33; RULES.md §4 says where each row comes from; tests/unit/test_default_paytables.py pins the returns).
 _DEFAULT_ROWS: Mapping[str, tuple[_Row, ...]] = {
     h.CARIBBEAN_STUD: _CARIBBEAN_STUD_ROWS,
-    # Our choice: hold'em bonus pays the Caribbean Stud table on its best five (QLD sch 15 s 8 has the same hands).
-    h.HOLDEM_BONUS: _CARIBBEAN_STUD_ROWS,
-    # Our choice for three cards (QLD sch 16 ranks): only the top two hands reach the link.
-    h.THREE_CARD: (
-        (h.STRAIGHT_FLUSH, "minor", 50_000, 0),
-        (h.THREE_OF_A_KIND, "minor", 15_000, 0),
+    # Texas hold'em bonus (QLD sch 15 s 8 ranks): the best five of seven cards makes a royal 1 in 30,940 and a
+    # straight flush 1 in 3,591, so the straight flush takes 5% (not stud's 10%) and only four of a kind (1 in 595)
+    # of the smaller hands pays; a full house or flush (1 in 39, 1 in 33) is too common for a link award.
+    h.HOLDEM_BONUS: (
+        (h.ROYAL_FLUSH, "major", 1_000_000, PPM),
+        (h.STRAIGHT_FLUSH, "major", 50_000, 50_000),
+        (h.FOUR_OF_A_KIND, "minor", 10_000, 0),
     ),
-    # Our choice for four card poker (QLD sch 17 ranks): four of a kind is its top hand.
+    # Three card poker (QLD sch 16 s 9 ranks): its top hand, the straight flush, comes 1 in 460, so it takes 1% of
+    # the major pool (at least $200); three of a kind (1 in 425) a fixed award; a straight (1 in 31) none.
+    h.THREE_CARD: (
+        (h.STRAIGHT_FLUSH, "major", 20_000, 10_000),
+        (h.THREE_OF_A_KIND, "minor", 10_000, 0),
+    ),
+    # Four card poker (QLD sch 17 s 8 ranks): four of a kind (1 in 4,165) ranks above the straight flush (1 in 1,254)
+    # and takes stud's straight-flush share; three of a kind (1 in 44) is too common for a link award.
     h.FOUR_CARD: (
         (h.FOUR_OF_A_KIND, "major", 100_000, 100_000),
         (h.STRAIGHT_FLUSH, "minor", 50_000, 0),
-        (h.THREE_OF_A_KIND, "minor", 10_000, 0),
     ),
 }
 

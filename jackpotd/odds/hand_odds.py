@@ -46,8 +46,39 @@ def require_game(game: str) -> str:
 
 
 def hand_odds(game: str) -> HandOdds:
-    """The exact category counts of `game` by combinatorics (cached: under a second or two cold, then free)."""
+    """The exact category counts of `game`, as shipped in COUNTS: free, so a service can price a paytable on every
+    admin call (issue 33) without hold'em's 7-card count (seconds of CPU) ever running on a server's event loop.
+    `counted_odds` finds them again by combinatorics, and tests/unit/test_odds_hands.py holds the two equal."""
+    return _shipped(require_game(game))
+
+
+def counted_odds(game: str) -> HandOdds:
+    """The exact category counts of `game` by combinatorics (cached: a few seconds cold for hold'em, then free)."""
     return _hand_odds(require_game(game))
+
+
+# Each game's category counts (the game's own category order), as `counted_odds` finds them.
+COUNTS: Mapping[str, Mapping[str, int]] = {
+    h.CARIBBEAN_STUD: {h.ROYAL_FLUSH: 4, h.STRAIGHT_FLUSH: 36, h.FOUR_OF_A_KIND: 624, h.FULL_HOUSE: 3_744,
+                       h.FLUSH: 5_108, h.STRAIGHT: 10_200, h.THREE_OF_A_KIND: 54_912, h.TWO_PAIR: 123_552,
+                       h.PAIR: 1_098_240, h.HIGH_CARD: 1_302_540},
+    h.HOLDEM_BONUS: {h.ROYAL_FLUSH: 4_324, h.STRAIGHT_FLUSH: 37_260, h.FOUR_OF_A_KIND: 224_848,
+                     h.FULL_HOUSE: 3_473_184, h.FLUSH: 4_047_644, h.STRAIGHT: 6_180_020,
+                     h.THREE_OF_A_KIND: 6_461_620, h.TWO_PAIR: 31_433_400, h.PAIR: 58_627_800,
+                     h.HIGH_CARD: 23_294_460},
+    h.THREE_CARD: {h.STRAIGHT_FLUSH: 48, h.THREE_OF_A_KIND: 52, h.STRAIGHT: 720, h.FLUSH: 1_096, h.PAIR: 3_744,
+                   h.HIGH_CARD: 16_440},
+    h.FOUR_CARD: {h.FOUR_OF_A_KIND: 624, h.STRAIGHT_FLUSH: 2_072, h.THREE_OF_A_KIND: 58_656, h.FLUSH: 114_616,
+                  h.STRAIGHT: 101_808, h.TWO_PAIR: 123_552, h.PAIR: 1_047_552, h.HIGH_CARD: 1_150_080},
+}
+
+
+@cache
+def _shipped(game: str) -> HandOdds:
+    """hand_odds, memoised per game: one HandOdds object per game."""
+    order = h.CATEGORIES_BY_GAME[game]
+    return HandOdds(game, comb(52, h.CARDS_PER_HAND[game]), {cat: COUNTS[game].get(cat, 0) for cat in order},
+                    _METHODS[game])
 
 
 _METHODS = {
@@ -67,7 +98,7 @@ _METHODS = {
 
 @cache
 def _hand_odds(game: str) -> HandOdds:
-    """hand_odds, memoised per game."""
+    """counted_odds, memoised per game."""
     counting = {h.CARIBBEAN_STUD: _five_card, h.THREE_CARD: _three_card, h.FOUR_CARD: _four_card,
                 h.HOLDEM_BONUS: _seven_card}[game]
     counts = counting()

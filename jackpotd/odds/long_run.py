@@ -1,4 +1,4 @@
-"""A link's long-run figures per wager (issue 24), computed deterministically under the one-seat model (no sampling).
+"""A link's long-run figures per wager (issue 24), computed deterministically (no sampling); one deck per round (33).
 
 Wagers arrive one at a time at the newest rate set: each puts c_P = wager_cents × rate_ppm µ¢ into each pool P (a
 cap passes the excess to its overflow target), then its hand is drawn from the exact category probabilities of its
@@ -10,6 +10,12 @@ marched down from the top (`stationary.py`); a pool whose fixed payouts are beat
 cap is transient (it grows for ever: `recurrent` False, percentiles -1). RESERVE only receives (its rate,
 overflows) and pays resets: in the long run the operator pays max(0, reset draws − RESERVE inflow) per wager for
 resets, plus every shortfall. Every figure here is a statistic of that model (a float), never money moved.
+
+One deck per round (issue 33): the seats of a round are dealt from one deck (hold'em: one shared board), so a pool's
+hits come per round, one or several at a time (`round_law`: exact to two hits a round, or hold'em's estimate). A
+round's several hits of one pool are one jump of the summed minimum and the compounded percentage, 1 − Π(1 − pct)
+(a share group as §5.4 prices it, to the cent; a straight flush and a royal together, approximately where a
+minimum binds); its rate per wager is its chance per round over the seats.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from math import prod
 
 import numpy as np
 
@@ -27,6 +34,7 @@ from ..domain.pools import RESERVE
 from ..domain.rates import newest_rates
 from .hand_odds import hand_odds
 from .play import Play
+from .round_law import round_law
 from .stationary import BINS, Jump, Law, PoolModel, solve, top_of
 
 PERCENTILES = (0.05, 0.50, 0.95, 0.99)
@@ -69,8 +77,29 @@ class LongRun:
 
 
 def long_run(config: LinkConfig, play: Play) -> LongRun:
-    """The long-run figures of `config` at its newest rate set, its games mixed as `play` plays them."""
-    return long_run_of(config, _probabilities(config, play))
+    """The long-run figures of `config` at its newest rate set, its games mixed as `play` plays them, each round
+    of a table dealt from one deck."""
+    singles, groups = round_rates(config, play)
+    return long_run_of(config, singles, groups=groups)
+
+
+def round_rates(config: LinkConfig, play: Play) -> tuple[dict[tuple[str, str], float],
+                                                         dict[tuple[str, ...], float]]:
+    """Per wager of the link: the rate of each (game, category) hit alone in its pool's round, and of each group
+    (game, category, category, ...) of one pool's hits in one round: the game's share of the play × its chance a
+    round (`round_law`) / seats."""
+    singles: dict[tuple[str, str], float] = {}
+    groups: dict[tuple[str, ...], float] = {}
+    seats = play.seats_filled
+    for game, share in play.mix().items():
+        entries = config.paytable(game).entries
+        law = round_law(game, {c: e.pool for c, e in entries.items()}, seats)
+        for pattern, q in law.patterns.items():
+            if len(pattern) == 1:
+                singles[(game, pattern[0])] = float(share * q / seats)
+            else:
+                groups[(game, *pattern)] = float(share * q / seats)
+    return singles, groups
 
 
 def _probabilities(config: LinkConfig, play: Play) -> dict[tuple[str, str], Fraction]:
@@ -84,32 +113,45 @@ def _probabilities(config: LinkConfig, play: Play) -> dict[tuple[str, str], Frac
     return out
 
 
-def pool_models(config: LinkConfig, probabilities: Mapping[tuple[str, str], Fraction]) -> dict[str, PoolModel]:
-    """Each visible pool's drift, reset, cap and jumps (before overflow from other pools is added)."""
+def pool_models(config: LinkConfig, probabilities: Mapping[tuple[str, str], Fraction | float],
+                groups: Mapping[tuple[str, ...], float] | None = None) -> dict[str, PoolModel]:
+    """Each visible pool's drift, reset, cap and jumps (before overflow from other pools is added): one jump per
+    (game, category) at its rate per wager, and one per group (game, categories...) of one pool's hits in a round
+    (the module doc: the summed minimum and the compounded percentage)."""
     rates = newest_rates(config.rate_sets)
     # entries alike (the same minimum, percentage and reset) are one jump: hold'em and stud share their rows
-    alike: dict[str, dict[tuple[int, int, bool], Fraction]] = {}
+    alike: dict[str, dict[tuple[float, float, bool], float]] = {}
+
+    def add(pool: str, key: tuple[float, float, bool], rate: float) -> None:
+        jumps = alike.setdefault(pool, {})
+        jumps[key] = jumps.get(key, 0.0) + rate
+
     for (game, category), prob in probabilities.items():
         entry = config.paytable(game).entries[category]
         if not config.pool_spec(entry.pool).visible:
             raise InvalidInput(f"paytable[{category}].pool", entry.pool,
                                f"{game}: the long-run model prices hits from the visible pools only")
-        key = (entry.min_cents, entry.percent_ppm, entry.resets_pool)
-        pool = alike.setdefault(entry.pool, {})
-        pool[key] = pool.get(key, Fraction(0)) + prob
+        add(entry.pool, (float(entry.min_cents * UC_PER_CENT), entry.percent_ppm / PPM, entry.resets_pool),
+            float(prob))
+    for (game, *cats), rate in (groups or {}).items():
+        members = [config.paytable(game).entries[c] for c in cats]
+        kept = prod(1 - e.percent_ppm / PPM for e in members)
+        add(members[0].pool, (float(sum(e.min_cents for e in members) * UC_PER_CENT), 1 - kept,
+                              any(e.resets_pool for e in members)), rate)
     return {p.name: PoolModel(float(config.wager_cents * rates.pools_ppm.get(p.name, 0)),
                               float(p.reset_cents * UC_PER_CENT),
                               None if p.cap_cents is None else float(p.cap_cents * UC_PER_CENT),
-                              tuple(Jump(float(prob), float(min_cents * UC_PER_CENT), ppm / PPM, resets)
-                                    for (min_cents, ppm, resets), prob in alike.get(p.name, {}).items() if prob))
+                              tuple(Jump(prob, min_uc, pct, resets)
+                                    for (min_uc, pct, resets), prob in alike.get(p.name, {}).items() if prob))
             for p in config.pools if p.visible}
 
 
-def long_run_of(config: LinkConfig, probabilities: Mapping[tuple[str, str], Fraction],
-                bins: int = BINS) -> LongRun:
-    """The long-run figures from given per-wager probabilities of (game, category) (`long_run` takes them from
-    the exact hand odds); `bins` cells per pool's grid, and half as many for the error estimate."""
-    models = pool_models(config, probabilities)
+def long_run_of(config: LinkConfig, probabilities: Mapping[tuple[str, str], Fraction | float],
+                bins: int = BINS, groups: Mapping[tuple[str, ...], float] | None = None) -> LongRun:
+    """The long-run figures from given per-wager rates of (game, category) hits and of groups of one pool's hits
+    in a round (`long_run` takes them from the one-deck round law; without `groups`, every hit stands alone: the
+    one-seat model); `bins` cells per pool's grid, and half as many for the error estimate."""
+    models = pool_models(config, probabilities, groups)
     specs = {p.name: p for p in config.pools}
     inflow: dict[str, float] = {name: 0.0 for name in specs}
     figures: dict[str, PoolLongRun] = {}
@@ -135,7 +177,11 @@ def long_run_of(config: LinkConfig, probabilities: Mapping[tuple[str, str], Frac
     shortfalls = sum(f.shortfall_per_wager_uc for f in figures.values())
     wager_uc = config.wager_cents * UC_PER_CENT
     paid = sum(f.paid_per_wager_uc for f in figures.values())
-    method = ("one-seat model, newest rate set; each visible pool's stationary balance by cut balance "
+    deck = ("one deck per round: a pool's hits of a round are one jump (minima summed, percentages compounded), "
+            "by the exact pair law of two seats' hands to two hits a round (hold'em, its board shared: every "
+            "pattern by a seeded Monte Carlo of one-deck rounds); " if groups is not None else
+            "one-seat model (every hit alone); ")
+    method = (deck + "newest rate set; each visible pool's stationary balance by cut balance "
               f"c·f(b) = Σ p_k [F(b) − F(U_k(b))] marched down a {bins:,}-cell grid (trapezoid), tolerance = |rtp "
               f"on {bins:,} − rtp on {bins // 2:,} cells|; overflow into a visible pool joins its drift as a mean; "
               "payouts unfloored (≤ 1¢ a hit); " + "; ".join(notes))

@@ -15,6 +15,7 @@ from ..domain.errors import InvalidInput
 from ..domain.link import LinkConfig
 from ..domain.money import MAX_SAFE_UC, UC_PER_CENT, ceil_cents, percent_of_cents
 from ..domain.paytable import Paytable, PaytableEntry
+from ..domain.pools import RESERVE
 from ..domain.pricing import Hit, price_round
 from ..domain.rates import newest_rates, rates_in_force
 from .hand_odds import enumerated_counts, hand_odds, require_game
@@ -139,6 +140,17 @@ def return_at(config: LinkConfig, game: str, balances_uc: Mapping[str, int]) -> 
                                    payout, funded, rule))
     expected = Fraction(sum(r.count * r.payout_cents for r in rows) * UC_PER_CENT, odds.total)
     return ReturnAt(game, config.wager_cents, balances, tuple(rows), expected)
+
+
+def reset_balances(config: LinkConfig) -> dict[str, int]:
+    """Every pool at its reset value and RESERVE empty (µ¢): the balances of a link as created, at which the math
+    certificate states its "return at reset" (jackpot_math.certificate.balances_for with no balances given)."""
+    return {p.name: 0 if p.name == RESERVE else p.reset_cents * UC_PER_CENT for p in config.pools}
+
+
+def return_at_reset(config: LinkConfig, game: str) -> ReturnAt:
+    """`return_at` with every pool at its reset value: the return the service refuses at 100% (issue 33)."""
+    return return_at(config, game, reset_balances(config))
 
 
 def return_by_pricing(config: LinkConfig, game: str, balances_uc: Mapping[str, int]) -> Fraction:

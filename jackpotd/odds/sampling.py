@@ -1,8 +1,14 @@
-"""Sampling a period's hit rounds in numpy arrays by the hands' exact probabilities (issue 24, the simulation): only
+"""Sampling a period's hit rounds in numpy arrays (issue 24, the simulation; one deck per round, issue 33): only
 rounds that hold a paying hand are drawn, so a year of a 20-table link is a few hundred thousand rows, not 63 M hands.
 
-Pure: a numpy Generator in, arrays out. Probabilities are the exact counts of `hand_odds` turned into floats only to
-drive the random draws (statistics of a model, not money).
+Each drawn round is dealt from one deck (`deal.py`: no card twice in a round; hold'em's board shared by every seat),
+so simultaneous hits are counted as they occur. Exact, with no per-round chance to compute: a round proposes a hit
+with chance S·p (S seats, p one seat's exact chance to pay, from `hand_odds`); a proposal deals a uniformly chosen
+seat a paying hand and the other seats the rest of the deck, and is kept with chance 1/N (N the round's paying
+seats). A round's deal d with N(d) ≥ 1 is then kept with chance S·p · Σ_seats P(d | that seat pays)/S · 1/N(d) =
+P(d): exactly the one-deck law of the rounds with a hit. (When S·p ≥ 1 every round is dealt.)
+
+Pure: a numpy Generator in, arrays out. Probabilities are floats only to drive the draws (statistics of a model).
 """
 
 from __future__ import annotations
@@ -17,11 +23,12 @@ import numpy.typing as npt
 
 from ..domain import hands as h
 from ..domain.paytable import Paytable
+from .deal import categories, deal, deal_with_hit, require_seats
 from .hand_odds import hand_odds
 
 Ints = npt.NDArray[np.int64]
-Floats = npt.NDArray[np.float64]
 _GAP_DRAWS_SIGMA = 6  # draw the expected gaps plus 6 standard deviations at once; the rare shortfall draws again
+_CHUNK = 1 << 15  # proposed rounds dealt at once (bounds the deck arrays)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +44,6 @@ class GameDraw:
         """The exact chance that one seat's hand pays."""
         return sum(self.probabilities, Fraction(0))
 
-    def p_round(self, seats: int) -> float:
-        """The chance that a round of `seats` seats holds at least one paying hand: 1 − (1 − p)^S (a float)."""
-        p = float(self.p_pay)
-        return 1.0 if p >= 1.0 else -math.expm1(seats * math.log1p(-p))
-
 
 def game_draw(paytable: Paytable) -> GameDraw:
     """The paying categories of `paytable`'s game with their exact probabilities from the hand counts."""
@@ -52,37 +54,27 @@ def game_draw(paytable: Paytable) -> GameDraw:
 
 @dataclass(frozen=True, slots=True)
 class Sampler:
-    """What a path's draws need of one game, computed once per simulation: the round's hit chance and the
-    cumulative distributions of the paying seats' number (given at least one) and of a paying hand's category."""
+    """What a path's draws need of one game, computed once per simulation: its tables, seats and paying hands."""
 
     draw: GameDraw
     tables: int
     offset: int  # the game's first table in the link's order of tables within a deal
-    p_round: float
-    seats_cdf: Floats  # P(K ≤ k | K ≥ 1) for k = 1.. (K binomial(S, p_pay)), truncated where the rest is < 1e-18
-    category_cdf: Floats  # P(category ≤ i | paying)
+    seats: int
+    p_propose: float  # S·p_pay: a round proposes a hit at this chance (≥ 1: every round is dealt)
+    to_paying: Ints  # a category's index in the game's order → its index in draw.categories (−1: does not pay)
+
+    @property
+    def paying(self) -> frozenset[int]:
+        """The paying categories' indices in the game's order."""
+        return frozenset(np.nonzero(self.to_paying >= 0)[0].tolist())
 
 
 def sampler(draw: GameDraw, tables: int, offset: int, seats: int) -> Sampler:
-    """The sampler of `draw`'s game played at `tables` tables of `seats` seats each."""
-    p = float(draw.p_pay)
-    if p <= 0.0:
-        return Sampler(draw, tables, offset, 0.0, np.ones(1), np.ones(max(1, len(draw.categories))))
-    ks = np.arange(1, seats + 1, dtype=np.float64)
-    if p >= 1.0:
-        seats_cdf = np.zeros(seats)
-        seats_cdf[-1] = 1.0
-    else:
-        log_choose = np.cumsum(np.log(seats - ks + 1) - np.log(ks))  # log C(S, k), k = 1..S
-        log_pmf = log_choose + ks * math.log(p) + (seats - ks) * math.log1p(-p)
-        weights = np.exp(log_pmf - log_pmf.max())
-        keep = int(np.nonzero(weights >= 1e-18)[0][-1]) + 1
-        seats_cdf = np.cumsum(weights[:keep]) / weights[:keep].sum()
-    seats_cdf[-1] = 1.0
-    probs = np.array([float(q / draw.p_pay) for q in draw.probabilities])
-    category_cdf = np.cumsum(probs)
-    category_cdf[-1] = 1.0
-    return Sampler(draw, tables, offset, draw.p_round(seats), seats_cdf, category_cdf)
+    """The sampler of `draw`'s game played at `tables` tables of `seats` seats each (refused past one deck)."""
+    require_seats(draw.game, seats)
+    order = h.CATEGORIES_BY_GAME[draw.game]
+    to_paying = np.array([draw.categories.index(c) if c in draw.categories else -1 for c in order], dtype=np.int64)
+    return Sampler(draw, tables, offset, seats, seats * float(draw.p_pay), to_paying)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,29 +107,55 @@ def _hit_positions(rng: np.random.Generator, q: float, rounds: int) -> Ints:
     return positions[positions < rounds]
 
 
+def round_hits(rng: np.random.Generator, s: Sampler, rounds: int) -> tuple[Ints, Ints, Ints, Ints]:
+    """The hits of `rounds` proposed rounds of `s` (module doc), each dealt from one deck: which are kept, and per
+    kept round its number of hits, then per hit its seat (1..S) and paying category, rounds in order."""
+    game, seats = s.draw.game, s.seats
+    propose = s.p_propose < 1.0
+    wanted = s.paying
+    kept: list[Ints] = []
+    counts: list[Ints] = []
+    seat_rows: list[Ints] = []
+    cat_rows: list[Ints] = []
+    for start in range(0, rounds, _CHUNK):
+        n = min(_CHUNK, rounds - start)
+        cards = deal_with_hit(rng, game, seats, n, wanted) if propose else deal(rng, game, seats, n)
+        paying = s.to_paying[categories(game, cards)]  # n × S
+        pays = paying >= 0
+        many = pays.sum(axis=1)
+        keep = rng.random(n) * many < 1.0 if propose else many >= 1
+        # the proposal's seat 0 is a uniformly chosen seat; the others follow it round the table
+        turn = rng.integers(0, seats, n) if propose else np.zeros(n, dtype=np.int64)
+        seat_no = (np.arange(seats)[None, :] + turn[:, None]) % seats + 1
+        kept.append(np.nonzero(keep)[0] + start)
+        counts.append(many[keep])
+        seat_rows.append(seat_no[keep][pays[keep]])
+        cat_rows.append(paying[keep][pays[keep]])
+    if not kept:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty
+    return (np.concatenate(kept), np.concatenate(counts).astype(np.int64),
+            np.concatenate(seat_rows).astype(np.int64), np.concatenate(cat_rows).astype(np.int64))
+
+
 def draw_hit_rounds(rng: np.random.Generator, samplers: Sequence[Sampler], deals: int, seats: int) -> HitRounds:
     """Every hit round of `deals` deals (each table of the link deals one round a deal, in the order of the
-    samplers' offsets), with each round's paying seats and their categories; games are drawn one after another,
-    then merged in time order."""
+    samplers' offsets), with each round's paying seats and their categories, each round dealt from one deck;
+    games are drawn one after another, then merged in time order. (`seats`: the samplers' seats, checked.)"""
     link_tables = sum(s.tables for s in samplers)
     parts: list[tuple[Ints, Ints, Ints, Ints, Ints]] = []
     for g, s in enumerate(samplers):
-        where = _hit_positions(rng, s.p_round, deals * s.tables)
-        n = len(where)
+        if s.seats != seats:
+            raise ValueError(f"sampler of {s.draw.game} deals {s.seats} seats, not {seats}")
+        rounds = deals * s.tables
+        if s.p_propose < 1.0:
+            proposed = _hit_positions(rng, s.p_propose, rounds)
+        else:
+            proposed = np.arange(rounds if s.p_propose > 0 else 0, dtype=np.int64)
+        kept, count, chosen, cats = round_hits(rng, s, len(proposed))
+        where = proposed[kept]
         round_index = (where // s.tables) * link_tables + s.offset + where % s.tables
-        count = np.searchsorted(s.seats_cdf, rng.random(n), side="right").astype(np.int64) + 1
-        count = np.minimum(count, seats)
-        total = int(count.sum())
-        chosen = np.empty(total, dtype=np.int64)
-        first = np.zeros(n, dtype=np.int64)
-        if n:
-            first[1:] = np.cumsum(count)[:-1]
-        single = count == 1
-        chosen[first[single]] = rng.integers(1, seats + 1, int(single.sum()))
-        for r in np.nonzero(~single)[0].tolist():  # a few in a hundred rounds: distinct seats, uniformly
-            chosen[first[r]:first[r] + count[r]] = rng.choice(seats, int(count[r]), replace=False) + 1
-        categories = np.searchsorted(s.category_cdf, rng.random(total), side="right").astype(np.int64)
-        parts.append((round_index, np.full(n, g, dtype=np.int64), count, chosen, categories))
+        parts.append((round_index, np.full(len(where), g, dtype=np.int64), count, chosen, cats))
     return _merged(parts)
 
 

@@ -14,6 +14,7 @@ from . import results
 from .commands import ConfigCommand, CreateLink, DecideHit, Fund, RegisterTable, Restructure, SuspendTable
 from .decide.admin import AdminState, decide_config, decide_fund, decide_restructure, require_approval
 from .decide.hits import HitPlace, HitState, decide_hit
+from .decide.returns import require_returns
 from .engine import Gather, WritePath
 from .links import Links
 from .ports import Ledger, LiveStore, Seen
@@ -63,6 +64,7 @@ class AdminCommands:
         require_id("link_id", link_id)
         gather: Gather[AdminState] = self._now
         if isinstance(cmd, CreateLink):
+            require_returns(cmd, cmd.config)  # issue 33, before the live store hears of the link (decided again below)
             await self.live.add_link(link_id)  # before the step, so the ledger writer reads its journal
             gather = self._known(link_id)
         if isinstance(cmd, RegisterTable):

@@ -66,6 +66,19 @@ class Audit:
         return {"actor": self.actor, "reason": self.reason, "approval_ref": self.approval_ref}
 
 
+@dataclass(frozen=True, slots=True)
+class RtpOverride:
+    """Issue 33: a configuration whose jackpot wager returns 100% or more at the reset values, accepted on purpose
+    (a seeded promotion) under its approval reference; never a default."""
+
+    approval_ref: str
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        require_text("rtp_override.approval_ref", self.approval_ref, required=True)
+        require_text("rtp_override.reason", self.reason)
+
+
 # ---- table commands (API.md TableService) ---------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +126,7 @@ class CreateLink:
     request: Request
     config: LinkConfig
     audit: Audit
+    rtp_override: RtpOverride | None = None  # issue 33: None refuses a game returning 100% or more at reset
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +153,7 @@ class SetRates:
     retained_ppm: int
     effective_at_ms: int  # 0: now
     audit: Audit
+    rtp_override: RtpOverride | None = None  # issue 33: None refuses a game returning 100% or more at reset
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +163,7 @@ class SetPaytable:
     game: str
     entries: Sequence[PaytableEntry]
     audit: Audit
+    rtp_override: RtpOverride | None = None  # issue 33: None refuses a game returning 100% or more at reset
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +175,7 @@ class UpdateLink:
     verification_threshold_cents: int | None  # None: unchanged
     audit: Audit
     dual_approval_threshold_cents: int | None = None  # None: unchanged (NM 15.1.24.12)
+    rtp_override: RtpOverride | None = None  # issue 33: None refuses a game returning 100% or more at reset
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,8 +106,8 @@ async def test_combining_moves_major_and_minor_into_jackpot_to_the_microcent(cli
     assert [(p.hand, p.pool, p.amount_cents) for p in paid.payouts] == [("flush", "JACKPOT", 10_000)]
     await client.commit(three, "r1", [2])
     paid = await client.settle(three, "r1", {2: ["7c", "7d", "7h"]})
-    assert [(p.hand, p.pool, p.amount_cents) for p in paid.payouts] == [("three_of_a_kind", "JACKPOT", 15_000)]
-    assert (await balances(client, link))["JACKPOT"] == major + minor + 2 * 30 * UC - 25_000 * UC
+    assert [(p.hand, p.pool, p.amount_cents) for p in paid.payouts] == [("three_of_a_kind", "JACKPOT", 10_000)]
+    assert (await balances(client, link))["JACKPOT"] == major + minor + 2 * 30 * UC - 20_000 * UC
     await assert_books(client, link)
 
 

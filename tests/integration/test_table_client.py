@@ -153,7 +153,9 @@ def priced(entry: PaytableEntry, pool_before_uc: int) -> int:
 OTHER_GAMES = {"three-card": (["Ah", "2h", "3h"], "straight_flush"),  # A-2-3 counts the ace low (QLD sch 16)
                "four-card": (["9c", "9d", "9h", "9s", "Kh"], "four_of_a_kind"),
                "holdem-bonus": (["As", "Ks"], None)}  # hole cards: the hand depends on the board
-SEED = 20240611
+# The default paytables (issue 33) pay hold'em only four of a kind and better: this seed's deal gives each game a
+# hit beside the forced one (hold'em four of a kind, three card three of a kind), and no round two share hits.
+SEED = 20240612
 
 
 @pytest.mark.parametrize("game", sorted(OTHER_GAMES))

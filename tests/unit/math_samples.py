@@ -62,10 +62,11 @@ def _side(config: LinkConfig, major_ppm: int, rtp_ppm: int, be: str) -> dict[str
             "return_curve": {"pool": MAJOR, "points": [
                 {"balance_cents": c, "balance": "", "rtp": "", "rtp_percent": "",
                  "rtp_ppm": rtp_ppm + (c - 10**6) * 2 // 10} for c in range(10**6, 5 * 10**6 + 1, 10**5)]}}},
-        "hit_times": [{"game": "*", "category": "royal_flush", "hand": "Royal flush", "pool": MAJOR,
+        "hit_times": [{"game": game, "category": "royal_flush", "hand": "Royal flush", "pool": MAJOR,
                        "probability": "1/649740", "one_in": "1 in 649,740", "hits_per_hour": "72/649740",
                        "hits_per_hour_text": "0.0001", "hits_per_day_text": "0.27", "hits_per_year_text": "97.1",
-                       "hours_between": "10829/120", "hours_between_text": "90.24", "days_between_text": "3.76"}],
+                       "hours_between": "10829/120", "hours_between_text": "90.24", "days_between_text": "3.76"}
+                      for game in (h.CARIBBEAN_STUD, "*")],
         "long_run": {"wager_cents": 100, "rtp": rtp_ppm / 1e6, "rtp_percent": f"{rtp_ppm / 10_000:.4f}%",
                      "tolerance": 1e-7, "method": "cut balance", "reserve_in_per_wager_uc": 2.5e6,
                      "reserve_out_per_wager_uc": 4.6e7, "operator_per_wager_uc": 4.3e7, "operator_per_wager": "43¢",

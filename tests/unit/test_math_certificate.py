@@ -99,7 +99,7 @@ def test_the_what_if_marks_what_differs() -> None:
 
 def test_the_summary_shows_current_and_proposed() -> None:
     summary = text_summary(certificate())
-    assert "break-even MAJOR  $40,000.00  →  $35,000.00" in summary
+    assert "caribbean-stud  MAJOR at $40,000.00 (4.0× its $10,000.00 reset)  →  MAJOR at $35,000.00" in summary
     assert "1 field(s) change" in summary
     assert "→" not in text_summary(certificate(what_if=False))
 

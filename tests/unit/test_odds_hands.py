@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from jackpotd.domain import hands as h
 from jackpotd.domain.cards import rank_of, suit_of
 from jackpotd.domain.errors import InvalidInput
-from jackpotd.odds.hand_odds import SEVEN_CARD_TOTAL, enumerated_counts, hand_odds
+from jackpotd.odds.hand_odds import SEVEN_CARD_TOTAL, counted_odds, enumerated_counts, hand_odds
 
 FIVE = {h.ROYAL_FLUSH: 4, h.STRAIGHT_FLUSH: 36, h.FOUR_OF_A_KIND: 624, h.FULL_HOUSE: 3_744, h.FLUSH: 5_108,
         h.STRAIGHT: 10_200, h.THREE_OF_A_KIND: 54_912, h.TWO_PAIR: 123_552, h.PAIR: 1_098_240,
@@ -33,13 +33,23 @@ PUBLISHED = {h.CARIBBEAN_STUD: FIVE, h.HOLDEM_BONUS: SEVEN, h.THREE_CARD: THREE,
 
 @pytest.mark.parametrize("game", h.GAMES)
 def test_combinatorial_counts_are_the_published_ones_in_the_games_order(game: str) -> None:
-    odds = hand_odds(game)
+    odds = counted_odds(game)
     assert odds.game == game
     assert dict(odds.counts) == PUBLISHED[game]
     assert tuple(odds.counts) == h.CATEGORIES_BY_GAME[game]
     assert sum(odds.counts.values()) == odds.total == comb(52, h.CARDS_PER_HAND[game])
     assert odds.method
     assert sum(odds.probability(c) for c in odds.counts) == 1
+
+
+@pytest.mark.parametrize("game", h.GAMES)
+def test_the_shipped_counts_are_the_counted_ones(game: str) -> None:
+    """hand_odds serves constants (issue 33: an admin call prices paytables without counting 7-card hands); the
+    combinatorics count them again here, every run."""
+    shipped, counted = hand_odds(game), counted_odds(game)
+    assert shipped.counts == counted.counts and tuple(shipped.counts) == tuple(counted.counts)
+    assert (shipped.game, shipped.total, shipped.method) == (counted.game, counted.total, counted.method)
+    assert hand_odds(game) is shipped  # one object per game
 
 
 def test_totals_and_probabilities() -> None:

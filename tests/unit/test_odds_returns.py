@@ -147,10 +147,16 @@ def test_break_even_of_the_default_split_link_worked_by_hand() -> None:
     assert combined.pool == JACKPOT and combined.balance_cents == by_hand  # same paytable, one pool
 
 
+def fixed_three_card() -> dict[str, Paytable]:
+    """A three card paytable of fixed amounts only (the default's straight flush takes 1% of MAJOR)."""
+    return {h.THREE_CARD: Paytable(h.THREE_CARD, {h.STRAIGHT_FLUSH: PaytableEntry(h.STRAIGHT_FLUSH, MINOR, 20_000),
+                                                  h.THREE_OF_A_KIND: PaytableEntry(h.THREE_OF_A_KIND, MINOR, 10_000)})}
+
+
 def test_break_even_without_a_percentage_pool_or_beyond_reach() -> None:
-    three = break_even(link(SPLIT), h.THREE_CARD, {})
+    three = break_even(link(SPLIT, paytables=fixed_three_card()), h.THREE_CARD, {})
     assert (three.pool, three.balance_cents) == (None, None)
-    assert three.rtp_at_reset == Fraction(48 * 50_000 + 52 * 15_000, 22_100 * 100)
+    assert three.rtp_at_reset == Fraction(48 * 20_000 + 52 * 10_000, 22_100 * 100)
     tiny = {h.CARIBBEAN_STUD: Paytable(h.CARIBBEAN_STUD, {
         h.ROYAL_FLUSH: PaytableEntry(h.ROYAL_FLUSH, MAJOR, 1_000_000, 1)})}
     never = break_even(link(SPLIT, paytables=tiny), h.CARIBBEAN_STUD, {})
@@ -168,7 +174,8 @@ def test_return_curve_runs_from_the_reset_past_break_even() -> None:
         assert rtp == return_at(config, h.CARIBBEAN_STUD, {MINOR: dollars(1_000), MAJOR: cents * UC}).rtp
     short = return_curve(config, h.CARIBBEAN_STUD, {}, points=3, up_to_cents=3_000_000)
     assert [c for c, _ in short] == [1_000_000, 2_000_000, 3_000_000]
-    assert return_curve(config, h.THREE_CARD, {}) == ((0, break_even(config, h.THREE_CARD, {}).rtp_at_reset),)
+    fixed = link(SPLIT, paytables=fixed_three_card())
+    assert return_curve(fixed, h.THREE_CARD, {}) == ((0, break_even(fixed, h.THREE_CARD, {}).rtp_at_reset),)
     with pytest.raises(InvalidInput) as bad:
         return_curve(config, h.CARIBBEAN_STUD, {}, up_to_cents=5)
     assert bad.value.field == "up_to_cents" and bad.value.value == 5
@@ -198,7 +205,7 @@ def test_wager_shares_of_the_domain_example() -> None:
 
 def test_hit_times_per_game_and_link_wide() -> None:
     config = link(SPLIT)
-    play = Play({h.CARIBBEAN_STUD: 20, h.THREE_CARD: 4}, 6, 60)
+    play = Play({h.CARIBBEAN_STUD: 20, h.THREE_CARD: 4, h.FOUR_CARD: 2}, 6, 60)
     rows = hit_times(config, play)
     stud = {r.category: r for r in rows if r.game == h.CARIBBEAN_STUD}
     royal = stud[h.ROYAL_FLUSH]
@@ -208,9 +215,10 @@ def test_hit_times_per_game_and_link_wide() -> None:
     assert [r.game for r in rows[:5]] == [h.CARIBBEAN_STUD] * 5
     linked = {r.category: r for r in rows if r.game == LINK_WIDE}
     three_sf = hand_odds(h.THREE_CARD).probability(h.STRAIGHT_FLUSH) * 4 * 6 * 60
-    assert linked[h.STRAIGHT_FLUSH].hits_per_hour == stud[h.STRAIGHT_FLUSH].hits_per_hour + three_sf
-    assert linked[h.STRAIGHT_FLUSH].pool == "MAJOR/MINOR"
-    assert linked[h.STRAIGHT_FLUSH].probability == linked[h.STRAIGHT_FLUSH].hits_per_hour / (24 * 6 * 60)
+    four_sf = hand_odds(h.FOUR_CARD).probability(h.STRAIGHT_FLUSH) * 2 * 6 * 60
+    assert linked[h.STRAIGHT_FLUSH].hits_per_hour == stud[h.STRAIGHT_FLUSH].hits_per_hour + three_sf + four_sf
+    assert linked[h.STRAIGHT_FLUSH].pool == "MAJOR/MINOR"  # stud's and three card's from MAJOR, four card's MINOR
+    assert linked[h.STRAIGHT_FLUSH].probability == linked[h.STRAIGHT_FLUSH].hits_per_hour / (26 * 6 * 60)
     assert linked[h.ROYAL_FLUSH].hits_per_hour == royal.hits_per_hour
     assert set(linked) == {h.ROYAL_FLUSH, h.STRAIGHT_FLUSH, h.FOUR_OF_A_KIND, h.FULL_HOUSE, h.FLUSH,
                            h.THREE_OF_A_KIND}

@@ -23,6 +23,7 @@ from jackpotd.software.identity import software_identity
 
 from . import figures as f
 from .findings import NOTICE, findings
+from .key_figures import key_figures
 
 SCHEMA = "jackpot-math/1"
 CURVE_POINTS = 41
@@ -76,7 +77,8 @@ def exact_sections(config: LinkConfig, play: Play, balances_uc: Mapping[str, int
 
 def _sections(config: LinkConfig, play: Play, balances_uc: Mapping[str, int], curve_top: int | None, *, days: int,
               paths: int, seed: int, sim: bool, progress: Callable[[int], None] | None, now_ms: int) -> dict[str, Any]:
-    """Every section of one configuration: the exact ones, the long run and (when asked) the simulation."""
+    """Every section of one configuration: the exact ones, the long run, (when asked) the simulation, the findings
+    and the key figures read from them."""
     out = exact_sections(config, play, balances_uc, curve_top)
     lr = long_run(config, play)
     out["long_run"] = f.long_run_section(lr, play)
@@ -84,12 +86,13 @@ def _sections(config: LinkConfig, play: Play, balances_uc: Mapping[str, int], cu
                                                        balances_uc=balances_uc, progress=progress), lr)
                          if sim else None)
     out["findings"] = findings(out, _caveats(config, play, now_ms))
+    out["key_figures"] = key_figures(out)  # what the page and the summary open with, for a machine too
     return out
 
 
 def _caveats(config: LinkConfig, play: Play, now_ms: int) -> list[dict[str, str]]:
     """Findings about what the figures rest on: a rate set not yet in force (the figures use the newest), and
-    hold'em's shared board, which the long run and the simulation do not model."""
+    hold'em's per-round hit law, which the long run estimates from seeded deals where the other games count it."""
     out: list[dict[str, str]] = []
     newest = newest_rates(config.rate_sets)
     if newest.effective_at_ms > now_ms:
@@ -99,9 +102,11 @@ def _caveats(config: LinkConfig, play: Play, now_ms: int) -> list[dict[str, str]
                             "an earlier version is in force until then"})
     if play.tables.get(h.HOLDEM_BONUS, 0) > 0:
         out.append({"severity": NOTICE, "subject": h.HOLDEM_BONUS,
-                    "text": "the long run and the simulation draw each seat's hand on its own: hold'em's shared "
-                            "board makes simultaneous hits (a royal on the board is every seat's, each owed its "
-                            "minimum) more common than shown, so shares and the operator's shortfalls read low"})
+                    "text": "hold'em's shared board is dealt once per round in the simulation and the long run "
+                            "(a royal on the board is every seat's, each owed its minimum); the long run's law of "
+                            "simultaneous hits is estimated from 40,000 seeded rounds per pool rather than counted "
+                            "exactly, so its hold'em figures carry that sampling error (the simulation's interval "
+                            "holds them)"})
     return out
 
 

@@ -15,58 +15,9 @@ from jackpotd.software.identity import SoftwareIdentity
 
 from . import charts
 from . import html_tables as t
+from .html_glance import glance
+from .html_style import CSS
 
-CSS = """
-:root { color-scheme: light; --line: #c9ced6; --muted: #5a6270; --diff: #fff1c2; }
-* { box-sizing: border-box; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: #1c1f24;
-       margin: 24px auto; max-width: 1400px; padding: 0 16px; }
-h1 { font-size: 22px; margin: 0 0 8px; } h2 { font-size: 18px; margin: 32px 0 8px; border-bottom: 2px solid #1c1f24; }
-h3 { font-size: 15px; margin: 18px 0 6px; } h4 { font-size: 13px; margin: 12px 0 4px; color: var(--muted); }
-dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 0; }
-dt { color: var(--muted); } dd { margin: 0; overflow-wrap: anywhere; }
-table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin: 4px 0 12px; }
-th, td { border-bottom: 1px solid var(--line); padding: 3px 8px; text-align: left; vertical-align: top; }
-thead th { background: #f2f4f7; font-weight: 600; }
-tbody th { font-weight: 500; }
-td.num, th.num { text-align: right; white-space: nowrap; }
-table.settings { width: 100%; } table.settings th { white-space: nowrap; width: 12em; }
-table.settings td { overflow-wrap: anywhere; word-break: break-all; }
-td.diff, th.diff { background: var(--diff); font-weight: 600; }
-.cols { display: grid; grid-template-columns: 1fr 1fr; gap: 24px; }
-.cols > div { min-width: 0; overflow-x: auto; }
-.cols table { font-size: 12px; } .cols th, .cols td { padding: 2px 5px; }
-.side { font-size: 12px; text-transform: uppercase; letter-spacing: .06em; color: var(--muted); margin: 0 0 4px; }
-.side.proposed { color: #b8430f; } .side.same { text-transform: none; letter-spacing: 0; font-style: italic; }
-tbody th { white-space: nowrap; }
-.note { color: var(--muted); margin: 4px 0 8px; }
-.empty { color: var(--muted); font-style: italic; }
-.verdict { font-weight: 700; padding: 6px 10px; border-radius: 4px; display: inline-block; }
-.verdict.ok { background: #e3f4e6; color: #1b7a2e; }
-.verdict.none { background: #f1f2f4; color: #4a5160; } .verdict.fail { background: #fbe4e2; color: #b3261e; }
-ul.findings { padding-left: 1.2em; } ul.findings li { margin: .25em 0; }
-li.critical strong { color: #b3261e; text-transform: uppercase; } li.notice strong { color: #8a5a00; }
-p.ok { color: #1b7a2e; }
-code { font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; overflow-wrap: anywhere; }
-svg.chart { width: 100%; height: auto; max-width: 960px; display: block; }
-svg .plot { fill: #fafbfc; stroke: var(--line); } svg .grid { stroke: #e3e6ea; } svg .tickmark { stroke: var(--muted); }
-svg text { font-size: 12px; fill: #1c1f24; } svg .tick { fill: var(--muted); } svg .axis { font-weight: 600; }
-svg .hundred { stroke: #1c1f24; stroke-dasharray: 8 4; } svg .hundred-label { fill: var(--muted); }
-svg .panel { font-weight: 600; }
-section.methods p { max-width: 70em; }
-footer { margin-top: 32px; color: var(--muted); font-size: 12px; }
-@media (max-width: 1100px) { .cols { display: block; } .cols > div { margin-bottom: 12px; } }
-@media print {
-  @page { size: A4 portrait; margin: 12mm; }
-  body { margin: 0; max-width: none; font-size: 9pt; padding: 0; }
-  h2 { break-after: avoid; } h3, h4 { break-after: avoid; }
-  tr, svg, dl.meta { break-inside: avoid; }
-  thead { display: table-header-group; }
-  .cols { display: block; } .cols > div { overflow: visible; margin-bottom: 10px; }
-  td, th { overflow-wrap: anywhere; }
-  * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
-}
-"""
 Side = Mapping[str, Any]
 SideHtml = Callable[[Side, Side | None], str]
 
@@ -85,22 +36,29 @@ def _columns(cert: Mapping[str, Any], draw: SideHtml) -> str:
 
 
 def _header(cert: Mapping[str, Any]) -> str:
-    """The title with the link and the configuration hash, and what the figures were taken from."""
-    play = cert["play"]
-    tables = ", ".join(f"{g} × {n}" for g, n in play["tables"].items())
-    source = ", ".join(f"{k}: {v}" for k, v in cert["source"].items())
-    rows = [("link", cert["link_id"]), ("configuration SHA-256", cert["config_sha256"]),
-            ("source", source or "—"), ("generated (UTC)", cert["generated_at"]), ("schema", cert["schema"]),
-            ("play", f"{tables}; {play['seats_filled']} seats filled; {play['hands_per_hour']} hands an hour; "
-                     f"{play['wagers_per_hour']:,} wagers an hour, {play['wagers_per_year']:,} a year"),
-            ("balances used", ", ".join(f"{p} {v}" for p, v in cert["balances_text"].items()))]
-    if cert.get("software"):
-        rows.append(("produced by", SoftwareIdentity.from_dict(cert["software"]).short()))
-    if cert.get("what_if"):
-        rows.insert(2, ("proposed configuration SHA-256", cert["what_if"]["proposed"]["config_sha256"]))
+    """The title with the link, the configuration hash and when it was made: two lines, so the key figures below
+    are on the first screen. The rest of what the figures were taken from is the Source table."""
+    proposed = (f'; proposed <code>{escape(cert["what_if"]["proposed"]["config_sha256"])}</code>'
+                if cert.get("what_if") else "")
     return (f'<header><h1>Math certificate: link {escape(cert["link_id"])}</h1>'
-            f'<p class="note">configuration <code>{escape(cert["config_sha256"])}</code></p><dl class="meta">'
-            + "".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in rows) + "</dl></header>")
+            f'<p class="note">configuration SHA-256 <code>{escape(cert["config_sha256"])}</code>{proposed}; '
+            f'generated {escape(cert["generated_at"])}</p></header>')
+
+
+def _source(cert: Mapping[str, Any]) -> str:
+    """What the certificate was made from, as a table: the source (a file and its hash, or a running link), the
+    play, the balances used, the document's schema and the producing software."""
+    play = cert["play"]
+    rows: list[t.Row] = [[(f"source: {k}", False), (str(v), False)] for k, v in cert["source"].items()]
+    rows += [[(f"tables playing {g}", False), (f"{n:,}", False)] for g, n in play["tables"].items()]
+    rows += [[("seats filled", False), (f"{play['seats_filled']:,} a table", False)],
+             [("hands an hour", False), (f"{play['hands_per_hour']:,} a table", False)],
+             [("wagers", False), (f"{play['wagers_per_hour']:,} an hour, {play['wagers_per_year']:,} a year", False)]]
+    rows += [[(f"balance used: {p}", False), (v, False)] for p, v in cert["balances_text"].items()]
+    rows += [[("generated (UTC)", False), (cert["generated_at"], False)], [("schema", False), (cert["schema"], False)]]
+    if cert.get("software"):
+        rows.append([("produced by", False), (SoftwareIdentity.from_dict(cert["software"]).short(), False)])
+    return "<h3>Source and play</h3>" + t.table("source", ("item", "value"), rows)
 
 
 def _key_rows(side: Side) -> list[t.Row]:
@@ -134,8 +92,9 @@ def _what_if(cert: Mapping[str, Any]) -> str:
     return ('<section id="what-if"><h2>Proposed change</h2>'
             '<p class="note">A proposed SetRates or UpdateLink, applied to the current configuration as the service '
             "would apply it; marked cells differ.</p>"
-            + t.table("changes", ("field", "current", "proposed"), t.changes_rows(what_if["changes"]))
-            + "<h3>Key figures</h3>" + _key_table(rows) + "</section>")
+            + t.table("changes", ("field", "current", "proposed"),
+                      t.changes_rows(what_if["changes"], cert["config"]["time_zone"]))
+            + "<h3>Figures, current against proposed</h3>" + _key_table(rows) + "</section>")
 
 
 def _key_table(rows: list[list[t.Cell]]) -> str:
@@ -155,8 +114,10 @@ def _config(side: Side, other: Side | None) -> str:
     out = (t.table("settings", ("setting", "value"), t.config_rows(side), rows(t.config_rows))
            + "<h4>Pools</h4>" + t.table("pools", ("pool", "reset", "cap", "overflow to", "balance used"),
                                          t.pools_rows(side), rows(t.pools_rows), (False, True, True, False, True))
-           + "<h4>Rate sets</h4>" + t.table("rates", ("version", "effective at", "approval", "pools", "retained"),
+           + "<h4>Rate sets</h4>" + t.table("rates", ("version", "in force from", "approval", "pools", "retained"),
                                             t.rates_rows(side), rows(t.rates_rows))
+           + "<h4>Tables registered</h4>" + t.table("tables", ("table", "game", "seats", "suspended"),
+                                                    t.tables_rows(side), rows(t.tables_rows), (False, False, True))
            + "<h4>Share of each wager (rates in force)</h4>"
            + t.table("shares", ("to", "rate", "per wager", "per wager $"), t.shares_rows(side), rows(t.shares_rows),
                      (False, True, True, True)))
@@ -238,9 +199,9 @@ def _long_run(side: Side, other: Side | None) -> str:
 
 def _hits(side: Side, other: Side | None) -> str:
     """One configuration's expected time to each hit at this play."""
-    return t.table("hit-times", ("hand", "pool", "odds a wager", "an hour", "a day", "a year", "hours between",
-                                 "days between"), t.hit_rows(side), t.hit_rows(other) if other is not None else None,
-                   (False, False, True, True, True, True, True, True))
+    return t.table("hit-times", ("hand", "pool", "odds a wager", "an hour", "a day", "a year", "time between"),
+                   t.hit_rows(side), t.hit_rows(other) if other is not None else None,
+                   (False, False, True, True, True, True, True))
 
 
 def _simulation(cert: Mapping[str, Any]) -> str:
@@ -306,9 +267,11 @@ def render_html(certificate: Mapping[str, Any]) -> str:
     cert = certificate
     title = f"Math certificate {cert['link_id']} {cert['config_sha256'][:12]}"
     sections = [
+        glance(cert),  # first: the three answers (return, break-even, hits) before anything else
         '<section id="findings"><h2>Findings</h2>' + _columns(cert, _findings) + "</section>",
         _what_if(cert),
-        '<section id="configuration"><h2>Configuration</h2>' + _columns(cert, _config) + "</section>",
+        '<section id="configuration"><h2>Configuration</h2>' + _source(cert) + _columns(cert, _config)
+        + "</section>",
         '<section id="odds"><h2>Exact hand odds</h2>' + _odds(cert) + "</section>",
         '<section id="return"><h2>Return to player at the balances used (one seat, exact)</h2>'
         + _columns(cert, _returns) + "</section>",

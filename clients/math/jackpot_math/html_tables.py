@@ -5,6 +5,7 @@ column) is marked `diff`. Every text is escaped: ids, pool names and rules come 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from html import escape
 from typing import Any
 
@@ -12,6 +13,8 @@ from jackpot_finance.model import hand_name
 from jackpot_finance.money import cents_uc, display
 
 from jackpotd.canonical import canonical_json
+
+from .units import NONE, duration_text, threshold_text, when_text
 
 Cell = tuple[str, bool]  # text, numeric (right-aligned)
 Row = list[Cell]
@@ -67,9 +70,8 @@ def config_rows(side: Side) -> list[Row]:
     return [
         [("link", False), (str(c["link_id"]), False)], [("mode", False), (str(c["mode"]), False)],
         [("jackpot wager", False), (money(c["wager_cents"]), False)],
-        [("verification threshold", False), (money(c["verification_threshold_cents"]), False)],
-        [("dual approval threshold", False), (money(c.get("dual_approval_threshold_cents", 0)) if
-                                              c.get("dual_approval_threshold_cents") else "off", False)],
+        [("verification threshold", False), (threshold_text(c["verification_threshold_cents"]), False)],
+        [("dual approval threshold", False), (threshold_text(c.get("dual_approval_threshold_cents")), False)],
         [("gaming day starts", False), (f"{c['gaming_day_start']} {c['time_zone']}", False)],
         [("tables registered", False), (f"{len(c['tables']):,}", False)],
         [("config SHA-256", False), (str(side["config_sha256"]), False)],
@@ -79,7 +81,8 @@ def config_rows(side: Side) -> list[Row]:
 def pools_rows(side: Side) -> list[Row]:
     """Each pool's reset, cap, overflow and the balance the exact figures use."""
     bal = side["balances_uc"]
-    return [[(p["name"], False), (money(p["reset_cents"]), True), (money(p["cap_cents"]), True),
+    return [[(p["name"], False), (NONE if p["name"] == "RESERVE" else money(p["reset_cents"]), True),
+             (money(p["cap_cents"]), True),
              (p["overflow_to"] if p["cap_cents"] is not None else "—", False),
              (display(int(bal.get(p["name"], 0))), True)] for p in side["config"]["pools"]]
 
@@ -89,7 +92,7 @@ def rates_rows(side: Side) -> list[Row]:
     out: list[Row] = []
     for r in side["config"]["rate_sets"]:
         shares = ", ".join(f"{p} {ppm_text(v)}" for p, v in sorted(r["pools_ppm"].items()))
-        out.append([(f"v{r['version']}", False), (f"{r['effective_at_ms']:,} ms", True),
+        out.append([(f"v{r['version']}", False), (when_text(r["effective_at_ms"], side["config"]["time_zone"]), True),
                     (str(r["approval_ref"]) or "—", False), (shares, False), (ppm_text(r["retained_ppm"]), True)])
     return out
 
@@ -129,8 +132,20 @@ def hit_rows(side: Side) -> list[Row]:
     return [[(t["hand"] if len(games) == 1 else f"{'link' if t['game'] == '*' else t['game']}: {t['hand']}", False),
              (t["pool"] or "—", False),
              (t["one_in"], True), (t["hits_per_hour_text"], True), (t["hits_per_day_text"], True),
-             (t["hits_per_year_text"], True), (t["hours_between_text"], True), (t["days_between_text"], True)]
+             (t["hits_per_year_text"], True), (duration_text(_hours(t["hours_between"])), True)]
             for t in side["hit_times"] if len(games) > 1 or t["game"] != "*"]
+
+
+def _hours(exact: str | None) -> Fraction | None:
+    """A document's exact hours ("num/den") as a Fraction, None for never."""
+    return None if exact is None else Fraction(exact)
+
+
+def tables_rows(side: Side) -> list[Row]:
+    """The tables registered on the link: id, game, seats and whether suspended."""
+    return [[(tid, False), (str(tc["game"]), False), (f"{tc['seats']:,}", True), ("yes" if tc["suspended"] else "no",
+                                                                               False)]
+            for tid, tc in side["config"]["tables"].items()]
 
 
 def long_run_rows(side: Side) -> list[Row]:
@@ -178,9 +193,42 @@ def sim_hit_rows(side: Side) -> list[Row]:
     return [[(f"{h['game']}: {h['hand']}", False), (h["mean_per_path_text"], True)] for h in side["simulation"]["hits"]]
 
 
-def changes_rows(changes: Sequence[Mapping[str, Any]]) -> list[Row]:
+def changes_rows(changes: Sequence[Mapping[str, Any]], zone: str = "UTC") -> list[Row]:
     """What the proposal changes, field by field (a value that one side lacks shows as —)."""
-    def text(v: Any) -> str:
-        """A changed value as text: a string as is, anything else as canonical JSON, — for none."""
-        return "—" if v is None else v if isinstance(v, str) else canonical_json(v)
-    return [[(c["field"], False), (text(c["current"]), False), (text(c["proposed"]), False)] for c in changes]
+    return [[(c["field"], False), (_value(c["field"], c["current"], zone), False),
+             (_value(c["field"], c["proposed"], zone), False)] for c in changes]
+
+
+def _label(key: str) -> str:
+    """A configuration key as words, its unit left to the value: "effective_at_ms" reads "effective at"."""
+    for unit in ("_cents", "_ppm", "_ms", "_uc"):
+        key = key.removesuffix(unit)
+    return key.replace("_", " ")
+
+
+def _value(key: str, v: Any, zone: str) -> str:
+    """A configuration value as a person reads it, by the unit its key names: cents as dollars (a threshold of 0
+    as none), ppm with its percentage, an instant as a date in the link's zone; a rate set, pool or entry as its
+    fields in those units ("pools_ppm: MAJOR 250,000 ppm (25%); …"); — for none."""
+    leaf = key.rsplit(".", 1)[-1].split("[", 1)[0]
+    if leaf.endswith("threshold_cents") and not v:
+        return NONE  # a threshold not set (absent, or 0)
+    if v is None:
+        return "—"
+    if isinstance(v, dict):
+        if leaf.endswith(("_ppm", "_cents", "_ms")):  # pools to amounts: each in the map's unit
+            return ", ".join(f"{k} {_value(leaf, x, zone)}" for k, x in v.items())
+        return "; ".join(f"{_label(k)}: {_value(k, x, zone)}" for k, x in v.items())
+    if isinstance(v, list):
+        return ", ".join(_value(leaf, x, zone) for x in v)
+    if isinstance(v, bool) or not isinstance(v, int):
+        return (v or "—") if isinstance(v, str) else canonical_json(v)
+    if leaf.endswith("threshold_cents"):
+        return threshold_text(v)
+    if leaf.endswith("_cents"):
+        return money(v)
+    if leaf.endswith("_ppm"):
+        return ppm_text(v)
+    if leaf.endswith("_ms"):
+        return when_text(v, zone)
+    return f"{v:,}" if leaf != "version" else f"v{v}"

@@ -30,6 +30,7 @@ from ..commands import (
 from ..entries import ConfigDetail, FundDetail, RestructureDetail
 from ..ports import Step
 from ..replies import LinkResult
+from .returns import require_returns
 from .steps import step
 
 RETROACTIVE_SLACK_MS = 1000  # a rate change "effective now" may arrive a moment late
@@ -126,6 +127,7 @@ def decide_config(cmd: ConfigCommand, config: LinkConfig, version: str, state: A
     if isinstance(cmd, CreateLink) and state.link_known:  # whatever the live store says
         raise FailedPrecondition("link_id", config.link_id, "a link with this id already exists")
     new = changed(cmd, config, state.now_ms)
+    require_returns(cmd, new)  # issue 33: no game at 100% or more at reset without an approved override
     as_dict = new.to_dict()
     table = cmd.table.table_id if isinstance(cmd, RegisterTable) else None
     return step(config.link_id, cmd.request, kind_of(cmd), version, state.now_ms, new_config=canonical_json(as_dict),

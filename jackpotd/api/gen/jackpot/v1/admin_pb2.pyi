@@ -45,6 +45,36 @@ class Audit(_message.Message):
 Global___Audit: _TypeAlias = Audit  # noqa: Y015
 
 @_typing.final
+class RtpOverride(_message.Message):
+    """Issue 33: CreateLink, UpdateLink, SetRates and SetPaytable refuse a configuration in which a game's jackpot wager
+    returns 100% or more of what it takes with the pools at their reset values (INVALID_ARGUMENT naming the game, its
+    paytable and the exact return). Set only to accept such a configuration on purpose (a seeded promotion): the
+    act's audit row names it and its approval reference. Never a default.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    APPROVAL_REF_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    approval_ref: _builtins.str
+    """required: the approval of a configuration that pays more than it takes"""
+    reason: _builtins.str
+    """why (free text)"""
+    def __init__(
+        self,
+        *,
+        approval_ref: _builtins.str = ...,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["approval_ref", b"approval_ref", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RtpOverride: _TypeAlias = RtpOverride  # noqa: Y015
+
+@_typing.final
 class PoolConfig(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -171,6 +201,7 @@ class CreateLinkRequest(_message.Message):
     GAMES_FIELD_NUMBER: _builtins.int
     AUDIT_FIELD_NUMBER: _builtins.int
     DUAL_APPROVAL_THRESHOLD_CENTS_FIELD_NUMBER: _builtins.int
+    RTP_OVERRIDE_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     link_id: _builtins.str
     mode: _builtins.str
@@ -194,6 +225,10 @@ class CreateLinkRequest(_message.Message):
 
     @_builtins.property
     def audit(self) -> Global___Audit: ...
+    @_builtins.property
+    def rtp_override(self) -> Global___RtpOverride:
+        """unset: a game returning 100% or more at reset is refused"""
+
     def __init__(
         self,
         *,
@@ -209,10 +244,11 @@ class CreateLinkRequest(_message.Message):
         games: _abc.Iterable[_builtins.str] | None = ...,
         audit: Global___Audit | None = ...,
         dual_approval_threshold_cents: _builtins.int = ...,
+        rtp_override: Global___RtpOverride | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "rates", b"rates"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "rates", b"rates", "rtp_override", b"rtp_override"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "dual_approval_threshold_cents", b"dual_approval_threshold_cents", "games", b"games", "gaming_day_start", b"gaming_day_start", "link_id", b"link_id", "mode", b"mode", "pools", b"pools", "rates", b"rates", "request_id", b"request_id", "time_zone", b"time_zone", "verification_threshold_cents", b"verification_threshold_cents", "wager_amount_cents", b"wager_amount_cents"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "dual_approval_threshold_cents", b"dual_approval_threshold_cents", "games", b"games", "gaming_day_start", b"gaming_day_start", "link_id", b"link_id", "mode", b"mode", "pools", b"pools", "rates", b"rates", "request_id", b"request_id", "rtp_override", b"rtp_override", "time_zone", b"time_zone", "verification_threshold_cents", b"verification_threshold_cents", "wager_amount_cents", b"wager_amount_cents"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -229,6 +265,7 @@ class UpdateLinkRequest(_message.Message):
     VERIFICATION_THRESHOLD_CENTS_FIELD_NUMBER: _builtins.int
     AUDIT_FIELD_NUMBER: _builtins.int
     DUAL_APPROVAL_THRESHOLD_CENTS_FIELD_NUMBER: _builtins.int
+    RTP_OVERRIDE_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     link_id: _builtins.str
     wager_amount_cents: _builtins.int
@@ -241,6 +278,10 @@ class UpdateLinkRequest(_message.Message):
 
     @_builtins.property
     def audit(self) -> Global___Audit: ...
+    @_builtins.property
+    def rtp_override(self) -> Global___RtpOverride:
+        """unset: a game returning 100% or more at reset is refused"""
+
     def __init__(
         self,
         *,
@@ -251,10 +292,11 @@ class UpdateLinkRequest(_message.Message):
         verification_threshold_cents: _builtins.int | None = ...,
         audit: Global___Audit | None = ...,
         dual_approval_threshold_cents: _builtins.int | None = ...,
+        rtp_override: Global___RtpOverride | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_dual_approval_threshold_cents", b"_dual_approval_threshold_cents", "_verification_threshold_cents", b"_verification_threshold_cents", "audit", b"audit", "dual_approval_threshold_cents", b"dual_approval_threshold_cents", "verification_threshold_cents", b"verification_threshold_cents"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_dual_approval_threshold_cents", b"_dual_approval_threshold_cents", "_verification_threshold_cents", b"_verification_threshold_cents", "audit", b"audit", "dual_approval_threshold_cents", b"dual_approval_threshold_cents", "rtp_override", b"rtp_override", "verification_threshold_cents", b"verification_threshold_cents"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_dual_approval_threshold_cents", b"_dual_approval_threshold_cents", "_verification_threshold_cents", b"_verification_threshold_cents", "audit", b"audit", "dual_approval_threshold_cents", b"dual_approval_threshold_cents", "link_id", b"link_id", "pools", b"pools", "request_id", b"request_id", "verification_threshold_cents", b"verification_threshold_cents", "wager_amount_cents", b"wager_amount_cents"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_dual_approval_threshold_cents", b"_dual_approval_threshold_cents", "_verification_threshold_cents", b"_verification_threshold_cents", "audit", b"audit", "dual_approval_threshold_cents", b"dual_approval_threshold_cents", "link_id", b"link_id", "pools", b"pools", "request_id", b"request_id", "rtp_override", b"rtp_override", "verification_threshold_cents", b"verification_threshold_cents", "wager_amount_cents", b"wager_amount_cents"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__dual_approval_threshold_cents: _TypeAlias = _typing.Literal["dual_approval_threshold_cents"]  # noqa: Y015
     _WhichOneofArgType__dual_approval_threshold_cents: _TypeAlias = _typing.Literal["_dual_approval_threshold_cents", b"_dual_approval_threshold_cents"]  # noqa: Y015
@@ -275,12 +317,17 @@ class SetRatesRequest(_message.Message):
     LINK_ID_FIELD_NUMBER: _builtins.int
     RATES_FIELD_NUMBER: _builtins.int
     AUDIT_FIELD_NUMBER: _builtins.int
+    RTP_OVERRIDE_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     link_id: _builtins.str
     @_builtins.property
     def rates(self) -> Global___Rates: ...
     @_builtins.property
     def audit(self) -> Global___Audit: ...
+    @_builtins.property
+    def rtp_override(self) -> Global___RtpOverride:
+        """unset: a game returning 100% or more at reset is refused"""
+
     def __init__(
         self,
         *,
@@ -288,10 +335,11 @@ class SetRatesRequest(_message.Message):
         link_id: _builtins.str = ...,
         rates: Global___Rates | None = ...,
         audit: Global___Audit | None = ...,
+        rtp_override: Global___RtpOverride | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "rates", b"rates"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "rates", b"rates", "rtp_override", b"rtp_override"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "link_id", b"link_id", "rates", b"rates", "request_id", b"request_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "link_id", b"link_id", "rates", b"rates", "request_id", b"request_id", "rtp_override", b"rtp_override"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -306,6 +354,7 @@ class SetPaytableRequest(_message.Message):
     GAME_FIELD_NUMBER: _builtins.int
     ENTRIES_FIELD_NUMBER: _builtins.int
     AUDIT_FIELD_NUMBER: _builtins.int
+    RTP_OVERRIDE_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     link_id: _builtins.str
     game: _builtins.str
@@ -313,6 +362,10 @@ class SetPaytableRequest(_message.Message):
     def entries(self) -> _containers.RepeatedCompositeFieldContainer[Global___PaytableEntry]: ...
     @_builtins.property
     def audit(self) -> Global___Audit: ...
+    @_builtins.property
+    def rtp_override(self) -> Global___RtpOverride:
+        """unset: a game returning 100% or more at reset is refused"""
+
     def __init__(
         self,
         *,
@@ -321,10 +374,11 @@ class SetPaytableRequest(_message.Message):
         game: _builtins.str = ...,
         entries: _abc.Iterable[Global___PaytableEntry] | None = ...,
         audit: Global___Audit | None = ...,
+        rtp_override: Global___RtpOverride | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "rtp_override", b"rtp_override"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "entries", b"entries", "game", b"game", "link_id", b"link_id", "request_id", b"request_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["audit", b"audit", "entries", b"entries", "game", b"game", "link_id", b"link_id", "request_id", b"request_id", "rtp_override", b"rtp_override"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
