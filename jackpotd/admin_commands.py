@@ -37,6 +37,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help="a hit above this waits for a supervisor (0: none)")
     u.add_argument("--dual-approval-threshold-cents", type=int, default=None,
                    help="a hit at or above this needs two different supervisors (0: off; NM 15.1.24.12)")
+    u.add_argument("--rtp-override-ref", default="", metavar="REF",
+                   help="accept a change that leaves a game returning 100%% or more of the wager at the reset values "
+                        "(a seeded promotion), citing its approval; recorded in the audit trail. Without it such a "
+                        "change is refused (issue 33)")
     for p in (f, u):
         p.add_argument("--link", default="demo", help="link id (default demo)")
         p.add_argument("--reason", required=True, help="why (recorded in the audit trail)")
@@ -86,6 +90,9 @@ def run(args: argparse.Namespace) -> int:
                 update.verification_threshold_cents = args.verification_threshold_cents
             if args.dual_approval_threshold_cents is not None:
                 update.dual_approval_threshold_cents = args.dual_approval_threshold_cents
+            if args.rtp_override_ref:
+                update.rtp_override.approval_ref = args.rtp_override_ref
+                update.rtp_override.reason = args.reason
             changed: Any = stub.UpdateLink(update, timeout=10, metadata=metadata)
             print(visible(f"link {changed.link_id}: configuration version {changed.config_version}{as_whom} (entry "
                           f"{changed.sequence})"))

@@ -64,7 +64,8 @@ class AdminCommands:
         require_id("link_id", link_id)
         gather: Gather[AdminState] = self._now
         if isinstance(cmd, CreateLink):
-            require_returns(cmd, cmd.config)  # issue 33, before the live store hears of the link (decided again below)
+            if not await self._exists(link_id):  # a retry of a link made before is answered below as it was then
+                require_returns(cmd, cmd.config)  # issue 33, before the live store hears of it (decided again below)
             await self.live.add_link(link_id)  # before the step, so the ledger writer reads its journal
             gather = self._known(link_id)
         if isinstance(cmd, RegisterTable):
@@ -76,6 +77,13 @@ class AdminCommands:
         if isinstance(cmd, RegisterTable):
             await self.live.set_table_link(cmd.table.table_id, link_id)
         return results.answered(done.reply, done.config)
+
+    async def _exists(self, link_id: str) -> bool:
+        try:
+            await self.links.config(link_id)
+        except NotFound:
+            return False
+        return True
 
     async def decide_hit(self, cmd: DecideHit) -> results.HitDecided:
         """§7: a PENDING hit approved (paid) or rejected (its prize returned)."""

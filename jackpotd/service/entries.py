@@ -13,7 +13,7 @@ from typing import Any, assert_never
 
 from ..canonical import canonical_json
 from ..domain.postings import Posting
-from .commands import Audit
+from .commands import Audit, RtpOverride
 
 FIRST_APPROVAL = "first_approval"  # the kind of a first of two approvals (§7, NM 15.1.24.12)
 
@@ -119,6 +119,7 @@ class ConfigDetail:
     config: Mapping[str, Any]  # LinkConfig.to_dict()
     audit: Audit
     table: str | None
+    override: RtpOverride | None = None  # issue 33: the approval under which a game returns 100% or more at reset
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,8 +181,11 @@ def _detail(detail: Detail) -> dict[str, Any]:
                     "approval": {"hit_id": a.hit_id, "table_id": a.table_id, "round_id": a.round_id, "seat": a.seat}}
         case FundDetail(audit):
             return {"audit": _audit(audit)}
-        case ConfigDetail(config, audit, table):
-            return {"config": config, "audit": _audit(audit), "table": table}
+        case ConfigDetail(config, audit, table, override):
+            said: dict[str, Any] = _audit(audit)
+            if override is not None:  # in the chained entry itself, not only in the trail of acts
+                said["rtp_override"] = {"approval_ref": override.approval_ref, "reason": override.reason}
+            return {"config": config, "audit": said, "table": table}
         case RestructureDetail(config, audit):
             return {"config": config, "audit": _audit(audit)}
         case _:

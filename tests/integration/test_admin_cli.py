@@ -53,3 +53,23 @@ async def test_update_link_turns_dual_control_on_and_refuses_a_threshold_below_v
     config = await client.pg.fetchval("SELECT entry->'config' FROM entries WHERE link_id = $1 AND kind = "
                                       "'update_link' ORDER BY seq DESC LIMIT 1", link)
     assert json.loads(config)["dual_approval_threshold_cents"] == 1_000_000
+
+
+async def test_update_link_to_a_wager_that_returns_more_than_it_takes_needs_an_approved_override(
+        client: Client, target: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 33 from the command line: a 1¢ wager on the default stud paytable returns far over 100% at reset, so
+    it is refused naming the return; --rtp-override-ref accepts it and the audit trail records the reference."""
+    link = unique("admincli")
+    await client.create_link(link)
+    base = ["update-link", "--link", link, "--wager-cents", "1", "--reason", "promotion", "--ref", "REG-8",
+            "--target", target]
+    assert await asyncio.to_thread(main, base) == 1
+    err = capsys.readouterr().err
+    assert "INVALID_ARGUMENT" in err and "returns" in err and "rtp_override" in err, err
+    assert (await client.pg.fetchval("SELECT count(*) FROM entries WHERE link_id = $1 AND kind = 'update_link'",
+                                     link)) == 0
+    assert await asyncio.to_thread(main, [*base, "--rtp-override-ref", "PROMO-APPROVAL-3"]) == 0
+    assert "configuration version 2" in capsys.readouterr().out
+    audit = await client.pg.fetchval("SELECT entry->'audit' FROM entries WHERE link_id = $1 AND kind = 'update_link' "
+                                     "ORDER BY seq DESC LIMIT 1", link)
+    assert json.loads(audit)["rtp_override"] == {"approval_ref": "PROMO-APPROVAL-3", "reason": "promotion"}

@@ -127,11 +127,12 @@ def decide_config(cmd: ConfigCommand, config: LinkConfig, version: str, state: A
     if isinstance(cmd, CreateLink) and state.link_known:  # whatever the live store says
         raise FailedPrecondition("link_id", config.link_id, "a link with this id already exists")
     new = changed(cmd, config, state.now_ms)
-    require_returns(cmd, new)  # issue 33: no game at 100% or more at reset without an approved override
+    verdict = require_returns(cmd, new)  # issue 33: no game at 100% or more at reset without an approved override
+    used = verdict.override if verdict is not None and verdict.over else None  # recorded only when it was needed
     as_dict = new.to_dict()
     table = cmd.table.table_id if isinstance(cmd, RegisterTable) else None
     return step(config.link_id, cmd.request, kind_of(cmd), version, state.now_ms, new_config=canonical_json(as_dict),
-                detail=ConfigDetail(as_dict, cmd.audit, table),
+                detail=ConfigDetail(as_dict, cmd.audit, table, used),
                 result=LinkResult(config.link_id))
 
 
