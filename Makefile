@@ -1,12 +1,12 @@
 # One entry point for people and CI. `make run` and `make test` install what they need by themselves;
-# `make help` lists every target. Every install comes from the hashed locks (requirements-dev.lock here,
-# requirements.lock in the image): nothing is resolved at install time, `make lock` alone changes them.
+# `make help` lists every target. Every install comes from the hashed locks (requirements-dev.txt here,
+# requirements.txt in the image): nothing is resolved at install time, `make lock` alone changes them.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-LOCK := requirements.lock
-DEV_LOCK := requirements-dev.lock
+LOCK := requirements.txt
+DEV_LOCK := requirements-dev.txt
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 
 .PHONY: help install system-account chromium faketime chaos chaos-long run test unit lint typecheck deploy-check \
@@ -125,7 +125,7 @@ proto-check: install
 	$(BIN)/python scripts/gen_proto.py --check
 
 ## lock: re-resolve both locks on purpose, newest releases within pyproject.toml's ranges (needs the registry)
-# The one step that resolves: requirements.lock (run and build) first, then requirements-dev.lock held to it.
+# The one step that resolves: requirements.txt (run and build) first, then requirements-dev.txt held to it.
 # Keeps current pins where they still fit; `make lock UPGRADE=--upgrade` takes the newest. Review the diff.
 UPGRADE ?=
 COMPILE = $(BIN)/pip-compile -q --generate-hashes --allow-unsafe --strip-extras --all-build-deps \
@@ -144,7 +144,7 @@ outdated: install
 	@out=$$($(PIP) list --outdated --format columns 2>&1 | grep -v -e '^jackpotd ' -e '^WARNING: Location') || true; \
 	if [ -n "$$out" ]; then echo "$$out"; else echo "make outdated: every locked package is at its newest release"; fi
 
-## sbom: a CycloneDX SBOM (JSON) of the locked set, from requirements.lock: artifacts/sbom.cdx.json
+## sbom: a CycloneDX SBOM (JSON) of the locked set, from requirements.txt: artifacts/sbom.cdx.json
 sbom: install
 	@mkdir -p artifacts
 	$(BIN)/cyclonedx-py requirements $(LOCK) --of JSON -o artifacts/sbom.cdx.json
@@ -152,7 +152,7 @@ sbom: install
 
 ## dist: the release wheel in $(DIST_DIR)/, built from the commit (git archive HEAD) with its commit id and lock inside
 # What the image installs and `jackpotd version` / `verify-install` identify in the field (README, Software identity):
-# jackpotd/BUILD_COMMIT and jackpotd/requirements.lock ship in the wheel, so its RECORD covers them.
+# jackpotd/BUILD_COMMIT and jackpotd/requirements.txt ship in the wheel, so its RECORD covers them.
 DIST_DIR ?= dist
 dist: install
 	@rm -rf build/dist-src && mkdir -p build/dist-src $(DIST_DIR)

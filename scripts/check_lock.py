@@ -1,8 +1,8 @@
 """Check that the locks match pyproject.toml before anything is installed from them (what `uv sync --locked` does).
 
 Two locks, both made by `make lock` (pip-compile, every package pinned with `==` and its hashes):
-- requirements.lock: what jackpotd needs to run (and to build: setuptools), installed by the Dockerfile;
-- requirements-dev.lock: that set plus the tools of `make test`, installed by `make install`.
+- requirements.txt: what jackpotd needs to run (and to build: setuptools), installed by the Dockerfile;
+- requirements-dev.txt: that set plus the tools of `make test`, installed by `make install`.
 
 A lock is stale when pyproject.toml's requirements changed since it was made (the inputs' SHA-256 recorded in the
 lock differs), when a requirement is missing or pinned outside its range, when an entry has no `==` pin or no hash,
@@ -31,8 +31,8 @@ except ImportError:  # a bare venv has pip, which carries its own copy
     from pip._vendor.packaging.utils import canonicalize_name  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNTIME_LOCK = "requirements.lock"
-DEV_LOCK = "requirements-dev.lock"
+RUNTIME_LOCK = "requirements.txt"
+DEV_LOCK = "requirements-dev.txt"
 INPUTS_LINE = "# pyproject-inputs-sha256: "
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
 

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEV_LOCK = ROOT / "requirements-dev.lock"
+DEV_LOCK = ROOT / "requirements-dev.txt"
 GENERATORS = ("grpcio-tools", "mypy-protobuf", "protobuf")  # whose versions shape the generated files
 PROTO = ROOT / "proto"
 OUT = ROOT / "jackpotd" / "api" / "gen"

@@ -53,7 +53,7 @@ def version(as_json: bool, path: list[str] | None = None) -> int:
              None: ""}[ident.intact]
     print(f"{ident.name} {ident.version}\n"
           f"commit               {ident.commit}\n"
-          f"lock sha256          {ident.lock_sha256 or 'none'} ({lock or 'no requirements.lock found'})\n"
+          f"lock sha256          {ident.lock_sha256 or 'none'} ({lock or 'no requirements.txt found'})\n"
           f"distribution sha256  {ident.distribution_sha256} ({files} files{state})\n"
           f"installed as         {where}")
     return 0

@@ -20,7 +20,7 @@ from .record import Comparison, RecordEntry, compare, is_cache, is_content, pack
 
 NAME = "jackpotd"
 WHEEL, EDITABLE = "wheel", "editable"
-LOCK = "requirements.lock"  # the hashed lock: at the checkout's root, or shipped in the jackpotd package
+LOCK = "requirements.txt"  # the hashed lock: at the checkout's root, or shipped in the jackpotd package
 BUILD_COMMIT = "BUILD_COMMIT"  # the commit a wheel was built from, written into the jackpotd package at build
 COMMIT = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 UNKNOWN = "unknown"

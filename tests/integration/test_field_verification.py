@@ -55,7 +55,7 @@ def test_the_release_names_its_commit_lock_and_files(release: tuple[Path, dict[s
     identity = json.loads(done.stdout)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     assert identity["commit"] == head
-    assert identity["lock_sha256"] == hashlib.sha256((ROOT / "requirements.lock").read_bytes()).hexdigest()
+    assert identity["lock_sha256"] == hashlib.sha256((ROOT / "requirements.txt").read_bytes()).hexdigest()
     assert len(identity["distribution_sha256"]) == 64 and identity["intact"] is True
 
 

@@ -22,7 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK = re.compile(r"```sh\n(.*?)```", re.S)
 # what `make run` brings up in the checkout: the files it reads, beside the venv it installed
-CHECKOUT = ("Makefile", "pyproject.toml", "requirements.lock", "requirements-dev.lock", "scripts", ".venv")
+CHECKOUT = ("Makefile", "pyproject.toml", "requirements.txt", "requirements-dev.txt", "scripts", ".venv")
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 
 

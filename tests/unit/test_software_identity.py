@@ -27,7 +27,7 @@ FILES = {
     "jackpotd/store/apply.lua": b"return 1\n",
     "jackpotd/store/migrations/001_ledger.sql": b"CREATE TABLE t (x int);\n",
     "jackpotd/BUILD_COMMIT": COMMIT.encode() + b"\n",
-    "jackpotd/requirements.lock": b"grpcio==1.0 --hash=sha256:00\n",
+    "jackpotd/requirements.txt": b"grpcio==1.0 --hash=sha256:00\n",
     "jackpot_table/__init__.py": b"",
     "jackpot_signage/static/sign.js": b"'use strict';\n",
     "jackpotd-0.1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: jackpotd\nVersion: 0.1.0\n",
@@ -184,7 +184,7 @@ def test_the_identity_of_an_install(tmp_path: Path) -> None:
     installer wrote (a script's shebang, INSTALLER) have one distribution digest, that of the wheel's files."""
     ident = identity_of(read_install(path=[str(make_site(tmp_path / "a"))]))
     assert (ident.version, ident.commit, ident.install, ident.intact) == ("0.1.0", COMMIT, "wheel", True)
-    assert ident.lock_sha256 == hashlib.sha256(FILES["jackpotd/requirements.lock"]).hexdigest()
+    assert ident.lock_sha256 == hashlib.sha256(FILES["jackpotd/requirements.txt"]).hexdigest()
     wheel = [FileDigest(p, hashlib.sha256(d).hexdigest()) for p, d in FILES.items()]
     assert ident.distribution_sha256 == distribution_sha256(wheel)
     other = identity_of(read_install(path=[str(make_site(tmp_path / "b", b"uv\n", b"#!/opt/py\n"))]))
@@ -196,7 +196,7 @@ def test_the_identity_of_an_install(tmp_path: Path) -> None:
 def test_version_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert version(True, path=[str(make_site(tmp_path))]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert shown["commit"] == COMMIT and shown["files"] == len(FILES) and shown["lock_file"].endswith(".lock")
+    assert shown["commit"] == COMMIT and shown["files"] == len(FILES) and shown["lock_file"].endswith("requirements.txt")
 
 
 def test_the_export_sidecar_names_the_software_and_the_csv(tmp_path: Path) -> None:
