@@ -115,7 +115,7 @@ def main() -> int:
     parser.add_argument("--width", type=int, default=1400)
     parser.add_argument("--out", type=Path, default=ROOT / "artifacts")
     args = parser.parse_args()
-    from jackpot_math.html_page import render_html
+    from jackpot_math.html import render_html
 
     cert = (json.loads(args.from_json.read_text(encoding="utf-8")) if args.from_json else
             certificate(args.days, args.paths, args.sample))

@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 import pytest
-from jackpot_math.html_page import render_html
+from jackpot_math.html import render_html
 from jackpot_math.text import text_summary
 
 from jackpotd.canonical import canonical_json
@@ -133,7 +133,7 @@ def test_the_document_is_json_and_has_every_section(real: dict[str, Any]) -> Non
 
 
 def test_the_certificate_names_the_software_that_produced_it(real: dict[str, Any]) -> None:
-    from jackpot_math.html_page import render_html
+    from jackpot_math.html import render_html
     from jackpot_math.text import text_summary
 
     from jackpotd.software.identity import SoftwareIdentity, software_identity

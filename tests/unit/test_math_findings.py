@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from jackpot_math.certificate import build_certificate
-from jackpot_math.html_page import render_html
+from jackpot_math.html import render_html
 from jackpot_math.text import text_summary
 
 from jackpotd.domain import hands as h

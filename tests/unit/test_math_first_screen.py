@@ -11,7 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
-from jackpot_math.html_page import render_html
+from jackpot_math.html import render_html
 from jackpot_math.key_figures import key_figures
 from jackpot_math.text import text_summary
 from jackpot_math.units import duration_text, threshold_text, when_text

@@ -196,7 +196,8 @@ def test_the_identity_of_an_install(tmp_path: Path) -> None:
 def test_version_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert version(True, path=[str(make_site(tmp_path))]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert shown["commit"] == COMMIT and shown["files"] == len(FILES) and shown["lock_file"].endswith("requirements.txt")
+    assert shown["commit"] == COMMIT and shown["files"] == len(FILES)
+    assert shown["lock_file"].endswith("requirements.txt")
 
 
 def test_the_export_sidecar_names_the_software_and_the_csv(tmp_path: Path) -> None:

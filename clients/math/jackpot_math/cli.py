@@ -23,7 +23,7 @@ from jackpotd.odds.simulate import rounds_of
 from jackpotd.target import add_target_flag, failure_line
 
 from .certificate import build_certificate
-from .html_page import render_html
+from .html import render_html
 from .link_toml import LinkFile, PlayFlags, load_link, play_of_flags
 from .odds_table import odds_text
 from .served import ROLES, CallFailed, Refused, ServedLink, read_link

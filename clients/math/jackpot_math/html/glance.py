@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from .key_figures import LINK, Line, balances_differ, break_even_lines, hit_lines, key_figures, play_text, return_lines
+from ..key_figures import LINK, Line, balances_differ, break_even_lines, hit_lines, key_figures, play_text, return_lines
 
 Side = Mapping[str, Any]
 

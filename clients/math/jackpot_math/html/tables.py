@@ -14,7 +14,7 @@ from jackpot_finance.money import cents_uc, display
 
 from jackpotd.canonical import canonical_json
 
-from .units import NONE, duration_text, threshold_text, when_text
+from ..units import NONE, duration_text, threshold_text, when_text
 
 Cell = tuple[str, bool]  # text, numeric (right-aligned)
 Row = list[Cell]

@@ -13,10 +13,10 @@ from jackpot_finance.html_report import CSP
 
 from jackpotd.software.identity import SoftwareIdentity
 
-from . import charts
-from . import html_tables as t
-from .html_glance import glance
-from .html_style import CSS
+from .. import charts
+from . import tables as t
+from .glance import glance
+from .style import CSS
 
 Side = Mapping[str, Any]
 SideHtml = Callable[[Side, Side | None], str]
