@@ -151,7 +151,7 @@ sbom: install
 	@echo "make sbom: artifacts/sbom.cdx.json"
 
 ## dist: the release wheel in $(DIST_DIR)/, built from the commit (git archive HEAD) with its commit id and lock inside
-# What the image installs and `jackpotd version` / `verify-install` identify in the field (README, Software identity):
+# What the image installs and `jackpotd version` / `verify-install` identify in the field (docs/SERVICE.md, Software identity):
 # jackpotd/BUILD_COMMIT and jackpotd/requirements.txt ship in the wheel, so its RECORD covers them.
 DIST_DIR ?= dist
 dist: install

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """jackpotd-healthcheck: ask a jackpotd's grpc.health.v1 over mTLS; exit 0 when SERVING, 1 otherwise.
 
-jackpotd's TLS listener requires a client certificate from every caller (README, Security), and Kubernetes'
+jackpotd's TLS listener requires a client certificate from every caller (docs/SECURITY.md), and Kubernetes'
 built-in `grpc` probe cannot present one, so probes run this instead (it is in the image at
 /usr/local/bin/jackpotd-healthcheck). Without --ca it speaks plain text (a loopback listener).
 

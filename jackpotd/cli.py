@@ -123,10 +123,10 @@ def parser() -> argparse.ArgumentParser:
                                                         "checkpoint_dir, STATE_DIR/checkpoints, when a checkpoint key "
                                                         "is set; embedded stores: STATE_DIR/secrets/checkpoint.key)")
     b = sub.add_parser("rebuild-summaries", help="derive finance's summaries again from the ledger's entries",
-                       description="Finance's per-quarter-hour summaries (README, Finance) are written with the "
-                                   "entries; the audit and VerifyLedger say when they differ from what the entries "
-                                   "make them. This derives them again, as the ledger's owner, one link at a time "
-                                   "(its writer waits meanwhile).")
+                       description="Finance's per-quarter-hour summaries (docs/CLIENTS.md, Finance) are written "
+                                   "with the entries; the audit and VerifyLedger say when they differ from what the "
+                                   "entries make them. This derives them again, as the ledger's owner, one link at a "
+                                   "time (its writer waits meanwhile).")
     _common(b)
     b.add_argument("--link", action="append", help="a link to rebuild (repeat for more; default every link)")
     f = sub.add_parser("fenced", help="list links stopped until an operator acts, and why",

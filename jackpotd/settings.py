@@ -49,7 +49,7 @@ class Settings(BaseSettings):
     # a writer that has not renewed its lease for this long (paused, cut off) stops writing, and a standby ends its
     # sessions and takes its shards over (issue 23); renewed every second, so at least 2
     writer_lease_seconds: float = Field(5.0, ge=2.0, le=60.0)
-    # TLS (README, Security): the server's certificate and key, and the CA that signs client certificates
+    # TLS (docs/SECURITY.md): the server's certificate and key, and the CA that signs client certificates
     # (tables and role certificates). Without them the service listens in plain text, on loopback only.
     tls_cert_file: str = ""
     tls_key_file: str = ""

@@ -91,8 +91,8 @@ async def open_stores(settings: Settings, *, migrate: bool = True, application_n
             raise
         try:
             for problem in await ledger.role_problems(pool):
-                log.warning("%s: the service could rewrite the ledger; let it log in as a role with only %s's "
-                            "grants (README, Pointing it at real Redis and PostgreSQL)", problem, ledger.APP_ROLE)
+                log.warning("%s: the service could rewrite the ledger; let it log in as a role with only %s's grants "
+                            "(docs/SERVICE.md, Pointing it at real Redis and PostgreSQL)", problem, ledger.APP_ROLE)
             yield Stores(redis, pool, redis_url, dsn, embedded, owner_dsn)
         finally:
             await redis.close()

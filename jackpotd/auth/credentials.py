@@ -137,7 +137,7 @@ class RoleCredential:
 
 @dataclass(frozen=True)
 class CredentialFlags:
-    """The credential flags every role CLI takes (README, Security)."""
+    """The credential flags every role CLI takes (docs/SECURITY.md)."""
 
     credentials: str | None = None  # a credentials directory; default default_credentials_dir()
     token_file: str | None = None

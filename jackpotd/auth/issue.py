@@ -47,7 +47,7 @@ TOKEN_DAYS = 30
 SERVER_HOSTS = ("localhost", "127.0.0.1", "::1")
 ORGANIZATION = "jackpotd"
 
-# What `make run` issues itself under <state_dir>/credentials (README, Security)
+# What `make run` issues itself under <state_dir>/credentials (docs/SECURITY.md)
 DEV_ROLES: tuple[tuple[Role, str], ...] = ((Role.ADMIN, "dev"), (Role.SUPERVISOR, "floor"), (Role.DISPLAY, "sign"),
                                            (Role.FINANCE, "office"), (Role.CONSOLE, "floor-1"))
 DEV_TABLES = tuple(f"demo-table-{i}" for i in range(1, 7))

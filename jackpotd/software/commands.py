@@ -16,15 +16,15 @@ distribution's own record: a regular install's RECORD (PEP 376/627); an editable
 files and, for the sources it does not list, the git commit checked out (HEAD). Exit status 0 when every file
 matches, 1 naming each file changed, added (a file in an installed package directory that the record does not
 name; __pycache__ aside) or removed, 2 when there is nothing to verify against or --seed is not hex.
-With --seed HEX, also print HMAC-SHA256 keyed with those bytes over every file of the release (README,
+With --seed HEX, also print HMAC-SHA256 keyed with those bytes over every file of the release (docs/SERVICE.md,
 "Software identity and field verification", gives the construction a laboratory recomputes)."""
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     v = sub.add_parser("version", help="the software identity: version, commit, lock and distribution SHA-256",
                        description="The release version, the git commit it was built from, the SHA-256 of the "
-                                   "lock file and one SHA-256 over the installed distribution (README, Software "
-                                   "identity and field verification).")
+                                   "lock file and one SHA-256 over the installed distribution (docs/SERVICE.md, "
+                                   "Software identity and field verification).")
     v.add_argument("--json", action="store_true", help="as one JSON object")
     c = sub.add_parser("verify-install", help="check every installed file against the distribution's record",
                        description=VERIFY_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)

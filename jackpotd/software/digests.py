@@ -1,5 +1,6 @@
-"""The canonical digests a laboratory recomputes on its own (README, "Software identity and field verification"):
-the distribution's SHA-256 over its sorted (path, sha256) list, and the seeded HMAC-SHA256 over the files."""
+"""The canonical digests a laboratory recomputes on its own (docs/SERVICE.md, "Software identity and field
+verification"): the distribution's SHA-256 over its sorted (path, sha256) list, and the seeded HMAC-SHA256 over the
+files."""
 
 from __future__ import annotations
 

@@ -203,7 +203,7 @@ async def test_a_simulated_day_reconciles_to_the_microcent(client: Client) -> No
         for point in g.balances:  # drawn from the summaries quarter hour by quarter hour
             if point.sequence > 0:
                 assert point.balance_ucents == after[(point.pool, point.sequence)], point
-        # the BI views carry the same day's numbers (README, Views for BI tools)
+        # the BI views carry the same day's numbers (docs/CLIENTS.md, Views for BI tools)
         view = {row["pool"]: row for row in await c.pg.fetch(
             "SELECT * FROM report_pool_movements_daily WHERE link_id = $1 AND gaming_day = $2", link, day)}
         for p in g.pools:

@@ -1,4 +1,4 @@
-"""jackpotd over TLS with client certificates (README, Security): the certificate says who calls, a table acts
+"""jackpotd over TLS with client certificates (docs/SECURITY.md): the certificate says who calls, a table acts
 for itself only, each role within its policy, a certificate of another CA never gets through the handshake,
 and plain text is refused anywhere but loopback."""
 

@@ -40,7 +40,7 @@ x-jackpot-on-behalf-of metadata, so the audit trail reads "console:floor-1 for s
 Sessions end after --session-minutes without a request; every form carries a CSRF token; a sixth failed
 login in a minute, for one name or from one address, is refused.
 
-The console's credential for jackpotd, as any client's (README, Security): plain text (a loopback jackpotd):
+The console's credential for jackpotd, as any client's (docs/SECURITY.md): plain text (a loopback jackpotd):
 --token-file, else one minted with $JACKPOTD_AUTH_KEY_FILE, else the credentials directory's
 tokens/console-*.token or one minted with its auth.key (`jackpotd serve --demo` issues console:floor-1 under
 state/credentials). TLS to jackpotd (--jackpotd-tls or --jackpotd-ca): a console role certificate."""

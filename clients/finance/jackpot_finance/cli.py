@@ -70,7 +70,7 @@ Exit status: 0 when every identity holds (reconcile) or the ledger verifies (ver
 when jackpotd is unreachable or refuses the call (one line: what happened and what to do); 2 for a usage error
 or a missing credential.
 
-Credentials, as every role client (README, Security): plain text presents a finance (else admin) token from
+Credentials, as every role client (docs/SECURITY.md): plain text presents a finance (else admin) token from
 --token-file, else one minted with $JACKPOTD_AUTH_KEY_FILE, else one from the credentials directory's tokens/
 or minted with its auth.key; TLS (--tls, or --ca) presents a role certificate from --cert/--key or from the
 credentials directory's roles/."""

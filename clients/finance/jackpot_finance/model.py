@@ -148,7 +148,7 @@ def report_dict(rec: report_pb2.Reconciliation) -> Report:
     d |= when("from", rec.from_ms, tz) | when("to", rec.to_ms, tz) | when("generated_at", rec.generated_at_ms, tz)
     d["client_checked"] = link["checked"] and all(p["checked"] for p in pools)
     d["verdict_holds"] = verdict(d)
-    # the program that produced the report (README, Software identity and field verification)
+    # the program that produced the report (docs/SERVICE.md, Software identity and field verification)
     d["software"] = software_identity().as_dict()
     return d
 

@@ -62,7 +62,7 @@ says as whom it was done ("approved hit ... as supervisor:bob"; "acting_as" in -
 Exit status: 0 done; 1 jackpotd refused or could not answer (one line: jackpot-floor: CODE: message);
 2 a usage error, a missing credential, or several credentials and none chosen.
 
-Credentials, as every role client (README, Security): plain text presents a supervisor (else admin) token from
+Credentials, as every role client (docs/SECURITY.md): plain text presents a supervisor (else admin) token from
 --token-file, else from $JACKPOTD_TOKEN_FILE (export JACKPOTD_TOKEN_FILE=state/credentials/tokens/supervisor-
 bob.token to act as bob in every command), else one minted with $JACKPOTD_AUTH_KEY_FILE, else the credentials
 directory's one supervisor token (tokens/supervisor-*.token) or one minted with its auth.key. It never picks

@@ -27,7 +27,7 @@ from .feed import ChannelFactory, Feeds
 
 log = logging.getLogger("jackpot_signage.app")
 
-LINK_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")  # the service's id grammar (README, Ids and free text)
+LINK_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")  # the service's id grammar (docs/SERVICE.md, Ids and free text)
 KEEPALIVE = 2.0  # seconds: every browser hears from us at least this often (the page calls 6 s of silence offline)
 FIRST_WORD = 3.0  # seconds a page request waits for jackpotd's first answer about a link (does it exist?)
 CELEBRATE_MAX = 8.0  # seconds: a top-level hit fills the screen at most this long (the pools must not hide)

@@ -34,7 +34,7 @@ The server keeps one WatchPools stream per link, reopened with backoff whenever 
 to every browser as Server-Sent Events (GET /links/LINK/events). A browser shows LINK OFFLINE while the
 stream is down or it hears nothing for 6 s, and reconnects by itself.
 
-Credentials, as any sign (README, Security). Plain text (a loopback jackpotd): a display token from
+Credentials, as any sign (docs/SECURITY.md). Plain text (a loopback jackpotd): a display token from
 --token-file, else one minted with $JACKPOTD_AUTH_KEY_FILE when that is set, else a token from the
 credentials directory's tokens/ (display, finance, supervisor or admin, in that order) or one minted with its
 auth.key: the development credentials `jackpotd serve --demo` issues under state/credentials. TLS (--tls, or

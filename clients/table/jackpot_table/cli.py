@@ -127,7 +127,7 @@ class CredentialError(ValueError):
 
 
 def credentials_of(args: argparse.Namespace, tables: list[str]) -> Credentials:
-    """The credentials the flags and the credentials directory give (README, Security)."""
+    """The credentials the flags and the credentials directory give (docs/SECURITY.md)."""
     root = Path(args.credentials) if args.credentials else default_credentials_dir()
     ca_file = args.ca or (root / "ca.pem" if args.tls else None)
     if ca_file is None:
