@@ -19,8 +19,8 @@ import asyncpg
 from jackpotd.service.errors import Unavailable
 from jackpotd.store import checkpoints
 from jackpotd.store.ledger.audit import audit_link
-from jackpotd.store.redis_errors import WrongTopology
-from jackpotd.store.redis_pools import RedisPools
+from jackpotd.store.redis.errors import WrongTopology
+from jackpotd.store.redis.pools import RedisPools
 
 from . import history as codec
 from .report import Report, Verdict

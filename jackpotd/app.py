@@ -36,8 +36,8 @@ from .store.leader import LeadingWriter, WriterLease
 from .store.ledger import PostgresLedger, leases
 from .store.ledger.report_port import PostgresReports
 from .store.liveness import Liveness, holder_name
-from .store.redis_cutoff import RedisCutoff
-from .store.redis_pools import RedisPools
+from .store.redis.cutoff import RedisCutoff
+from .store.redis.pools import RedisPools
 from .store.shards import describe, shard_of
 from .store.writer import LedgerWriter
 from .stores import Stores, open_stores, worker_stores

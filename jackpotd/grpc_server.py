@@ -33,7 +33,7 @@ from .service.reports import ReportQueries
 from .service.services import Services
 from .store import ledger
 from .store.ledger.revocations import revoked
-from .store.redis_pools import RedisPools
+from .store.redis.pools import RedisPools
 from .store.throttle import Throttled
 
 log = logging.getLogger("jackpotd")

@@ -47,7 +47,7 @@ LIVE_WITHIN_S = 2.5  # a writer that renewed its liveness this recently is alive
 
 
 class HealthStore(Protocol):
-    """What health asks of Redis (store.redis_pools.RedisPools is one): whether it answers, its links, and the
+    """What health asks of Redis (store.redis.pools.RedisPools is one): whether it answers, its links, and the
     writers' heartbeats."""
 
     async def ping(self) -> None:
@@ -120,7 +120,7 @@ def deaf_s(lease: leases.ShardLease) -> float:
 
 def cut_off(states: leases.LeaseStates | None) -> list[str]:
     """Why no writer's heartbeat reaches Redis while a holder of shards is alive in PostgreSQL: it does not hear its
-    Redis (and, no other live writer reaching it, keeps its shards: store/redis_cutoff.py)."""
+    Redis (and, no other live writer reaching it, keeps its shards: store/redis/cutoff.py)."""
     if states is None:
         return []
     silent: dict[str, float] = {}

@@ -15,8 +15,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from .embedded import EmbeddedPostgres, EmbeddedValkey, ports
 from .settings import Settings, SettingsError
 from .store import ledger
-from .store.redis_errors import WrongTopology
-from .store.redis_pools import RedisPools
+from .store.redis.errors import WrongTopology
+from .store.redis.pools import RedisPools
 
 log = logging.getLogger("jackpotd")
 

@@ -1,6 +1,6 @@
 """The ports: what the service layer needs of the live store, the ledger and the durability watcher.
 
-Adapters implement them (store/redis_pools.py, store/ledger/, store/durability.py) and alone import their
+Adapters implement them (store/redis/pools.py, store/ledger/, store/durability.py) and alone import their
 drivers; every adapter raises errors.Unavailable (or LinkLost, LinkFenced) for a store it cannot use.
 """
 

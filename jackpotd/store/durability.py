@@ -17,7 +17,7 @@ from ..service.errors import LinkFenced, LinkLost, Unavailable
 from . import ledger
 from .announcements import Announcement, Durable, Fenced, Rebuilt, parse
 from .durable_window import DurableWindow
-from .redis_pools import RedisPools
+from .redis.pools import RedisPools
 
 log = logging.getLogger("jackpotd.durability")
 

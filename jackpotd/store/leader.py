@@ -25,7 +25,7 @@ from ..metrics import WRITER_LEADER, WRITER_SHARDS
 from . import keys
 from .ledger import leases
 from .liveness import KEEPALIVES, Liveness
-from .redis_cutoff import RedisCutoff
+from .redis.cutoff import RedisCutoff
 from .shards import SHARDS, describe
 from .throttle import Throttled
 from .writer import LedgerWriter

@@ -58,7 +58,7 @@ class Liveness:
         self._rejoin = True  # holding nothing: the next renewal may revive a row PostgreSQL finds silent
         self._conn: asyncpg.Connection | None = None
         self._complain = Throttled(log, every=10.0).warn
-        # seconds since this process last heard its Redis, told PostgreSQL with each renewal (store/redis_cutoff.py)
+        # seconds since this process last heard its Redis, told PostgreSQL with each renewal (store/redis/cutoff.py)
         self.redis_silent: Callable[[], float | None] = lambda: None
 
     def fresh(self) -> bool:

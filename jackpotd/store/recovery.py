@@ -22,8 +22,8 @@ from .checkpoints import MARK_EVERY, Anchor, Checkpoint, Checkpointer
 from .ledger import head_guard
 from .ledger.fences import FenceKind, kind_of
 from .liveness import LeaseExpired
-from .redis_journal import Probe
-from .redis_pools import RedisPools
+from .redis.journal import Probe
+from .redis.pools import RedisPools
 
 log = logging.getLogger("jackpotd.recovery")
 

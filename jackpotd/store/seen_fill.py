@@ -4,7 +4,7 @@ without one (new, rebuilt, flushed, upgraded) or with a full one gets a new filt
 A fill first marks the filter "fill:<token>" and empties its bits, in one script that also reads the link's
 sequence S: from then on every atomic step adds its ids. It then reads every id the ledger holds, once the ledger
 holds entry S, and ORs them in; a last script marks the filter "ok" (trusted) if the token is still its own. Steps
-apply while it fills and ask the ledger meanwhile. A rebuild deletes the filter (redis_rebuild.py), so a fill
+apply while it fills and ask the ledger meanwhile. A rebuild deletes the filter (redis/rebuild.py), so a fill
 under way when Redis is replaced never marks the new state complete.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from ..domain import seen_filter
 from . import keys, ledger
-from .redis_pools import RedisPools
+from .redis.pools import RedisPools
 
 log = logging.getLogger("jackpotd.seen")
 

@@ -23,7 +23,7 @@ from . import ledger, recovery
 from .checkpoints import Acceptance, Anchor, Checkpointer, Lift, load_link
 from .ledger import head_guard
 from .ledger.head_guard import Backed, Tamper, Tampered, Verdict
-from .redis_pools import RedisPools
+from .redis.pools import RedisPools
 
 log = logging.getLogger("jackpotd.unfence")
 LOST = "lost"  # the kind of the entries that stand for sequence numbers an operator accepted as removed

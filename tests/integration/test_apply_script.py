@@ -21,7 +21,7 @@ from jackpotd.service.ports import NEW_LINK, ROUND_ABSENT, Applied, IdReused, St
 from jackpotd.service.replies import LinkResult
 from jackpotd.service.seen import Unsure, Why
 from jackpotd.store import keys
-from jackpotd.store.redis_pools import RedisPools
+from jackpotd.store.redis.pools import RedisPools
 
 from ..conftest import Isolated, unique
 

@@ -20,7 +20,7 @@ import pytest
 from jackpotd.api.gen.jackpot.v1 import table_pb2
 from jackpotd.embedded import EmbeddedPostgres
 from jackpotd.health import check
-from jackpotd.store.redis_pools import RedisPools
+from jackpotd.store.redis.pools import RedisPools
 
 from ..conftest import Isolated, unique
 from .conftest import open_private

@@ -12,7 +12,7 @@ from jackpotd.app import jackpot_service
 from jackpotd.domain.rounds import Wager
 from jackpotd.service.commands import Commit, Request
 from jackpotd.store import keys
-from jackpotd.store.redis_pools import RedisPools
+from jackpotd.store.redis.pools import RedisPools
 
 from ..conftest import Isolated, unique
 from .conftest import Private, open_private

@@ -10,7 +10,7 @@ import pytest
 from jackpotd.store import keys, ledger, recovery
 from jackpotd.store.ledger import summaries
 from jackpotd.store.ledger.unnest import columns
-from jackpotd.store.redis_pools import RedisPools
+from jackpotd.store.redis.pools import RedisPools
 
 from ..conftest import Isolated, unique
 from .checks import assert_consistent

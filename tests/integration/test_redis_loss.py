@@ -20,7 +20,7 @@ from prometheus_client import REGISTRY
 from jackpotd.api.gen.jackpot.v1 import admin_pb2, display_pb2, table_pb2
 from jackpotd.embedded import EmbeddedValkey
 from jackpotd.store import keys, ledger, recovery
-from jackpotd.store.redis_pools import RedisPools
+from jackpotd.store.redis.pools import RedisPools
 
 from ..conftest import Isolated, unique
 from .checks import assert_consistent

@@ -19,7 +19,7 @@ from jackpotd.embedded.process import wait_for_port
 from jackpotd.settings import Settings
 from jackpotd.store import keys
 from jackpotd.store.ledger import audit_link
-from jackpotd.store.redis_pools import RedisPools
+from jackpotd.store.redis.pools import RedisPools
 
 from ..conftest import AUTH_KEY_FILE, Isolated, unique
 from .conftest import start_private

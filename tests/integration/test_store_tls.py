@@ -34,7 +34,7 @@ import redis.exceptions
 from jackpotd.auth.issue import Authority
 from jackpotd.service.errors import Unavailable
 from jackpotd.store import ledger
-from jackpotd.store.redis_pools import RedisPools
+from jackpotd.store.redis.pools import RedisPools
 from jackpotd.store.resp import RespPipeline
 
 from ..conftest import Servers

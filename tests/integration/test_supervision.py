@@ -28,7 +28,7 @@ from jackpotd.settings import Settings
 from jackpotd.store import keys, ledger
 from jackpotd.store import writer as writer_module
 from jackpotd.store.heartbeats import WriterHealth
-from jackpotd.store.redis_pools import RedisPools
+from jackpotd.store.redis.pools import RedisPools
 from jackpotd.store.shards import ALL, shard_of
 
 from ..conftest import AUTH_KEY_FILE, Isolated, unique

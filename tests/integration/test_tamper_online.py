@@ -20,7 +20,7 @@ from prometheus_client import REGISTRY
 
 from jackpotd.api.gen.jackpot.v1 import report_pb2
 from jackpotd.store import checkpoints
-from jackpotd.store.redis_pools import RedisPools
+from jackpotd.store.redis.pools import RedisPools
 
 from ..conftest import Isolated, unique
 from .conftest import Private, open_private, start_private

@@ -10,7 +10,7 @@ from jackpot_table.controller import METER_WAITS
 from tenacity.wait import wait_base
 
 from jackpotd.backoff import Backoff, exponential, wait_after
-from jackpotd.store.redis_announcements import RESUBSCRIBE_WAITS
+from jackpotd.store.redis.announcements import RESUBSCRIBE_WAITS
 from jackpotd.store.resp_cluster import NODE_PAUSE
 from jackpotd.store.writer import LedgerWriter
 

@@ -30,7 +30,7 @@ from jackpotd.service.ports import (
 from jackpotd.service.replies import LinkResult, NoResult, decode_reply
 from jackpotd.service.seen import Unsure, Why
 from jackpotd.store.lua_codec import CLOCK_TOLERANCE_MS, Verdict, apply_call, apply_outcome, read_result, seen_args
-from jackpotd.store.redis_scripts import APPLY, READ
+from jackpotd.store.redis.scripts import APPLY, READ
 
 STORED = '{"hash":"h1","seq":7,"result":{"link_id":"L"},"balances":["MAJOR","5"],"content":{"a":1}}'
 ENTRY = Entry("fund", 7, "req", "h1", (), FundDetail(Audit()))

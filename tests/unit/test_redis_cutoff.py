@@ -1,4 +1,4 @@
-"""A leader cut off from its Redis (issue 23): the pure verdicts of store/redis_cutoff.py (give its shards up only to
+"""A leader cut off from its Redis (issue 23): the pure verdicts of store/redis/cutoff.py (give its shards up only to
 a live writer whose Redis answers, stay aside for the cool-down and until its own answers, never flap when Redis is
 down for everyone) and what health says of a live holder cut off from its Redis."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from jackpotd.health import cut_off, unled
 from jackpotd.store.ledger.leases import LeaseStates, Peer, ShardLease
-from jackpotd.store.redis_cutoff import GiveUp, Keep, Rejoin, StayAside, best_peer, while_aside, while_leading
+from jackpotd.store.redis.cutoff import GiveUp, Keep, Rejoin, StayAside, best_peer, while_aside, while_leading
 
 LEASE = 5.0
 FINE = Peer("b:2:y", 0.4, 0.6)  # renewed 0.4 s ago, heard its Redis 0.6 s ago

@@ -24,7 +24,7 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 FILES = {
     "jackpotd/__init__.py": b'"""jackpotd."""\n',
     "jackpotd/cli.py": b"def main() -> int:\n    return 0\n",
-    "jackpotd/store/apply.lua": b"return 1\n",
+    "jackpotd/store/redis/apply.lua": b"return 1\n",
     "jackpotd/store/migrations/001_ledger.sql": b"CREATE TABLE t (x int);\n",
     "jackpotd/BUILD_COMMIT": COMMIT.encode() + b"\n",
     "jackpotd/requirements.txt": b"grpcio==1.0 --hash=sha256:00\n",
@@ -141,9 +141,9 @@ def test_one_byte_changed_is_named(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_a_removed_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     site = make_site(tmp_path)
-    (site / "jackpotd" / "store" / "apply.lua").unlink()
+    (site / "jackpotd" / "store" / "redis" / "apply.lua").unlink()
     code, out = _run(site, capsys)
-    assert code == 1 and "removed: jackpotd/store/apply.lua" in out.splitlines(), out
+    assert code == 1 and "removed: jackpotd/store/redis/apply.lua" in out.splitlines(), out
 
 
 def test_an_added_file_is_named_but_not_bytecode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

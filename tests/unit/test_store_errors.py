@@ -9,7 +9,7 @@ import redis.exceptions
 
 from jackpotd.service.errors import Unavailable
 from jackpotd.store.ledger import DRIVER_ERRORS
-from jackpotd.store.redis_errors import translated
+from jackpotd.store.redis.errors import translated
 
 
 @pytest.mark.parametrize("error", [

@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..backoff import Backoff, exponential
-from . import keys
-from .announcements import HASH_PREFIX, Announcement, Durable, encode
-from .redis_connection import RedisConnection, raised
-from .redis_errors import translated
+from ...backoff import Backoff, exponential
+from .. import keys
+from ..announcements import HASH_PREFIX, Announcement, Durable, encode
+from .connection import RedisConnection, raised
+from .errors import translated
 
 log = logging.getLogger("jackpotd.redis")
 RESUBSCRIBE_WAITS = exponential(0.1, 2.0)  # after failed subscriptions in a row: 0.1, 0.2, 0.4 ... 2 s

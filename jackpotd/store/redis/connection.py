@@ -1,7 +1,7 @@
-"""The Redis adapter's connections (store/redis_pools.py puts the adapter together): one server, the primary the
+"""The Redis adapter's connections (store/redis/pools.py puts the adapter together): one server, the primary the
 Sentinels name, followed as they fail it over, or a Valkey/Redis Cluster checked to be one; the pipelines of the hot
 path and of the ledger writer; the scripts, loaded on every primary; and what a failed reply raises. Every Redis
-failure leaves the adapter as the service's Unavailable (redis_errors.translated)."""
+failure leaves the adapter as the service's Unavailable (errors.translated)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ import redis.asyncio as aioredis
 import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 
-from .redis_errors import DOWN, WrongTopology, unavailable
-from .redis_scripts import ScriptBatcher, reply_error
-from .resp import RespPipeline
-from .resp_cluster import ClusterResp, with_address
-from .throttle import Throttled
+from ..resp import RespPipeline
+from ..resp_cluster import ClusterResp, with_address
+from ..throttle import Throttled
+from .errors import DOWN, WrongTopology, unavailable
+from .scripts import ScriptBatcher, reply_error
 
 log = logging.getLogger("jackpotd.redis")
 

@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .ledger import leases
-from .ledger.leases import Peer
-from .throttle import Throttled
+from ..ledger import leases
+from ..ledger.leases import Peer
+from ..throttle import Throttled
 
 log = logging.getLogger("jackpotd.leader")
 

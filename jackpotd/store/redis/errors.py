@@ -10,9 +10,9 @@ from typing import Any, ParamSpec, TypeVar
 
 import redis.exceptions
 
-from ..service.deadlines import bounded
-from ..service.errors import Unavailable
-from .redis_scripts import reply_error
+from ...service.deadlines import bounded
+from ...service.errors import Unavailable
+from .scripts import reply_error
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -7,11 +7,11 @@ import contextlib
 
 import redis.exceptions
 
-from . import heartbeats, keys
-from .heartbeats import WriterHealth, WritersHealth
-from .redis_connection import RedisConnection
-from .redis_errors import DOWN, translated
-from .shards import ALL
+from .. import heartbeats, keys
+from ..heartbeats import WriterHealth, WritersHealth
+from ..shards import ALL
+from .connection import RedisConnection
+from .errors import DOWN, translated
 
 HEALTH_TTL_MS = 3000
 

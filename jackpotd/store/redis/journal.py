@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import keys
-from .redis_connection import RedisConnection
-from .redis_errors import translated
+from .. import keys
+from .connection import RedisConnection
+from .errors import translated
 
 PROBE = ("return {redis.call('EXISTS', KEYS[1], KEYS[4]) == 2 and 1 or 0, "
          "redis.call('GET', KEYS[2]) or '', redis.call('GET', KEYS[3]) or ''}")

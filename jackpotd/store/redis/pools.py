@@ -1,9 +1,9 @@
 """Redis adapter: the live pools, each link's sequence, idempotency records and round states (service.ports.LiveStore),
-put together from its parts, one job each: the connections (redis_connection.py), the journals and probes
-(redis_journal.py), the announcements (redis_announcements.py), the writers' heartbeats (redis_health.py) and
-rebuilds and fences (redis_rebuild.py). The key layout (keys.py), the scripts (redis_scripts.py), their KEYS,
-ARGV and verdicts (lua_codec.py) and pub/sub are known in store/ only; every Redis failure leaves the adapter as
-the service's Unavailable.
+put together from its parts, one job each: the connections (connection.py), the journals and probes
+(journal.py), the announcements (announcements.py), the writers' heartbeats (health.py) and
+rebuilds and fences (rebuild.py). The key layout (store/keys.py), the scripts (scripts.py), their KEYS,
+ARGV and verdicts (store/lua_codec.py) and pub/sub are known in store/ only; every Redis failure leaves the
+adapter as the service's Unavailable.
 """
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ..domain.link import LinkConfig
-from ..service.ports import LinkRead, Outcome, Reply, Step
-from ..service.replies import decode_reply
-from . import keys
-from .lua_codec import CLOCK_TOLERANCE_MS, apply_call, apply_outcome, read_call, read_result
-from .redis_announcements import RedisAnnouncements
-from .redis_errors import translated
-from .redis_health import RedisHealth
-from .redis_journal import RedisJournal
-from .redis_rebuild import RedisRebuild
+from ...domain.link import LinkConfig
+from ...service.ports import LinkRead, Outcome, Reply, Step
+from ...service.replies import decode_reply
+from .. import keys
+from ..lua_codec import CLOCK_TOLERANCE_MS, apply_call, apply_outcome, read_call, read_result
+from .announcements import RedisAnnouncements
+from .errors import translated
+from .health import RedisHealth
+from .journal import RedisJournal
+from .rebuild import RedisRebuild
 
 
 class RedisPools(RedisJournal, RedisAnnouncements, RedisHealth, RedisRebuild):

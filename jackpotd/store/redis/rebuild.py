@@ -7,13 +7,13 @@ from collections.abc import Mapping
 
 import redis.exceptions
 
-from ..service.errors import Unavailable
-from . import keys
-from .announcements import Rebuilt, encode
-from .ledger import LinkSnapshot
-from .redis_connection import RedisConnection
-from .redis_errors import DOWN, translated
-from .redis_scripts import reply_error
+from ...service.errors import Unavailable
+from .. import keys
+from ..announcements import Rebuilt, encode
+from ..ledger import LinkSnapshot
+from .connection import RedisConnection
+from .errors import DOWN, translated
+from .scripts import reply_error
 
 
 class RedisRebuild(RedisConnection):

@@ -11,8 +11,8 @@ from typing import Any
 import hiredis
 from redis.exceptions import ResponseError
 
-from ..service.errors import Unavailable
-from .batching import Batcher
+from ...service.errors import Unavailable
+from ..batching import Batcher
 
 APPLY = (Path(__file__).parent / "apply.lua").read_text()
 READ = (Path(__file__).parent / "read.lua").read_text()

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from ..clock import Clock
-from . import ledger
+from ...clock import Clock
+from .. import ledger
 
 Fence = Callable[[str, int, str], Awaitable[None]]  # (link, seq, why): stop the link
 

@@ -18,26 +18,26 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 
-from ..backoff import Backoff, exponential
-from ..clock import Clock, now_ms
-from ..metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS, WRITER_FENCED
-from ..service.errors import Unavailable
-from . import ledger, recovery
-from .checkpoints import Anchor, Checkpointer
-from .dating_clock import DatingClock
-from .heartbeats import WriterHealth
-from .ledger.fences import FenceKind
-from .ledger.head_guard import Tamper, Tampered
-from .liveness import LeaseExpired
-from .redis_announcements import DurableBatch
-from .redis_journal import Journal
-from .redis_pools import RedisPools
-from .seen_fill import SeenFiller
-from .shards import ALL, shard_of
-from .throttle import Throttled
-from .writer_batches import isolate
-from .writer_fences import WriterFences
-from .writer_heads import WriterHeads
+from ...backoff import Backoff, exponential
+from ...clock import Clock, now_ms
+from ...metrics import LEDGER_BATCH, LEDGER_LAG, LINK_FENCED, LINK_REBUILDS, POOL_CENTS, WRITER_FENCED
+from ...service.errors import Unavailable
+from .. import ledger, recovery
+from ..checkpoints import Anchor, Checkpointer
+from ..dating_clock import DatingClock
+from ..heartbeats import WriterHealth
+from ..ledger.fences import FenceKind
+from ..ledger.head_guard import Tamper, Tampered
+from ..liveness import LeaseExpired
+from ..redis.announcements import DurableBatch
+from ..redis.journal import Journal
+from ..redis.pools import RedisPools
+from ..seen_fill import SeenFiller
+from ..shards import ALL, shard_of
+from ..throttle import Throttled
+from .batches import isolate
+from .fences import WriterFences
+from .heads import WriterHeads
 
 log = logging.getLogger("jackpotd.writer")
 Leads = Callable[[], Awaitable[bool]]  # whether this process still holds its shards' leases
@@ -93,8 +93,8 @@ class LedgerWriter:
         self._rebuilt_at: dict[str, list[float]] = {}
         self._metered_links: set[str] = set()  # links whose series exist (_metered)
         self.checkpoints = checkpoints  # heads anchored outside the database (store/checkpoints.py)
-        self.heads = WriterHeads(checkpoints)  # what each link's ledger head is held to (store/writer_heads.py)
-        self.fences = WriterFences(redis, pg, self.heads)  # the links stopped for a person (store/writer_fences.py)
+        self.heads = WriterHeads(checkpoints)  # what each link's ledger head is held to (store/writer/heads.py)
+        self.fences = WriterFences(redis, pg, self.heads)  # the links stopped for a person (store/writer/fences.py)
         self.leads = leads  # asked before a head moved past this writer's is called tampering
         self.seen = SeenFiller(redis, pg)  # each link's filter of used ids (store/seen_fill.py)
         self.epochs = epochs  # shard -> the lease epoch its process took: every append carries them (migration 019)

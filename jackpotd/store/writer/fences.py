@@ -8,14 +8,14 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 
-from ..metrics import LINK_FENCED
-from . import ledger, recovery
-from .checkpoints import Anchor
-from .ledger.fences import Fence, FenceKind
-from .ledger.head_guard import Tampered
-from .redis_journal import Probe
-from .redis_pools import RedisPools
-from .writer_heads import WriterHeads
+from ...metrics import LINK_FENCED
+from .. import ledger, recovery
+from ..checkpoints import Anchor
+from ..ledger.fences import Fence, FenceKind
+from ..ledger.head_guard import Tampered
+from ..redis.journal import Probe
+from ..redis.pools import RedisPools
+from .heads import WriterHeads
 
 log = logging.getLogger("jackpotd.writer")
 REMOVED = recovery.REMOVED

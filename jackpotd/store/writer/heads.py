@@ -10,9 +10,9 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .checkpoints import MARK_EVERY, Anchor, Checkpoint, Checkpointer
-from .ledger import head_guard
-from .ledger.head_guard import Backed, Verdict
+from ..checkpoints import MARK_EVERY, Anchor, Checkpoint, Checkpointer
+from ..ledger import head_guard
+from ..ledger.head_guard import Backed, Verdict
 
 log = logging.getLogger("jackpotd.writer")
 
