@@ -11,9 +11,9 @@ counted on a call).
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
 
+from bench_domain import best_of  # bench/bench_domain.py, beside this file
 from summary import Figure, record  # bench/summary.py, beside this file
 
 from jackpotd.domain import hands as h
@@ -28,18 +28,6 @@ from jackpotd.service.decide.returns import ReturnsVerdict
 from jackpotd.service.ports import NEW_LINK
 
 AUDIT = c.Audit("admin:bench", "bench", "BENCH-1")
-
-
-def best_of(repeats: int, fn: Callable[[], int]) -> tuple[float, float, int]:
-    """Best wall and best CPU time of `repeats` calls, and the count of operations one call performs."""
-    best = cpu = float("inf")
-    n = 0
-    for _ in range(repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        n = fn()
-        best = min(best, time.perf_counter() - t0)
-        cpu = min(cpu, time.process_time() - c0)
-    return best, cpu, n
 
 
 def no_check(cmd: c.ConfigCommand, config: LinkConfig) -> ReturnsVerdict | None:

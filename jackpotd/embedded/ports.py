@@ -53,7 +53,7 @@ def claim(state_dir: Path) -> dict[str, int]:
         return {name: free_port() for name in STORES}
     for name, port in ports.items():
         deadline = time.monotonic() + FREE_WAIT
-        while not _free(port):
+        while not is_free(port):
             if time.monotonic() > deadline:
                 holder = listener_of(port)
                 raise PortTaken(f"the embedded {name}'s port {port}, recorded in {ports_file(state_dir)}, is taken by "
@@ -73,7 +73,7 @@ def record(state_dir: Path, ports: dict[str, int]) -> None:
     os.replace(tmp, path)
 
 
-def _free(port: int) -> bool:
+def is_free(port: int) -> bool:
     """Whether nothing listens on loopback `port` (SO_REUSEADDR, as the servers bind: a closed connection's
     TIME_WAIT does not count)."""
     with socket.socket() as s:

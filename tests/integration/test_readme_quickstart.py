@@ -9,7 +9,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
@@ -18,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from jackpotd.embedded.ports import is_free
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK = re.compile(r"```sh\n(.*?)```", re.S)
@@ -65,16 +66,6 @@ class Session:
         assert "Traceback" not in done.stderr, f"{line}\n{done.stderr}"
         assert done.returncode == 0, f"`{line}` exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
         return done
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind: TIME_WAIT is no owner
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def _get(url: str) -> int:
@@ -193,12 +184,12 @@ def moved_ports() -> dict[str, int]:
 def test_the_quick_start_as_pasted_on_moved_ports(tmp_path: Path) -> None:
     ports = moved_ports()
     assert set(ports) == {"SIGN_PORT", "GRPC_PORT", "METRICS_PORT"}
-    if not all(_free(p) for p in (*ports.values(), 8090)):
+    if not all(is_free(p) for p in (*ports.values(), 8090)):
         pytest.skip(f"one of the moved ports {sorted(ports.values())} or 8090 is taken on this machine")
     _quick_start(tmp_path, ports)
 
 
 def test_the_quick_start_as_pasted_on_the_default_ports(tmp_path: Path) -> None:
-    if not all(_free(p) for p in (50051, 8080, 9464, 8090)):
+    if not all(is_free(p) for p in (50051, 8080, 9464, 8090)):
         pytest.skip("a default port (50051, 8080, 9464, 8090) is taken: a `make run` of the developer's is up")
     _quick_start(tmp_path, {})

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 pytest.importorskip("kubernetes_validate")
 pytest.importorskip("jsonschema")
 
+from .scripts_loader import load_script  # noqa: E402  (after the skips: it loads the checker)
 
-def _load_checker() -> Any:
-    spec = importlib.util.spec_from_file_location("check_deploy", ROOT / "scripts" / "check_deploy.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["check_deploy"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-cd = _load_checker()
+cd = load_script("check_deploy")
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -13,19 +12,12 @@ from typing import Any
 
 import pytest
 
+from .scripts_loader import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load() -> Any:
-    spec = importlib.util.spec_from_file_location("check_lock", ROOT / "scripts" / "check_lock.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["check_lock"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-cl = _load()
+cl = load_script("check_lock")
 LOCKS = {cl.RUNTIME_LOCK: (), cl.DEV_LOCK: ("dev",)}
 
 
@@ -114,10 +106,7 @@ def test_the_image_installs_from_the_lock_alone() -> None:
 
 def test_generated_code_comes_from_the_locked_generator() -> None:
     """scripts/gen_proto.py refuses to generate or compare with a grpcio-tools other than the locked one."""
-    spec = importlib.util.spec_from_file_location("gen_proto", ROOT / "scripts" / "gen_proto.py")
-    assert spec and spec.loader
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+    gen = load_script("gen_proto")
     lock = (ROOT / cl.DEV_LOCK).read_text()
     pins = cl.parse_lock(lock)[0]
     locked = {n: pins[n].version for n in gen.GENERATORS}
